@@ -1,0 +1,415 @@
+//! Actors: the builder, the user's handle, and the state shared with lanes.
+
+use std::error::Error;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::context::{current_actor, mark_current_thread, ActorId};
+use crate::event::Wake;
+use crate::gate::{Entered, Gate};
+use crate::lane::{Lane, LaneCore, LaneShared};
+use crate::scheduler::Core;
+use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
+use crate::stats::{ActorGauges, ActorStats, Counters};
+use crate::sync::{channel, thread, Mutex};
+use crate::ticket::panic_message;
+
+/// A control message to an actor. Data (ops) travel on lanes; the mailbox
+/// only says which lane to look at. It holds at most a few messages per lane
+/// (one `Open`, one `Ready`, one `Wake`) plus shutdown pokes, so it is
+/// bounded by the number of lanes without a capacity of its own, and a send
+/// to it never blocks: an actor that fires an event into another actor's
+/// mailbox can never wait on it.
+pub(crate) enum Message<E> {
+    Open(LaneCore<E>),
+    Ready(u64),
+    Wake(u64),
+    Shutdown(ShutdownMode),
+    Poke,
+}
+
+/// The state an actor shares with its lanes and handles.
+pub(crate) struct Shared<E> {
+    pub(crate) id: ActorId,
+    pub(crate) name: String,
+    pub(crate) mailbox: channel::Sender<Message<E>>,
+    pub(crate) gate: Gate,
+    pub(crate) lane_capacity: usize,
+    pub(crate) wait_spin: Duration,
+    pub(crate) counters: Counters,
+    pub(crate) gauges: ActorGauges,
+    next_lane: AtomicU64,
+    lanes: Mutex<Vec<Weak<LaneShared>>>,
+}
+
+/// Proof of being inside the intake gate; leaving pokes the actor if it
+/// waits for the gate to empty.
+pub(crate) struct Entry<'a, E>(&'a Shared<E>);
+
+impl<E> Drop for Entry<'_, E> {
+    fn drop(&mut self) {
+        if self.0.gate.leave() {
+            let _ = self.0.mailbox.send(Message::Poke);
+        }
+    }
+}
+
+impl<E> Shared<E> {
+    pub(crate) fn enter(&self) -> Option<Entry<'_, E>> {
+        let entered = self.gate.enter();
+        let entry = Entry(self);
+        match entered {
+            Entered::Open => Some(entry),
+            Entered::Closed => None,
+        }
+    }
+
+    pub(crate) fn next_lane_id(&self) -> u64 {
+        self.next_lane.fetch_add(1, Relaxed)
+    }
+
+    pub(crate) fn register_lane(&self, lane: &Arc<LaneShared>) {
+        let mut lanes = self.lanes.lock();
+        lanes.retain(|l| l.strong_count() > 0);
+        lanes.push(Arc::downgrade(lane));
+    }
+
+    fn stats(&self) -> ActorStats {
+        let lanes: Vec<Arc<LaneShared>> = self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
+        ActorStats::collect(
+            self.id,
+            &self.name,
+            &self.counters,
+            &self.gauges,
+            lanes.iter().filter(|l| !l.closed.load(Relaxed)).map(|l| (l.id, &l.counters)).collect(),
+        )
+    }
+
+    fn report(&self, died: Option<String>) -> ShutdownReport {
+        let ops = self.counters.snapshot();
+        ShutdownReport {
+            actor: self.name.clone(),
+            completed: ops.completed,
+            failed: ops.failed,
+            panicked: ops.panicked,
+            cancelled: ops.cancelled,
+            lost: ops.lost,
+            died,
+        }
+    }
+}
+
+/// Events wake a parked lane by a message to its actor's mailbox.
+impl<E: 'static> Wake for Shared<E> {
+    fn wake(&self, lane: u64) {
+        let _ = self.mailbox.send(Message::Wake(lane));
+    }
+}
+
+/// Configures and starts an actor.
+#[derive(Debug, Clone)]
+pub struct ActorBuilder {
+    name: String,
+    lane_capacity: usize,
+    idle_spin: Duration,
+    wait_spin: Duration,
+    stack_size: Option<usize>,
+}
+
+/// Default number of ops one lane holds before `submit` waits.
+pub const DEFAULT_LANE_CAPACITY: usize = 1024;
+/// Default time an idle actor spins before it parks.
+pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
+/// Default time `Ticket::wait` spins before it parks.
+pub const DEFAULT_WAIT_SPIN: Duration = Duration::from_micros(20);
+
+/// An actor could not be started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// A lane capacity of zero would make every `try_submit` fail.
+    #[error("lane capacity must be at least 1, got 0")]
+    ZeroLaneCapacity,
+    /// The OS refused the thread.
+    #[error("cannot start actor thread `{name}`: {source}")]
+    Thread {
+        /// The thread name.
+        name: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The engine factory returned an error.
+    #[error("the engine of actor `{name}` failed to start: {source}")]
+    Factory {
+        /// The thread name.
+        name: String,
+        /// The factory's error.
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// The engine factory panicked.
+    #[error("the engine factory of actor `{name}` panicked: {message}")]
+    FactoryPanicked {
+        /// The thread name.
+        name: String,
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl ActorBuilder {
+    /// A builder for an actor whose thread is called `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        ActorBuilder {
+            name: name.into(),
+            lane_capacity: DEFAULT_LANE_CAPACITY,
+            idle_spin: DEFAULT_IDLE_SPIN,
+            wait_spin: DEFAULT_WAIT_SPIN,
+            stack_size: None,
+        }
+    }
+
+    /// Ops one lane holds before `submit` waits (at least 1).
+    pub fn lane_capacity(mut self, capacity: usize) -> Self {
+        self.lane_capacity = capacity;
+        self
+    }
+
+    /// How long the idle actor spins on its mailbox before it parks. Zero
+    /// parks at once (least CPU, slowest wake-up).
+    pub fn idle_spin(mut self, spin: Duration) -> Self {
+        self.idle_spin = spin;
+        self
+    }
+
+    /// How long `Ticket::wait` spins before it parks.
+    pub fn wait_spin(mut self, spin: Duration) -> Self {
+        self.wait_spin = spin;
+        self
+    }
+
+    /// The actor thread's stack size.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Starts the actor thread, builds the engine there with `factory`, and
+    /// returns once the engine is built.
+    ///
+    /// The engine never leaves the actor thread: it need not be `Send`, and
+    /// it is dropped on that thread at shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError`] if the capacity is zero, the thread cannot start, or
+    /// the factory fails or panics.
+    pub fn spawn<E, F, Er>(self, factory: F) -> Result<Actor<E>, SpawnError>
+    where
+        E: 'static,
+        F: FnOnce() -> Result<E, Er> + Send + 'static,
+        Er: Into<Box<dyn Error + Send + Sync>>,
+    {
+        if self.lane_capacity == 0 {
+            return Err(SpawnError::ZeroLaneCapacity);
+        }
+        let (mailbox, inbox) = channel::unbounded();
+        let shared = Arc::new(Shared {
+            id: ActorId::next(),
+            name: self.name.clone(),
+            mailbox,
+            gate: Gate::new(),
+            lane_capacity: self.lane_capacity,
+            wait_spin: self.wait_spin,
+            counters: Counters::default(),
+            gauges: ActorGauges::default(),
+            next_lane: AtomicU64::new(0),
+            lanes: Mutex::new(Vec::new()),
+        });
+        let (started_tx, started_rx) = channel::bounded::<Result<(), SpawnError>>(1);
+        let thread_shared = shared.clone();
+        let idle_spin = self.idle_spin;
+        let name = self.name.clone();
+        let mut builder = thread::Builder::new().name(self.name.clone());
+        if let Some(bytes) = self.stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        let thread = builder
+            .spawn(move || {
+                mark_current_thread(thread_shared.id);
+                let engine = match catch_unwind(AssertUnwindSafe(factory)) {
+                    Ok(Ok(engine)) => engine,
+                    Ok(Err(error)) => {
+                        let _ = started_tx.send(Err(SpawnError::Factory {
+                            name,
+                            source: error.into(),
+                        }));
+                        return;
+                    }
+                    Err(payload) => {
+                        let _ = started_tx.send(Err(SpawnError::FactoryPanicked {
+                            name,
+                            message: panic_message(&*payload),
+                        }));
+                        return;
+                    }
+                };
+                let _ = started_tx.send(Ok(()));
+                drop(started_tx);
+                Core::new(engine, thread_shared, inbox, idle_spin).run();
+            })
+            .map_err(|source| SpawnError::Thread {
+                name: self.name.clone(),
+                source,
+            })?;
+        let started = started_rx.recv();
+        match started {
+            Ok(Ok(())) => Ok(Actor {
+                owner: Arc::new(Owner {
+                    shared,
+                    thread: Mutex::new(Some(thread)),
+                    report: Mutex::new(None),
+                }),
+            }),
+            Ok(Err(error)) => {
+                let _ = thread.join();
+                Err(error)
+            }
+            Err(_) => {
+                let message = match thread.join() {
+                    Err(payload) => panic_message(&*payload),
+                    Ok(()) => "the actor thread ended before its engine was built".to_owned(),
+                };
+                Err(SpawnError::FactoryPanicked {
+                    name: self.name,
+                    message,
+                })
+            }
+        }
+    }
+}
+
+/// A handle to a running actor. Cheap to clone; when the last clone is
+/// dropped the actor shuts down as with [`Actor::shutdown`] (from an actor
+/// thread it is only begun, and the actor finishes on its own).
+pub struct Actor<E> {
+    owner: Arc<Owner<E>>,
+}
+
+struct Owner<E> {
+    shared: Arc<Shared<E>>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    report: Mutex<Option<ShutdownReport>>,
+}
+
+impl<E> Clone for Actor<E> {
+    fn clone(&self) -> Self {
+        Actor {
+            owner: self.owner.clone(),
+        }
+    }
+}
+
+impl<E> fmt::Debug for Actor<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Actor")
+            .field("id", &self.owner.shared.id)
+            .field("name", &self.owner.shared.name)
+            .finish()
+    }
+}
+
+/// The actor no longer accepts work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("actor `{actor}` is shut down")]
+pub struct ActorClosed {
+    /// The actor's thread name.
+    pub actor: String,
+}
+
+impl<E: 'static> Actor<E> {
+    /// The actor's id.
+    pub fn id(&self) -> ActorId {
+        self.owner.shared.id
+    }
+
+    /// The actor's thread name.
+    pub fn name(&self) -> &str {
+        &self.owner.shared.name
+    }
+
+    /// Opens a new lane into this actor.
+    ///
+    /// # Errors
+    ///
+    /// [`ActorClosed`] once shutdown has begun or the actor thread died.
+    pub fn lane(&self) -> Result<Lane<E>, ActorClosed> {
+        Lane::open(&self.owner.shared).ok_or_else(|| ActorClosed {
+            actor: self.owner.shared.name.clone(),
+        })
+    }
+
+    /// Whether the actor still accepts work.
+    pub fn is_open(&self) -> bool {
+        !self.owner.shared.gate.is_closed()
+    }
+
+    /// A snapshot of the actor's counters and open lanes.
+    pub fn stats(&self) -> ActorStats {
+        self.owner.shared.stats()
+    }
+
+    /// Stops intake, runs every op already queued, joins the thread.
+    /// Repeated calls return the same report.
+    ///
+    /// # Errors
+    ///
+    /// [`ShutdownError::WouldDeadlock`] when called from an actor thread or
+    /// pool worker: the shutdown has begun but is not waited for.
+    pub fn shutdown(&self) -> Result<ShutdownReport, ShutdownError> {
+        self.owner.stop(ShutdownMode::Drain)
+    }
+
+    /// Stops intake, lets the running op finish, cancels every queued op
+    /// (their tickets get `Cancelled`), joins the thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Actor::shutdown`].
+    pub fn shutdown_now(&self) -> Result<ShutdownReport, ShutdownError> {
+        self.owner.stop(ShutdownMode::Now)
+    }
+}
+
+impl<E> Owner<E> {
+    fn stop(&self, mode: ShutdownMode) -> Result<ShutdownReport, ShutdownError> {
+        let shared = &self.shared;
+        shared.gate.close();
+        let _ = shared.mailbox.send(Message::Shutdown(mode));
+        if current_actor().is_some() {
+            return Err(ShutdownError::WouldDeadlock {
+                actor: shared.name.clone(),
+            });
+        }
+        let mut thread = self.thread.lock();
+        if let Some(handle) = thread.take() {
+            let died = handle.join().err().map(|p| panic_message(&*p));
+            *self.report.lock() = Some(shared.report(died));
+        }
+        drop(thread);
+        Ok(self
+            .report
+            .lock()
+            .clone()
+            .unwrap_or_else(|| shared.report(None)))
+    }
+}
+
+impl<E> Drop for Owner<E> {
+    fn drop(&mut self) {
+        let _ = self.stop(ShutdownMode::Drain);
+    }
+}

@@ -1,0 +1,75 @@
+//! The intake gate: how shutdown stops new work without losing any.
+//!
+//! # Protocol
+//!
+//! `state` holds a `CLOSED` bit and, above it, the number of submitters
+//! between [`Gate::enter`] and [`Gate::leave`]. A submitter enters, checks
+//! the bit, queues its op and sends any wake-up, then leaves. Shutdown sets
+//! the bit; from then on every `enter` fails. The actor finishes only once
+//! it has seen the state equal to exactly `CLOSED` (no one inside) and then
+//! drained its mailbox and lanes.
+//!
+//! Why nothing is lost: an op is accepted only by a submitter that entered
+//! before the bit was set. Its queueing and wake-up happen before its
+//! `leave` (`Release`); the actor's `Acquire` load that sees the count at
+//! zero reads a value later in the modification order of `state`, which is
+//! only ever changed by read-modify-writes, so it synchronizes with that
+//! `leave` and the drain that follows sees the op. A submitter whose `leave`
+//! empties a closed gate tells the actor (a poke to its mailbox), so the
+//! actor never sleeps on a count that already reached zero.
+
+use crate::sync::{AtomicUsize, Ordering};
+
+const CLOSED: usize = 1;
+const ONE: usize = 2;
+
+#[derive(Debug)]
+pub(crate) struct Gate {
+    state: AtomicUsize,
+}
+
+/// Whether an `enter` got in.
+#[must_use]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entered {
+    Open,
+    Closed,
+}
+
+impl Gate {
+    pub(crate) fn new() -> Gate {
+        Gate {
+            state: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts the caller in. Even when this returns `Closed` the caller is
+    /// counted and must `leave`.
+    pub(crate) fn enter(&self) -> Entered {
+        if self.state.fetch_add(ONE, Ordering::Acquire) & CLOSED == 0 {
+            Entered::Open
+        } else {
+            Entered::Closed
+        }
+    }
+
+    /// Counts the caller out; `true` if it was the last one in a closed gate
+    /// (the actor may be waiting for exactly that).
+    pub(crate) fn leave(&self) -> bool {
+        self.state.fetch_sub(ONE, Ordering::Release) == CLOSED | ONE
+    }
+
+    /// Closes the gate; `true` if it was open.
+    pub(crate) fn close(&self) -> bool {
+        self.state.fetch_or(CLOSED, Ordering::AcqRel) & CLOSED == 0
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Closed with no one inside: no op can be queued any more.
+    pub(crate) fn is_quiescent(&self) -> bool {
+        self.state.load(Ordering::Acquire) == CLOSED
+    }
+}

@@ -1,0 +1,463 @@
+//! Lanes: ordered, bounded streams of ops from application code to one actor.
+//!
+//! # Protocol: telling the actor a lane has work
+//!
+//! Each lane is a bounded channel plus a `notified` flag. The flag is true
+//! while the actor holds the lane as runnable or parked, or while a `Ready`
+//! message for it is on its way; false only while the lane sits idle in the
+//! actor's table.
+//!
+//! - Submitter: queue the op, then `fence(SeqCst)`, then `swap(true)`; if the
+//!   flag was false, send `Ready(lane)` to the actor's mailbox.
+//! - Actor, finding the lane empty: `store(false)`, `fence(SeqCst)`, then
+//!   look at the queue once more. If an op is there, take it and keep the
+//!   lane runnable (setting the flag back); else file the lane as idle.
+//!
+//! The two fences order each side's write before its read, so at least one
+//! side sees the other: either the actor's second look finds the op, or the
+//! submitter's swap reads false and sends `Ready`. A lane with queued ops is
+//! therefore never idle without a wake-up on its way. A duplicate `Ready`
+//! (both sides saw each other) is harmless: the actor ignores `Ready` for a
+//! lane that is not idle, and polling an empty idle lane only files it again.
+//! Dropping the last handle sets `closed` and runs the same notify step, so
+//! the actor also learns when to forget the lane.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::actor::{Message, Shared};
+use crate::context::{current_actor, ActorId};
+use crate::op::{Op, OpBody, Task, TaskCell};
+use crate::stats::{Counters, QUEUE_WAIT_SAMPLING};
+use crate::sync::channel::{self, Receiver, Sender, TrySendError};
+use crate::sync::{fence, AtomicBool, Ordering};
+use crate::ticket::{slot, Ticket};
+
+/// A queued op and, for sampled ops, when it was submitted.
+pub(crate) struct Envelope<E> {
+    pub(crate) task: Box<dyn Task<E>>,
+    pub(crate) submitted_at: Option<Instant>,
+}
+
+/// The part of a lane both sides see.
+pub(crate) struct LaneShared {
+    pub(crate) id: u64,
+    pub(crate) notified: AtomicBool,
+    pub(crate) closed: AtomicBool,
+    pub(crate) counters: Counters,
+}
+
+/// The actor's side of a lane.
+pub(crate) struct LaneCore<E> {
+    pub(crate) shared: Arc<LaneShared>,
+    pub(crate) rx: Receiver<Envelope<E>>,
+    /// An op taken from the queue whose events have not all fired yet.
+    pub(crate) head: Option<Envelope<E>>,
+}
+
+/// An ordered stream of ops into one actor. Ops of one lane run in the order
+/// they were submitted; lanes of an actor are served round-robin. Clones
+/// share the same stream.
+///
+/// `submit` waits while the lane is full, `try_submit` returns
+/// [`TrySubmitError::Full`], `submit_timeout` waits at most a given time.
+/// Each hands the op back when it is refused.
+pub struct Lane<E> {
+    inner: Arc<LaneHandle<E>>,
+}
+
+struct LaneHandle<E> {
+    tx: Sender<Envelope<E>>,
+    lane: Arc<LaneShared>,
+    actor: Arc<Shared<E>>,
+}
+
+impl<E> Clone for Lane<E> {
+    fn clone(&self) -> Self {
+        Lane {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<E> fmt::Debug for Lane<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lane")
+            .field("actor", &self.inner.actor.name)
+            .field("lane", &self.inner.lane.id)
+            .finish()
+    }
+}
+
+/// `submit` refused an op; the op is handed back.
+pub enum SubmitError<T> {
+    /// The actor is shut down (or its thread died).
+    Closed(T),
+    /// The lane is full and the caller works for an actor, which must never
+    /// block on another queue.
+    WouldDeadlock(T),
+}
+
+/// `try_submit` refused an op; the op is handed back.
+pub enum TrySubmitError<T> {
+    /// The lane is full.
+    Full(T),
+    /// The actor is shut down (or its thread died).
+    Closed(T),
+}
+
+/// `submit_timeout` refused an op; the op is handed back.
+pub enum SubmitTimeoutError<T> {
+    /// The lane stayed full for the whole timeout.
+    Timeout(T),
+    /// The actor is shut down (or its thread died).
+    Closed(T),
+    /// The lane is full and the caller works for an actor.
+    WouldDeadlock(T),
+}
+
+/// The ticket of an op with body `B` on engine `E`.
+pub type TicketFor<B, E> = Ticket<<B as OpBody<E>>::Output, <B as OpBody<E>>::Error>;
+
+enum Refused {
+    Closed,
+    Full,
+    Timeout,
+    WouldDeadlock,
+}
+
+enum Wait {
+    Block,
+    Never,
+    Until(Instant),
+}
+
+impl<E: 'static> Lane<E> {
+    pub(crate) fn open(actor: &Arc<Shared<E>>) -> Option<Lane<E>> {
+        let entry = actor.enter()?;
+        let (tx, rx) = channel::bounded(actor.lane_capacity);
+        let lane = Arc::new(LaneShared {
+            id: actor.next_lane_id(),
+            // True until the actor has filed the lane: it polls new lanes.
+            notified: AtomicBool::new(true),
+            closed: AtomicBool::new(false),
+            counters: Counters::default(),
+        });
+        actor.register_lane(&lane);
+        let core = LaneCore {
+            shared: lane.clone(),
+            rx,
+            head: None,
+        };
+        actor.mailbox.send(Message::Open(core)).ok()?;
+        drop(entry);
+        Some(Lane {
+            inner: Arc::new(LaneHandle {
+                tx,
+                lane,
+                actor: actor.clone(),
+            }),
+        })
+    }
+
+    /// The actor this lane feeds.
+    pub fn actor(&self) -> ActorId {
+        self.inner.actor.id
+    }
+
+    /// The lane's id within its actor.
+    pub fn id(&self) -> u64 {
+        self.inner.lane.id
+    }
+
+    /// Ops accepted on this lane and not yet finished.
+    pub fn queued(&self) -> u64 {
+        self.inner.lane.counters.snapshot().queued
+    }
+
+    /// Submits `op`, waiting while the lane is full.
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitError::Closed`] if the actor is shut down;
+    /// [`SubmitError::WouldDeadlock`] if the lane is full and the caller
+    /// works for an actor (actors never block on a queue).
+    pub fn submit<B: OpBody<E>>(
+        &self,
+        op: Op<B>,
+    ) -> Result<TicketFor<B, E>, SubmitError<Op<B>>> {
+        self.push(op, Wait::Block).map_err(|(op, why)| match why {
+            Refused::WouldDeadlock => SubmitError::WouldDeadlock(op),
+            _ => SubmitError::Closed(op),
+        })
+    }
+
+    /// Submits `op` if the lane has room now.
+    ///
+    /// # Errors
+    ///
+    /// [`TrySubmitError::Full`] or [`TrySubmitError::Closed`].
+    pub fn try_submit<B: OpBody<E>>(
+        &self,
+        op: Op<B>,
+    ) -> Result<TicketFor<B, E>, TrySubmitError<Op<B>>> {
+        self.push(op, Wait::Never).map_err(|(op, why)| match why {
+            Refused::Closed => TrySubmitError::Closed(op),
+            _ => TrySubmitError::Full(op),
+        })
+    }
+
+    /// Submits `op`, waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitTimeoutError::Timeout`], [`SubmitTimeoutError::Closed`], or
+    /// [`SubmitTimeoutError::WouldDeadlock`] as for [`Lane::submit`].
+    pub fn submit_timeout<B: OpBody<E>>(
+        &self,
+        op: Op<B>,
+        timeout: Duration,
+    ) -> Result<TicketFor<B, E>, SubmitTimeoutError<Op<B>>> {
+        let deadline = Instant::now() + timeout;
+        self.push(op, Wait::Until(deadline))
+            .map_err(|(op, why)| match why {
+                Refused::Closed => SubmitTimeoutError::Closed(op),
+                Refused::WouldDeadlock => SubmitTimeoutError::WouldDeadlock(op),
+                _ => SubmitTimeoutError::Timeout(op),
+            })
+    }
+
+    /// Runs `f` on the actor with exclusive access to its engine; shorthand
+    /// for `submit(Op::new(f))`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::submit`].
+    pub fn run<F, T>(&self, f: F) -> Result<Ticket<T>, SubmitError<Op<crate::Call<F>>>>
+    where
+        F: FnOnce(&mut E) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.submit(Op::new(f))
+    }
+
+    /// Runs a fallible `f` on the actor; its `Err` becomes
+    /// [`TicketError::Op`](crate::TicketError::Op). Shorthand for
+    /// `submit(Op::fallible(f))`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::submit`].
+    pub fn try_run<F, T, Er>(
+        &self,
+        f: F,
+    ) -> Result<Ticket<T, Er>, SubmitError<Op<crate::TryCall<F>>>>
+    where
+        F: FnOnce(&mut E) -> Result<T, Er> + Send + 'static,
+        T: Send + 'static,
+        Er: fmt::Display + Send + 'static,
+    {
+        self.submit(Op::fallible(f))
+    }
+
+    fn push<B: OpBody<E>>(
+        &self,
+        op: Op<B>,
+        wait: Wait,
+    ) -> Result<TicketFor<B, E>, (Op<B>, Refused)> {
+        let handle = &*self.inner;
+        let Some(entry) = handle.actor.enter() else {
+            return Err((op, Refused::Closed));
+        };
+        let (completer, ticket) = slot(handle.actor.id, op.label, handle.actor.wait_spin);
+        let sampled = handle.lane.counters.submitted.load(Relaxed).is_multiple_of(QUEUE_WAIT_SAMPLING);
+        let envelope = Envelope {
+            task: Box::new(TaskCell {
+                op,
+                completer,
+                engine: PhantomData,
+            }),
+            submitted_at: sampled.then(Instant::now),
+        };
+        let sent = match wait {
+            Wait::Block if current_actor().is_some() => {
+                handle.tx.try_send(envelope).map_err(|e| match e {
+                    TrySendError::Full(e) => (e, Refused::WouldDeadlock),
+                    TrySendError::Disconnected(e) => (e, Refused::Closed),
+                })
+            }
+            Wait::Block => handle.tx.send(envelope).map_err(|e| (e.0, Refused::Closed)),
+            Wait::Never => handle.tx.try_send(envelope).map_err(|e| match e {
+                TrySendError::Full(e) => (e, Refused::Full),
+                TrySendError::Disconnected(e) => (e, Refused::Closed),
+            }),
+            Wait::Until(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match (current_actor(), handle.tx.try_send(envelope)) {
+                    (_, Ok(())) => Ok(()),
+                    (_, Err(TrySendError::Disconnected(e))) => Err((e, Refused::Closed)),
+                    (Some(_), Err(TrySendError::Full(e))) => Err((e, Refused::WouldDeadlock)),
+                    (None, Err(TrySendError::Full(e))) => {
+                        handle.tx.send_timeout(e, left).map_err(|e| match e {
+                            channel::SendTimeoutError::Timeout(e) => (e, Refused::Timeout),
+                            channel::SendTimeoutError::Disconnected(e) => (e, Refused::Closed),
+                        })
+                    }
+                }
+            }
+        };
+        match sent {
+            Ok(()) => {
+                handle.lane.counters.submitted.fetch_add(1, Relaxed);
+                handle.notify();
+                drop(entry);
+                Ok(ticket)
+            }
+            Err((envelope, why)) => {
+                drop(entry);
+                drop(ticket);
+                let cell = envelope
+                    .task
+                    .into_any()
+                    .downcast::<TaskCell<B, E>>()
+                    .unwrap_or_else(|_| unreachable!("the task refused here was built here"));
+                Err((cell.into_op(), why))
+            }
+        }
+    }
+}
+
+impl<E> LaneHandle<E> {
+    /// The submitter's half of the wake-up protocol (module docs).
+    fn notify(&self) {
+        fence(Ordering::SeqCst);
+        if !self.lane.notified.swap(true, Ordering::AcqRel) {
+            let _ = self.actor.mailbox.send(Message::Ready(self.lane.id));
+        }
+    }
+}
+
+impl<E> Drop for LaneHandle<E> {
+    fn drop(&mut self) {
+        self.lane.closed.store(true, Ordering::Release);
+        self.notify();
+    }
+}
+
+impl<E> LaneCore<E> {
+    /// The actor's half of the wake-up protocol (module docs): called when
+    /// the lane was found empty. Returns an op that arrived meanwhile.
+    pub(crate) fn recheck(&mut self) -> Recheck<E> {
+        self.shared.notified.store(false, Ordering::Release);
+        fence(Ordering::SeqCst);
+        match self.rx.try_recv() {
+            Ok(envelope) => {
+                self.shared.notified.store(true, Ordering::Release);
+                Recheck::Op(envelope)
+            }
+            Err(channel::TryRecvError::Empty) if !self.shared.closed.load(Ordering::Acquire) => {
+                Recheck::Idle
+            }
+            Err(_) => Recheck::Gone,
+        }
+    }
+}
+
+/// What the actor found when it looked at an empty lane once more.
+#[must_use]
+pub(crate) enum Recheck<E> {
+    /// An op arrived: keep the lane runnable.
+    Op(Envelope<E>),
+    /// File the lane as idle; a `Ready` will bring it back.
+    Idle,
+    /// Every handle is gone and the queue is empty: forget the lane.
+    Gone,
+}
+
+impl<T> SubmitError<T> {
+    /// The op that was refused.
+    pub fn into_inner(self) -> T {
+        match self {
+            SubmitError::Closed(t) | SubmitError::WouldDeadlock(t) => t,
+        }
+    }
+
+    /// Whether the actor is shut down.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, SubmitError::Closed(_))
+    }
+}
+
+impl<T> TrySubmitError<T> {
+    /// The op that was refused.
+    pub fn into_inner(self) -> T {
+        match self {
+            TrySubmitError::Full(t) | TrySubmitError::Closed(t) => t,
+        }
+    }
+
+    /// Whether the lane was full.
+    pub fn is_full(&self) -> bool {
+        matches!(self, TrySubmitError::Full(_))
+    }
+
+    /// Whether the actor is shut down.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TrySubmitError::Closed(_))
+    }
+}
+
+impl<T> SubmitTimeoutError<T> {
+    /// The op that was refused.
+    pub fn into_inner(self) -> T {
+        match self {
+            SubmitTimeoutError::Timeout(t)
+            | SubmitTimeoutError::Closed(t)
+            | SubmitTimeoutError::WouldDeadlock(t) => t,
+        }
+    }
+
+    /// Whether the lane stayed full for the whole timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SubmitTimeoutError::Timeout(_))
+    }
+}
+
+macro_rules! payload_error {
+    ($ty:ident { $($variant:ident => $text:literal),* $(,)? }) => {
+        impl<T> fmt::Debug for $ty<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $($ty::$variant(_) => f.write_str(concat!(stringify!($variant), "(..)")),)*
+                }
+            }
+        }
+
+        impl<T> fmt::Display for $ty<T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $($ty::$variant(_) => f.write_str($text),)*
+                }
+            }
+        }
+
+        impl<T> std::error::Error for $ty<T> {}
+    };
+}
+
+payload_error!(SubmitError {
+    Closed => "the actor is shut down",
+    WouldDeadlock => "the lane is full and the caller runs on an actor, which must not block",
+});
+payload_error!(TrySubmitError {
+    Full => "the lane is full",
+    Closed => "the actor is shut down",
+});
+payload_error!(SubmitTimeoutError {
+    Timeout => "the lane stayed full for the whole timeout",
+    Closed => "the actor is shut down",
+    WouldDeadlock => "the lane is full and the caller runs on an actor, which must not block",
+});

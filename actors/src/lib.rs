@@ -1,0 +1,54 @@
+//! Generic actors: one OS thread that owns an engine exclusively and runs
+//! ops sent to it over ordered, bounded lanes.
+//!
+//! This crate knows nothing about tensors. An actor is started with a
+//! factory that builds its engine on the actor thread
+//! ([`ActorBuilder::spawn`]); application code opens [`Lane`]s into it and
+//! submits [`Op`]s, each answered by a [`Ticket`]. An op can be ordered after
+//! the [`Event`]s of ops on other lanes or actors without blocking any actor.
+//!
+//! ```
+//! use weft_actors::ActorBuilder;
+//!
+//! let actor = ActorBuilder::new("weft-doc").spawn(|| Ok::<_, String>(Vec::<u32>::new()))?;
+//! let lane = actor.lane()?;
+//! for i in 0..3 {
+//!     drop(lane.run(move |v: &mut Vec<u32>| v.push(i))?);
+//! }
+//! let seen = lane.run(|v: &mut Vec<u32>| v.clone())?.wait()?;
+//! assert_eq!(seen, [0, 1, 2]);
+//! let report = actor.shutdown()?;
+//! assert_eq!(report.completed, 4);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The protocols (ticket slot, intake gate, lane wake-up, events, the actor
+//! loop) are each documented in their own module, with their invariants and
+//! memory orderings, and checked by the loom models in `loom-tests`.
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod actor;
+mod context;
+mod event;
+pub mod fault;
+mod gate;
+mod lane;
+mod op;
+mod scheduler;
+mod shutdown;
+mod stats;
+mod sync;
+mod ticket;
+
+pub use actor::{
+    Actor, ActorBuilder, ActorClosed, SpawnError, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
+    DEFAULT_WAIT_SPIN,
+};
+pub use context::{current_actor, mark_current_thread, ActorId};
+pub use event::{Event, EventState};
+pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
+pub use op::{Call, Op, OpBody, TryCall};
+pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
+pub use stats::{ActorStats, LaneStats, OpCounts, WaitStats};
+pub use ticket::{Failure, FailureCause, Ticket, TicketError, TryWaitError, WaitTimeoutError};

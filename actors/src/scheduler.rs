@@ -1,0 +1,275 @@
+//! The actor loop: lane scheduling, parking on events, idling, and the
+//! decision to finish.
+//!
+//! # Where a lane lives
+//!
+//! The loop owns every lane's receiving side (`LaneCore`) and keeps it in
+//! exactly one place, which is its state:
+//! - `runnable`: a queue served round-robin, one op per turn, so a lane with
+//!   thousands of queued ops delays another lane's op by at most one op per
+//!   runnable lane;
+//! - `parked`: its head op waits for an event; the event's completion sends
+//!   `Wake(lane)` and the lane goes back to `runnable`;
+//! - `idle`: its queue was empty on the second look of the wake-up protocol
+//!   (`lane.rs`); a `Ready(lane)` brings it back.
+//!
+//! # Finishing
+//!
+//! After `Shutdown`, the loop finishes when the intake gate is closed and
+//! empty (`gate.rs`), the mailbox has been drained after that, and no lane is
+//! runnable or parked. In `Now` mode every op it takes is cancelled instead
+//! of run, parked heads included. Ops that are still queued when the loop
+//! ends without a shutdown (the thread is dying) are dropped by `Core::drop`,
+//! which resolves their tickets with `ActorLost`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::actor::{Message, Shared};
+use crate::event::{Dependent, EventState};
+use crate::lane::{Envelope, LaneCore, Recheck};
+use crate::op::Cancel;
+use crate::shutdown::ShutdownMode;
+use crate::stats::Finish;
+use crate::sync::{channel::Receiver, spin_until, thread};
+use crate::ticket::Failure;
+
+pub(crate) struct Core<E: 'static> {
+    engine: E,
+    shared: Arc<Shared<E>>,
+    inbox: Receiver<Message<E>>,
+    runnable: VecDeque<LaneCore<E>>,
+    parked: HashMap<u64, LaneCore<E>>,
+    idle: HashMap<u64, LaneCore<E>>,
+    closing: Option<ShutdownMode>,
+    idle_spin: Duration,
+    busy_since: Instant,
+}
+
+enum Deps {
+    Ready,
+    Pending,
+    Failed(Arc<Failure>),
+}
+
+impl<E: 'static> Core<E> {
+    pub(crate) fn new(
+        engine: E,
+        shared: Arc<Shared<E>>,
+        inbox: Receiver<Message<E>>,
+        idle_spin: Duration,
+    ) -> Self {
+        Core {
+            engine,
+            shared,
+            inbox,
+            runnable: VecDeque::new(),
+            parked: HashMap::new(),
+            idle: HashMap::new(),
+            closing: None,
+            idle_spin,
+            busy_since: Instant::now(),
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        loop {
+            self.drain_inbox();
+            if let Some(lane) = self.runnable.pop_front() {
+                self.step(lane);
+                continue;
+            }
+            if self.finished() {
+                return;
+            }
+            self.idle_wait();
+        }
+    }
+
+    fn drain_inbox(&mut self) {
+        while let Ok(message) = self.inbox.try_recv() {
+            self.handle(message);
+        }
+    }
+
+    fn handle(&mut self, message: Message<E>) {
+        match message {
+            Message::Open(lane) => self.runnable.push_back(lane),
+            Message::Ready(id) => {
+                if let Some(lane) = self.idle.remove(&id) {
+                    self.runnable.push_back(lane);
+                }
+            }
+            Message::Wake(id) => {
+                if let Some(lane) = self.parked.remove(&id) {
+                    self.runnable.push_back(lane);
+                }
+            }
+            Message::Shutdown(mode) => {
+                self.closing = self.closing.max(Some(mode));
+                if mode == ShutdownMode::Now {
+                    self.runnable.extend(self.parked.drain().map(|(_, lane)| lane));
+                }
+            }
+            Message::Poke => {}
+        }
+    }
+
+    /// Takes one op from `lane` and runs, cancels or parks it.
+    fn step(&mut self, mut lane: LaneCore<E>) {
+        let envelope = match lane.head.take() {
+            Some(envelope) => envelope,
+            None => match lane.rx.try_recv() {
+                Ok(envelope) => envelope,
+                Err(_) => match lane.recheck() {
+                    Recheck::Op(envelope) => envelope,
+                    Recheck::Idle => {
+                        self.idle.insert(lane.shared.id, lane);
+                        return;
+                    }
+                    Recheck::Gone => return,
+                },
+            },
+        };
+        if self.closing == Some(ShutdownMode::Now) {
+            envelope.task.cancel(Cancel::Shutdown);
+            self.count(&lane, Finish::Cancelled);
+        } else {
+            match self.dependencies(&envelope, lane.shared.id) {
+                Deps::Pending => {
+                    lane.head = Some(envelope);
+                    self.parked.insert(lane.shared.id, lane);
+                    return;
+                }
+                Deps::Failed(first) => {
+                    envelope.task.cancel(Cancel::Dependency(first));
+                    self.count(&lane, Finish::DependencyFailed);
+                }
+                Deps::Ready => self.execute(envelope, &lane),
+            }
+        }
+        self.runnable.push_back(lane);
+    }
+
+    /// Checks the head op's events; subscribes the lane to the first one
+    /// still pending (one subscription at a time, so at most one `Wake` per
+    /// lane is ever in flight).
+    fn dependencies(&self, envelope: &Envelope<E>, lane: u64) -> Deps {
+        for event in envelope.task.after() {
+            let state = match event.state() {
+                EventState::Pending => {
+                    let dependent = Dependent {
+                        waker: self.shared.clone(),
+                        token: lane,
+                    };
+                    match event.subscribe(dependent) {
+                        None => return Deps::Pending,
+                        Some(state) => state,
+                    }
+                }
+                state => state,
+            };
+            if let EventState::Failed(first) = state {
+                return Deps::Failed(first);
+            }
+        }
+        Deps::Ready
+    }
+
+    fn execute(&mut self, envelope: Envelope<E>, lane: &LaneCore<E>) {
+        if let Some(at) = envelope.submitted_at {
+            let wait = at.elapsed();
+            lane.shared.counters.queue_wait(wait);
+            self.shared.counters.queue_wait(wait);
+        }
+        let gauges = &self.shared.gauges;
+        gauges.running.store(true, Relaxed);
+        let outcome = envelope.task.run(&mut self.engine);
+        gauges.running.store(false, Relaxed);
+        self.count(lane, Finish::Ran(outcome));
+    }
+
+    fn count(&self, lane: &LaneCore<E>, how: Finish) {
+        lane.shared.counters.finish(how);
+        self.shared.counters.finish(how);
+    }
+
+    fn finished(&mut self) -> bool {
+        if self.closing.is_none() || !self.shared.gate.is_quiescent() {
+            return false;
+        }
+        // The gate is closed and empty: every accepted op's wake-up is in
+        // the inbox now (gate.rs), so one more drain sees all of them.
+        self.drain_inbox();
+        self.runnable.is_empty() && self.parked.is_empty()
+    }
+
+    fn idle_wait(&mut self) {
+        let now = Instant::now();
+        self.shared.gauges.add_busy(now - self.busy_since);
+        let message = self.spin_for_message().or_else(|| self.inbox.recv().ok());
+        self.busy_since = Instant::now();
+        if let Some(message) = message {
+            self.handle(message);
+        }
+    }
+
+    fn spin_for_message(&mut self) -> Option<Message<E>> {
+        let mut message = None;
+        spin_until(self.idle_spin, || {
+            message = self.inbox.try_recv().ok();
+            message.is_some()
+        });
+        message
+    }
+
+    /// Drops every op still queued anywhere; each resolves `ActorLost`.
+    fn drop_all_queued(&mut self) {
+        let lanes: Vec<LaneCore<E>> = self
+            .runnable
+            .drain(..)
+            .chain(self.parked.drain().map(|(_, l)| l))
+            .chain(self.idle.drain().map(|(_, l)| l))
+            .collect();
+        for mut lane in lanes {
+            if let Some(head) = lane.head.take() {
+                drop(head);
+                self.count(&lane, Finish::Lost);
+            }
+            while let Ok(envelope) = lane.rx.try_recv() {
+                drop(envelope);
+                self.count(&lane, Finish::Lost);
+            }
+            self.idle.insert(lane.shared.id, lane);
+        }
+        while let Ok(message) = self.inbox.try_recv() {
+            if let Message::Open(lane) = message {
+                self.idle.insert(lane.shared.id, lane);
+            }
+        }
+    }
+}
+
+impl<E: 'static> Drop for Core<E> {
+    /// After a normal finish nothing is left. When the thread is dying,
+    /// close intake and keep dropping queued ops until no submitter is
+    /// inside the gate, so that none is left in a queue nobody reads.
+    fn drop(&mut self) {
+        let gauges = &self.shared.gauges;
+        if gauges.running.swap(false, Relaxed) {
+            // The op that was running when the thread died.
+            self.shared.counters.finish(Finish::Lost);
+        }
+        self.shared.gate.close();
+        loop {
+            self.drop_all_queued();
+            if self.shared.gate.is_quiescent() {
+                self.drop_all_queued();
+                return;
+            }
+            thread::yield_now();
+        }
+    }
+}

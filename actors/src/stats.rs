@@ -1,0 +1,228 @@
+//! Per-actor and per-lane counters, and their snapshots.
+//!
+//! Counters are plain std atomics even under loom: they are reports, not a
+//! protocol anything waits on. Counters the actor alone writes are bumped
+//! with a load and a store instead of a read-modify-write.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use crate::context::ActorId;
+use crate::op::RunOutcome;
+
+/// Sample the queue wait of one op in this many per lane.
+pub(crate) const QUEUE_WAIT_SAMPLING: u64 = 16;
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) submitted: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    panicked: AtomicU64,
+    cancelled: AtomicU64,
+    lost: AtomicU64,
+    wait_samples: AtomicU64,
+    wait_total_ns: AtomicU64,
+    wait_max_ns: AtomicU64,
+}
+
+/// Adds one to a counter only the actor thread writes.
+fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Relaxed) + 1, Relaxed);
+}
+
+/// How an op left its lane, for counting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    Ran(RunOutcome),
+    DependencyFailed,
+    Cancelled,
+    Lost,
+}
+
+impl Counters {
+    pub(crate) fn finish(&self, how: Finish) {
+        bump(match how {
+            Finish::Ran(RunOutcome::Completed) => &self.completed,
+            Finish::Ran(RunOutcome::Failed) | Finish::DependencyFailed => &self.failed,
+            Finish::Ran(RunOutcome::Panicked) => &self.panicked,
+            Finish::Cancelled => &self.cancelled,
+            Finish::Lost => &self.lost,
+        });
+    }
+
+    pub(crate) fn queue_wait(&self, wait: Duration) {
+        let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        bump(&self.wait_samples);
+        self.wait_total_ns
+            .store(self.wait_total_ns.load(Relaxed).saturating_add(ns), Relaxed);
+        if ns > self.wait_max_ns.load(Relaxed) {
+            self.wait_max_ns.store(ns, Relaxed);
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> OpCounts {
+        let submitted = self.submitted.load(Relaxed);
+        let completed = self.completed.load(Relaxed);
+        let failed = self.failed.load(Relaxed);
+        let panicked = self.panicked.load(Relaxed);
+        let cancelled = self.cancelled.load(Relaxed);
+        let lost = self.lost.load(Relaxed);
+        let done = completed + failed + panicked + cancelled + lost;
+        let samples = self.wait_samples.load(Relaxed);
+        OpCounts {
+            submitted,
+            queued: submitted.saturating_sub(done),
+            completed,
+            failed,
+            panicked,
+            cancelled,
+            lost,
+            queue_wait: WaitStats {
+                samples,
+                mean: Duration::from_nanos(
+                    self.wait_total_ns.load(Relaxed).checked_div(samples).unwrap_or(0),
+                ),
+                max: Duration::from_nanos(self.wait_max_ns.load(Relaxed)),
+            },
+        }
+    }
+}
+
+/// The actor-wide gauges next to its counters.
+#[derive(Debug, Default)]
+pub(crate) struct ActorGauges {
+    pub(crate) running: AtomicBool,
+    pub(crate) busy_ns: AtomicU64,
+}
+
+impl ActorGauges {
+    pub(crate) fn add_busy(&self, busy: Duration) {
+        let ns = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns
+            .store(self.busy_ns.load(Relaxed).saturating_add(ns), Relaxed);
+    }
+}
+
+/// Queue wait of sampled ops: from submission to the start of their run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitStats {
+    /// Ops measured (one in every 16 submitted on each lane).
+    pub samples: u64,
+    /// Mean wait of the measured ops.
+    pub mean: Duration,
+    /// Longest wait measured.
+    pub max: Duration,
+}
+
+/// Op counts of a lane or an actor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpCounts {
+    /// Ops accepted by `submit`.
+    pub submitted: u64,
+    /// Ops accepted and not yet finished.
+    pub queued: u64,
+    /// Ops that ran and returned a value.
+    pub completed: u64,
+    /// Ops that returned an error, or did not run because a dependency failed.
+    pub failed: u64,
+    /// Ops that panicked.
+    pub panicked: u64,
+    /// Ops cancelled by shutdown.
+    pub cancelled: u64,
+    /// Ops lost with their actor thread.
+    pub lost: u64,
+    /// Sampled queue wait.
+    pub queue_wait: WaitStats,
+}
+
+/// A snapshot of one lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneStats {
+    /// The lane's id within its actor.
+    pub lane: u64,
+    /// Its op counts.
+    pub ops: OpCounts,
+}
+
+/// A snapshot of one actor and its live lanes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorStats {
+    /// The actor.
+    pub actor: ActorId,
+    /// Its thread name.
+    pub name: String,
+    /// Whether an op was running when the snapshot was taken.
+    pub running: bool,
+    /// Time the actor spent out of its idle wait.
+    pub busy: Duration,
+    /// Op counts over the actor's life, all lanes together.
+    pub ops: OpCounts,
+    /// Lanes still open.
+    pub lanes: Vec<LaneStats>,
+}
+
+impl ActorStats {
+    pub(crate) fn collect(
+        actor: ActorId,
+        name: &str,
+        counters: &Counters,
+        gauges: &ActorGauges,
+        lanes: Vec<(u64, &Counters)>,
+    ) -> ActorStats {
+        ActorStats {
+            actor,
+            name: name.to_owned(),
+            running: gauges.running.load(Relaxed),
+            busy: Duration::from_nanos(gauges.busy_ns.load(Relaxed)),
+            ops: counters.snapshot(),
+            lanes: lanes
+                .into_iter()
+                .map(|(lane, c)| LaneStats {
+                    lane,
+                    ops: c.snapshot(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for ActorStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let o = &self.ops;
+        writeln!(
+            f,
+            "{} ({}): {} queued, {} completed, {} failed, {} panicked, {} cancelled, {} lost; \
+             busy {:?}; queue wait mean {:?} max {:?}{}",
+            self.name,
+            self.actor,
+            o.queued,
+            o.completed,
+            o.failed,
+            o.panicked,
+            o.cancelled,
+            o.lost,
+            self.busy,
+            o.queue_wait.mean,
+            o.queue_wait.max,
+            if self.running { "; running" } else { "" },
+        )?;
+        for lane in &self.lanes {
+            let o = &lane.ops;
+            writeln!(
+                f,
+                "  lane {:>4}: {:>8} queued {:>10} completed {:>6} failed {:>6} panicked \
+                 {:>6} cancelled; wait mean {:?}",
+                lane.lane,
+                o.queued,
+                o.completed,
+                o.failed,
+                o.panicked,
+                o.cancelled,
+                o.queue_wait.mean
+            )?;
+        }
+        Ok(())
+    }
+}

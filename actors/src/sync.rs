@@ -1,0 +1,334 @@
+//! The synchronization shim: `std`, parking_lot and crossbeam-channel
+//! normally, loom under `--cfg weft_loom`. All concurrent code of this crate
+//! imports from here, so the loom models check the code that ships.
+
+pub(crate) use imp::*;
+
+#[cfg(not(weft_loom))]
+mod imp {
+    use std::time::Instant;
+
+    pub(crate) use crossbeam_channel as channel;
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+    pub(crate) use std::thread;
+    pub(crate) use std::thread_local;
+
+    /// Spins until `ready()` holds or `budget` has passed; returns whether
+    /// it holds. The clock is read every 64 spins only.
+    pub(crate) fn spin_until(budget: std::time::Duration, mut ready: impl FnMut() -> bool) -> bool {
+        if budget.is_zero() {
+            return ready();
+        }
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) && start.elapsed() >= budget {
+                return ready();
+            }
+        }
+    }
+
+    /// A mutex without poisoning: no lock in weft is held across user code.
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(parking_lot::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock()
+        }
+    }
+
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Condvar(parking_lot::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(&mut guard);
+            guard
+        }
+
+        /// Waits until notified or `deadline`; the flag says it timed out.
+        pub(crate) fn wait_until<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            deadline: Instant,
+        ) -> (MutexGuard<'a, T>, bool) {
+            let timed_out = self.0.wait_until(&mut guard, deadline).timed_out();
+            (guard, timed_out)
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+}
+
+#[cfg(weft_loom)]
+mod imp {
+    use std::ops::{Deref, DerefMut};
+    use std::time::Instant;
+
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    pub(crate) use loom::thread;
+    pub(crate) use loom::thread_local;
+
+    /// Loom has no clock and a spin is only a longer schedule: look once.
+    pub(crate) fn spin_until(_budget: std::time::Duration, mut ready: impl FnMut() -> bool) -> bool {
+        ready()
+    }
+
+    #[derive(Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    /// Remembers its mutex so that a modelled timed wait can unlock, let the
+    /// other threads run, and lock again.
+    pub(crate) struct MutexGuard<'a, T> {
+        lock: &'a loom::sync::Mutex<T>,
+        guard: Option<loom::sync::MutexGuard<'a, T>>,
+    }
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Mutex(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard {
+                lock: &self.0,
+                guard: Some(self.0.lock().unwrap_or_else(|e| e.into_inner())),
+            }
+        }
+    }
+
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Mutex::new(T::default())
+        }
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.guard.as_deref().expect("guard is held")
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.guard.as_deref_mut().expect("guard is held")
+        }
+    }
+
+    #[derive(Debug)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Condvar(loom::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            let inner = guard.guard.take().expect("guard is held");
+            guard.guard = Some(self.0.wait(inner).unwrap_or_else(|e| e.into_inner()));
+            guard
+        }
+
+        /// Loom has no clock: a timed wait is modelled as "the time ran out
+        /// while the lock was released", the branch that races with a wake.
+        pub(crate) fn wait_until<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            _deadline: Instant,
+        ) -> (MutexGuard<'a, T>, bool) {
+            drop(guard.guard.take());
+            loom::thread::yield_now();
+            guard.guard = Some(guard.lock.lock().unwrap_or_else(|e| e.into_inner()));
+            (guard, true)
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+
+    /// A small bounded/unbounded channel on loom primitives with the
+    /// semantics weft uses from crossbeam-channel: FIFO, blocking and
+    /// non-blocking sends, disconnection when either side is gone, buffered
+    /// messages dropped when the last receiver goes.
+    pub(crate) mod channel {
+        use std::collections::VecDeque;
+        use std::time::{Duration, Instant};
+
+        pub(crate) use crossbeam_channel::{
+            RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+        };
+
+        use super::{Arc, Condvar, Mutex};
+
+        struct State<T> {
+            queue: VecDeque<T>,
+            cap: usize,
+            senders: usize,
+            receivers: usize,
+        }
+
+        struct Chan<T> {
+            state: Mutex<State<T>>,
+            changed: Condvar,
+        }
+
+        pub(crate) struct Sender<T>(Arc<Chan<T>>);
+        pub(crate) struct Receiver<T>(Arc<Chan<T>>);
+
+        pub(crate) fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+            let chan = Arc::new(Chan {
+                state: Mutex::new(State {
+                    queue: VecDeque::new(),
+                    cap,
+                    senders: 1,
+                    receivers: 1,
+                }),
+                changed: Condvar::new(),
+            });
+            (Sender(chan.clone()), Receiver(chan))
+        }
+
+        pub(crate) fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+            bounded(usize::MAX)
+        }
+
+        impl<T> Sender<T> {
+            pub(crate) fn send(&self, msg: T) -> Result<(), SendError<T>> {
+                let mut state = self.0.state.lock();
+                loop {
+                    if state.receivers == 0 {
+                        return Err(SendError(msg));
+                    }
+                    if state.queue.len() < state.cap {
+                        state.queue.push_back(msg);
+                        drop(state);
+                        self.0.changed.notify_all();
+                        return Ok(());
+                    }
+                    state = self.0.changed.wait(state);
+                }
+            }
+
+            pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
+                let mut state = self.0.state.lock();
+                if state.receivers == 0 {
+                    return Err(TrySendError::Disconnected(msg));
+                }
+                if state.queue.len() >= state.cap {
+                    return Err(TrySendError::Full(msg));
+                }
+                state.queue.push_back(msg);
+                drop(state);
+                self.0.changed.notify_all();
+                Ok(())
+            }
+
+            pub(crate) fn send_timeout(
+                &self,
+                msg: T,
+                _timeout: Duration,
+            ) -> Result<(), SendTimeoutError<T>> {
+                match self.try_send(msg) {
+                    Ok(()) => Ok(()),
+                    Err(TrySendError::Full(msg)) => Err(SendTimeoutError::Timeout(msg)),
+                    Err(TrySendError::Disconnected(msg)) => {
+                        Err(SendTimeoutError::Disconnected(msg))
+                    }
+                }
+            }
+        }
+
+        impl<T> Receiver<T> {
+            pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
+                let mut state = self.0.state.lock();
+                match state.queue.pop_front() {
+                    Some(msg) => {
+                        drop(state);
+                        self.0.changed.notify_all();
+                        Ok(msg)
+                    }
+                    None if state.senders == 0 => Err(TryRecvError::Disconnected),
+                    None => Err(TryRecvError::Empty),
+                }
+            }
+
+            pub(crate) fn recv(&self) -> Result<T, RecvError> {
+                let mut state = self.0.state.lock();
+                loop {
+                    if let Some(msg) = state.queue.pop_front() {
+                        drop(state);
+                        self.0.changed.notify_all();
+                        return Ok(msg);
+                    }
+                    if state.senders == 0 {
+                        return Err(RecvError);
+                    }
+                    state = self.0.changed.wait(state);
+                }
+            }
+
+            pub(crate) fn len(&self) -> usize {
+                self.0.state.lock().queue.len()
+            }
+        }
+
+        impl<T> Clone for Sender<T> {
+            fn clone(&self) -> Self {
+                self.0.state.lock().senders += 1;
+                Sender(self.0.clone())
+            }
+        }
+
+        impl<T> Drop for Sender<T> {
+            fn drop(&mut self) {
+                self.0.state.lock().senders -= 1;
+                self.0.changed.notify_all();
+            }
+        }
+
+        impl<T> Drop for Receiver<T> {
+            fn drop(&mut self) {
+                let discarded = {
+                    let mut state = self.0.state.lock();
+                    state.receivers -= 1;
+                    std::mem::take(&mut state.queue)
+                };
+                self.0.changed.notify_all();
+                drop(discarded);
+            }
+        }
+
+        impl<T> std::fmt::Debug for Sender<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Sender { .. }")
+            }
+        }
+
+        impl<T> std::fmt::Debug for Receiver<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Receiver { .. }")
+            }
+        }
+    }
+}

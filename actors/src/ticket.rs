@@ -1,0 +1,602 @@
+//! Tickets: the one-shot reply to a submitted op, and the slot it reads.
+//!
+//! # Protocol
+//!
+//! A [`Slot`] is shared by exactly one completing side (a [`Completer`],
+//! owned by the queued op) and at most one [`Ticket`], plus any number of
+//! event subscribers (lanes of actors waiting for this op).
+//!
+//! Invariants, all under `Slot::state`'s mutex:
+//! 1. `resolved` goes from false to true once, set by `Completer::complete`.
+//!    Every completer resolves its slot: by running the op, by a cancel, or
+//!    in its `Drop` (the op was lost with its actor) — so no ticket hangs.
+//! 2. The outcome is stored only if the ticket is still alive; if the ticket
+//!    was dropped first (`ticket_gone`), the completer drops the value
+//!    itself. Either way it is dropped exactly once.
+//! 3. The ticket takes the outcome at most once (`wait*` consume the ticket;
+//!    `poll` takes it on `Ready`).
+//! 4. Every subscriber and the ticket's waiter registered before resolution
+//!    is woken exactly once, after the lock is released; a registration after
+//!    resolution is refused and the caller sees the resolved state instead.
+//!
+//! Memory ordering: `done` mirrors `resolved` for the lock-free spin phase of
+//! `wait`. It is stored with `Release` inside the critical section after the
+//! outcome, and read with `Acquire`; a reader that sees `true` then takes the
+//! lock anyway to move the outcome out, so the mutex alone orders the data.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use crate::context::{current_actor, ActorId};
+use crate::event::{Dependent, Event, EventSource, EventState};
+use crate::sync::{spin_until, AtomicBool, Condvar, Mutex, Ordering};
+
+/// Why an op did not produce its value.
+///
+/// `E` is the op's own error type: [`Infallible`] for ops submitted with
+/// [`Op::new`](crate::Op::new), the closure's error type for
+/// [`Op::fallible`](crate::Op::fallible).
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum TicketError<E = Infallible> {
+    /// The op ran and returned this error.
+    #[error("op failed: {0}")]
+    Op(E),
+    /// The op panicked; the message is the panic's payload.
+    #[error("op panicked: {0}")]
+    Panicked(String),
+    /// The op was never run: its actor shut down with `shutdown_now`.
+    #[error("op was cancelled by shutdown")]
+    Cancelled,
+    /// The op's actor thread died before the op finished.
+    #[error("the actor thread died before the op finished")]
+    ActorLost,
+    /// The caller works for an actor and would have blocked on an unfinished
+    /// op: that could wait forever for work queued behind itself.
+    #[error("waiting here would deadlock: the caller runs on an actor")]
+    WouldDeadlock,
+    /// An op this op was ordered after failed; this op did not run.
+    #[error("an op it depends on failed: {0}")]
+    DependencyFailed(Arc<Failure>),
+}
+
+impl<E> TicketError<E> {
+    /// The op's own error, if that is what this is.
+    pub fn op_error(&self) -> Option<&E> {
+        match self {
+            TicketError::Op(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the op panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self, TicketError::Panicked(_))
+    }
+
+    /// Whether the op was cancelled by shutdown.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, TicketError::Cancelled)
+    }
+
+    /// Whether the actor died under the op.
+    pub fn is_actor_lost(&self) -> bool {
+        matches!(self, TicketError::ActorLost)
+    }
+
+    /// Whether the wait was refused because it would deadlock.
+    pub fn is_would_deadlock(&self) -> bool {
+        matches!(self, TicketError::WouldDeadlock)
+    }
+
+    /// The failure of a dependency, if that is what this is.
+    pub fn dependency(&self) -> Option<&Arc<Failure>> {
+        match self {
+            TicketError::DependencyFailed(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl<E: fmt::Debug> fmt::Debug for TicketError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TicketError::Op(e) => f.debug_tuple("Op").field(e).finish(),
+            TicketError::Panicked(m) => f.debug_tuple("Panicked").field(m).finish(),
+            TicketError::Cancelled => f.write_str("Cancelled"),
+            TicketError::ActorLost => f.write_str("ActorLost"),
+            TicketError::WouldDeadlock => f.write_str("WouldDeadlock"),
+            TicketError::DependencyFailed(x) => f.debug_tuple("DependencyFailed").field(x).finish(),
+        }
+    }
+}
+
+/// The failure of one op, as its dependents see it: which op and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The label of the op that failed first.
+    pub op: &'static str,
+    /// What happened to it.
+    pub cause: FailureCause,
+}
+
+/// What happened to a failed op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureCause {
+    /// It returned an error, shown here.
+    Error(String),
+    /// It panicked with this message.
+    Panicked(String),
+    /// It was cancelled by shutdown.
+    Cancelled,
+    /// Its actor died.
+    ActorLost,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = self.op;
+        match &self.cause {
+            FailureCause::Error(e) => write!(f, "op `{op}` failed: {e}"),
+            FailureCause::Panicked(m) => write!(f, "op `{op}` panicked: {m}"),
+            FailureCause::Cancelled => write!(f, "op `{op}` was cancelled by shutdown"),
+            FailureCause::ActorLost => write!(f, "op `{op}` was lost with its actor"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl Failure {
+    #[cold]
+    fn of<E: fmt::Display>(op: &'static str, error: &TicketError<E>) -> Arc<Failure> {
+        let cause = match error {
+            TicketError::Op(e) => FailureCause::Error(e.to_string()),
+            TicketError::Panicked(m) => FailureCause::Panicked(m.clone()),
+            TicketError::Cancelled => FailureCause::Cancelled,
+            TicketError::ActorLost | TicketError::WouldDeadlock => FailureCause::ActorLost,
+            TicketError::DependencyFailed(first) => return first.clone(),
+        };
+        Arc::new(Failure { op, cause })
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+type Outcome<T, E> = Result<T, TicketError<E>>;
+
+struct State<T, E> {
+    outcome: Option<Outcome<T, E>>,
+    failure: Option<Arc<Failure>>,
+    resolved: bool,
+    ticket_gone: bool,
+    waker: Option<Waker>,
+    dependents: Vec<Dependent>,
+}
+
+/// The shared reply slot of one op.
+pub(crate) struct Slot<T, E> {
+    done: AtomicBool,
+    state: Mutex<State<T, E>>,
+    ready: Condvar,
+    actor: ActorId,
+    label: &'static str,
+    spin: Duration,
+}
+
+/// Creates the two ends of a slot for an op of `actor`.
+pub(crate) fn slot<T, E: fmt::Display>(
+    actor: ActorId,
+    label: &'static str,
+    spin: Duration,
+) -> (Completer<T, E>, Ticket<T, E>) {
+    let slot = Arc::new(Slot {
+        done: AtomicBool::new(false),
+        state: Mutex::new(State {
+            outcome: None,
+            failure: None,
+            resolved: false,
+            ticket_gone: false,
+            waker: None,
+            dependents: Vec::new(),
+        }),
+        ready: Condvar::new(),
+        actor,
+        label,
+        spin,
+    });
+    (
+        Completer {
+            slot: Some(slot.clone()),
+        },
+        Ticket { slot: Some(slot) },
+    )
+}
+
+/// The completing end of a slot. Dropping it unresolved resolves the slot
+/// with [`TicketError::ActorLost`]: an op that is dropped without being run
+/// or cancelled was lost with its actor.
+pub(crate) struct Completer<T, E: fmt::Display> {
+    slot: Option<Arc<Slot<T, E>>>,
+}
+
+impl<T, E: fmt::Display> Completer<T, E> {
+    /// Resolves the slot. Returns the failure dependents will see, if any.
+    pub(crate) fn complete(mut self, outcome: Outcome<T, E>) -> Option<Arc<Failure>> {
+        let slot = self.slot.take()?;
+        slot.resolve(outcome)
+    }
+
+    /// Forgets the slot without resolving it: the op was never submitted,
+    /// and its ticket is being dropped with it.
+    pub(crate) fn disarm(mut self) {
+        self.slot = None;
+    }
+}
+
+impl<T, E: fmt::Display> Drop for Completer<T, E> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            slot.resolve(Err(TicketError::ActorLost));
+        }
+    }
+}
+
+impl<T, E: fmt::Display> Slot<T, E> {
+    fn resolve(&self, outcome: Outcome<T, E>) -> Option<Arc<Failure>> {
+        let failure = outcome.as_ref().err().map(|e| Failure::of(self.label, e));
+        let (discard, waker, dependents) = {
+            let mut state = self.state.lock();
+            debug_assert!(!state.resolved, "a slot resolves once");
+            state.resolved = true;
+            state.failure = failure.clone();
+            let discard = if state.ticket_gone {
+                Some(outcome)
+            } else {
+                state.outcome = Some(outcome);
+                None
+            };
+            self.done.store(true, Ordering::Release);
+            (
+                discard,
+                state.waker.take(),
+                std::mem::take(&mut state.dependents),
+            )
+        };
+        self.ready.notify_all();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        for dependent in dependents {
+            dependent.wake();
+        }
+        if let Some(value) = discard {
+            // The value belongs to nobody now. A panicking `Drop` of a user's
+            // value must not take the actor thread with it.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(value)));
+        }
+        failure
+    }
+}
+
+impl<T: Send, E: Send> EventSource for Slot<T, E> {
+    fn state(&self) -> EventState {
+        if !self.done.load(Ordering::Acquire) {
+            return EventState::Pending;
+        }
+        let state = self.state.lock();
+        match &state.failure {
+            Some(f) => EventState::Failed(f.clone()),
+            None => EventState::Done,
+        }
+    }
+
+    fn subscribe(&self, dependent: Dependent) -> Option<EventState> {
+        let mut state = self.state.lock();
+        if state.resolved {
+            return Some(match &state.failure {
+                Some(f) => EventState::Failed(f.clone()),
+                None => EventState::Done,
+            });
+        }
+        state.dependents.push(dependent);
+        None
+    }
+
+    fn label(&self) -> &'static str {
+        self.label
+    }
+}
+
+/// The reply to one submitted op: wait for it, poll it, or `.await` it.
+///
+/// Dropping a ticket is fine: the op still runs and its value is dropped.
+/// Blocking waits from a thread that works for an actor return
+/// [`TicketError::WouldDeadlock`] unless the op already finished.
+#[must_use = "a ticket carries the op's result or error; drop it explicitly to ignore them"]
+pub struct Ticket<T, E = Infallible> {
+    /// `None` only after `poll` returned `Ready`.
+    slot: Option<Arc<Slot<T, E>>>,
+}
+
+/// A timed wait ran out; the ticket is handed back.
+pub enum WaitTimeoutError<T, E = Infallible> {
+    /// The op did not finish in time.
+    Timeout(Ticket<T, E>),
+    /// The op finished without a value, or the wait would deadlock.
+    Failed(TicketError<E>),
+}
+
+/// A non-blocking wait found the op unfinished; the ticket is handed back.
+pub enum TryWaitError<T, E = Infallible> {
+    /// The op has not finished.
+    Pending(Ticket<T, E>),
+    /// The op finished without a value.
+    Failed(TicketError<E>),
+}
+
+enum Taken<T, E> {
+    Outcome(Outcome<T, E>),
+    NotYet,
+}
+
+impl<T, E> Ticket<T, E> {
+    fn slot(&self) -> &Slot<T, E> {
+        self.slot.as_deref().expect(TAKEN)
+    }
+
+    /// The actor that runs the op.
+    pub fn actor(&self) -> ActorId {
+        self.slot().actor
+    }
+
+    /// The op's label.
+    pub fn label(&self) -> &'static str {
+        self.slot().label
+    }
+
+    /// Whether the op has finished (with a value or an error).
+    pub fn is_ready(&self) -> bool {
+        self.slot().done.load(Ordering::Acquire)
+    }
+
+    /// Waits for the op and returns its value.
+    ///
+    /// # Errors
+    ///
+    /// The op's error, [`TicketError::Panicked`], [`TicketError::Cancelled`],
+    /// [`TicketError::ActorLost`], [`TicketError::DependencyFailed`], or
+    /// [`TicketError::WouldDeadlock`] if the caller works for an actor and
+    /// the op has not finished.
+    pub fn wait(mut self) -> Result<T, TicketError<E>> {
+        if let Taken::Outcome(outcome) = self.spin_take() {
+            return outcome;
+        }
+        if current_actor().is_some() {
+            return Err(TicketError::WouldDeadlock);
+        }
+        let slot = self.slot.take().expect(TAKEN);
+        let mut state = slot.state.lock();
+        while !state.resolved {
+            state = slot.ready.wait(state);
+        }
+        take_outcome(&mut state)
+    }
+
+    /// Waits at most `timeout` for the op.
+    ///
+    /// # Errors
+    ///
+    /// [`WaitTimeoutError::Timeout`] with the ticket if the op is still
+    /// running; [`WaitTimeoutError::Failed`] as for [`Ticket::wait`].
+    pub fn wait_timeout(self, timeout: Duration) -> Result<T, WaitTimeoutError<T, E>> {
+        self.wait_deadline(Instant::now() + timeout)
+    }
+
+    /// Waits until `deadline` for the op; see [`Ticket::wait_timeout`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Ticket::wait_timeout`].
+    pub fn wait_deadline(mut self, deadline: Instant) -> Result<T, WaitTimeoutError<T, E>> {
+        if let Taken::Outcome(outcome) = self.spin_take() {
+            return outcome.map_err(WaitTimeoutError::Failed);
+        }
+        if current_actor().is_some() {
+            return Err(WaitTimeoutError::Failed(TicketError::WouldDeadlock));
+        }
+        let slot = self.slot.take().expect(TAKEN);
+        let mut state = slot.state.lock();
+        loop {
+            if state.resolved {
+                return take_outcome(&mut state).map_err(WaitTimeoutError::Failed);
+            }
+            let timed_out;
+            (state, timed_out) = slot.ready.wait_until(state, deadline);
+            if timed_out && !state.resolved {
+                drop(state);
+                self.slot = Some(slot);
+                return Err(WaitTimeoutError::Timeout(self));
+            }
+        }
+    }
+
+    /// Returns the op's value if it has finished, without blocking.
+    ///
+    /// # Errors
+    ///
+    /// [`TryWaitError::Pending`] with the ticket if it has not finished;
+    /// [`TryWaitError::Failed`] as for [`Ticket::wait`] (never
+    /// `WouldDeadlock`: this call does not block).
+    pub fn try_wait(mut self) -> Result<T, TryWaitError<T, E>> {
+        match self.take() {
+            Taken::Outcome(outcome) => outcome.map_err(TryWaitError::Failed),
+            Taken::NotYet => Err(TryWaitError::Pending(self)),
+        }
+    }
+
+    /// An [`Event`] that fires when this op finishes; ops on other lanes or
+    /// actors can be ordered after it with [`Op::after`](crate::Op::after).
+    pub fn event(&self) -> Event
+    where
+        T: Send + 'static,
+        E: Send + 'static,
+    {
+        Event::new(self.slot.clone().expect(TAKEN))
+    }
+
+    /// Spins briefly (not on an actor thread, where it could only delay the
+    /// op it waits for), then takes the outcome if it is there.
+    fn spin_take(&mut self) -> Taken<T, E> {
+        let slot = self.slot();
+        if current_actor().is_none() {
+            spin_until(slot.spin, || slot.done.load(Ordering::Acquire));
+        }
+        self.take()
+    }
+
+    fn take(&mut self) -> Taken<T, E> {
+        if !self.slot().done.load(Ordering::Acquire) {
+            return Taken::NotYet;
+        }
+        let slot = self.slot.take().expect(TAKEN);
+        let mut state = slot.state.lock();
+        Taken::Outcome(take_outcome(&mut state))
+    }
+}
+
+const TAKEN: &str = "a ticket is not used after it returned its value";
+
+/// Moves the outcome out of a resolved slot for its ticket, which is gone
+/// afterwards (every path that takes the outcome consumes the ticket).
+fn take_outcome<T, E>(state: &mut State<T, E>) -> Outcome<T, E> {
+    debug_assert!(state.resolved);
+    state.ticket_gone = true;
+    state.waker = None;
+    state
+        .outcome
+        .take()
+        .expect("a resolved slot holds its outcome until the ticket takes it")
+}
+
+impl<T, E> Drop for Ticket<T, E> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let value = {
+                let mut state = slot.state.lock();
+                state.ticket_gone = true;
+                state.waker = None;
+                state.outcome.take()
+            };
+            drop(value);
+        }
+    }
+}
+
+impl<T, E> Future for Ticket<T, E> {
+    type Output = Result<T, TicketError<E>>;
+
+    /// # Panics
+    ///
+    /// When polled again after it returned `Ready`, as futures may.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let slot = self.slot.clone().expect(TAKEN);
+        let mut state = slot.state.lock();
+        if state.resolved {
+            let outcome = take_outcome(&mut state);
+            drop(state);
+            self.slot = None;
+            return Poll::Ready(outcome);
+        }
+        match &state.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+}
+
+impl<T, E> fmt::Debug for Ticket<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.slot {
+            Some(slot) => f
+                .debug_struct("Ticket")
+                .field("actor", &slot.actor)
+                .field("label", &slot.label)
+                .field("ready", &slot.done.load(Ordering::Acquire))
+                .finish(),
+            None => f.write_str("Ticket(taken)"),
+        }
+    }
+}
+
+impl<T, E: fmt::Debug> fmt::Debug for WaitTimeoutError<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitTimeoutError::Timeout(_) => f.write_str("Timeout(..)"),
+            WaitTimeoutError::Failed(e) => f.debug_tuple("Failed").field(e).finish(),
+        }
+    }
+}
+
+impl<T, E: fmt::Display> fmt::Display for WaitTimeoutError<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitTimeoutError::Timeout(t) => write!(f, "op `{}` did not finish in time", t.label()),
+            WaitTimeoutError::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<T, E: fmt::Debug + fmt::Display> std::error::Error for WaitTimeoutError<T, E> {}
+
+impl<T, E> WaitTimeoutError<T, E> {
+    /// Whether the wait ran out of time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, WaitTimeoutError::Timeout(_))
+    }
+
+    /// The ticket error, if the op finished without a value.
+    pub fn into_failed(self) -> Option<TicketError<E>> {
+        match self {
+            WaitTimeoutError::Failed(e) => Some(e),
+            WaitTimeoutError::Timeout(_) => None,
+        }
+    }
+}
+
+impl<T, E: fmt::Debug> fmt::Debug for TryWaitError<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryWaitError::Pending(_) => f.write_str("Pending(..)"),
+            TryWaitError::Failed(e) => f.debug_tuple("Failed").field(e).finish(),
+        }
+    }
+}
+
+impl<T, E: fmt::Display> fmt::Display for TryWaitError<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TryWaitError::Pending(t) => write!(f, "op `{}` has not finished", t.label()),
+            TryWaitError::Failed(e) => e.fmt(f),
+        }
+    }
+}
+
+impl<T, E: fmt::Debug + fmt::Display> std::error::Error for TryWaitError<T, E> {}

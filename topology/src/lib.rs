@@ -1,0 +1,26 @@
+//! CPU sets, NUMA domains and thread affinity: the only part of weft that
+//! speaks to the kernel about CPUs.
+//!
+//! - [`CpuSet`] parses and prints the kernel's cpulist format.
+//! - [`Topology`] lists the CPU domains: one per NUMA node of the allowed
+//!   CPUs, or an explicit layout ([`TopologyBuilder`], [`DOMAINS_ENV`]).
+//! - [`pin_current_thread`] pins with read-back.
+//!
+//! All `unsafe` code of this crate is in the private `sys` module.
+#![deny(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod affinity;
+mod cpuset;
+mod error;
+mod layout;
+mod numa;
+#[cfg(target_os = "linux")]
+mod sys;
+
+pub use affinity::{
+    current_thread_cpus, pin_current_thread, pin_current_thread_to, process_allowed_cpus,
+};
+pub use cpuset::{CpuSet, Iter, MAX_CPU_ID};
+pub use error::{AffinityError, CpuListError, TopologyError};
+pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};

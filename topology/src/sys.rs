@@ -1,0 +1,78 @@
+//! The affinity system calls: the only `unsafe` code of this crate.
+//!
+//! The kernel's CPU mask is a bitmap of `c_ulong` words whose size the kernel
+//! chooses (`nr_cpu_ids`), so the buffer is grown until the kernel accepts it
+//! instead of using glibc's fixed 1024-bit `cpu_set_t`.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::size_of;
+
+use crate::cpuset::MAX_CPU_ID;
+use crate::CpuSet;
+
+const WORD_BITS: usize = libc::c_ulong::BITS as usize;
+
+/// The affinity mask of thread `tid` (0 is the calling thread; a process id
+/// names that process's main thread).
+pub(crate) fn get_affinity(tid: libc::pid_t) -> io::Result<CpuSet> {
+    let mut words = 1024 / WORD_BITS;
+    loop {
+        let mut mask: Vec<libc::c_ulong> = vec![0; words];
+        let bytes = words * size_of::<libc::c_ulong>();
+        // SAFETY: `mask` is a live, writable buffer of exactly `bytes` bytes,
+        // and the kernel writes at most `cpusetsize` bytes into it. The cast
+        // to `cpu_set_t` only names the type the prototype wants; the kernel
+        // treats it as a plain bitmap of `cpusetsize` bytes.
+        let rc = unsafe {
+            libc::sched_getaffinity(tid, bytes, mask.as_mut_ptr().cast::<libc::cpu_set_t>())
+        };
+        if rc == 0 {
+            return Ok(from_mask(&mask));
+        }
+        let err = io::Error::last_os_error();
+        // EINVAL: the buffer is smaller than the kernel's mask; grow it.
+        if err.raw_os_error() == Some(libc::EINVAL) && words * WORD_BITS <= MAX_CPU_ID {
+            words *= 2;
+            continue;
+        }
+        return Err(err);
+    }
+}
+
+/// Sets the calling thread's affinity mask to `set`.
+pub(crate) fn set_current_affinity(set: &CpuSet) -> io::Result<()> {
+    let top = set.last().unwrap_or(0);
+    let mut mask: Vec<libc::c_ulong> = vec![0; top / WORD_BITS + 1];
+    for cpu in set {
+        mask[cpu / WORD_BITS] |= 1 << (cpu % WORD_BITS);
+    }
+    let bytes = mask.len() * size_of::<libc::c_ulong>();
+    // SAFETY: `mask` is a live buffer of exactly `bytes` bytes that the
+    // kernel only reads; pid 0 names the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, bytes, mask.as_ptr().cast::<libc::cpu_set_t>()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The process id.
+pub(crate) fn process_id() -> libc::pid_t {
+    // SAFETY: `getpid` has no preconditions and cannot fail.
+    unsafe { libc::getpid() }
+}
+
+fn from_mask(mask: &[libc::c_ulong]) -> CpuSet {
+    let mut set = CpuSet::new();
+    for (i, &word) in mask.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let bit = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            set.insert(i * WORD_BITS + bit);
+        }
+    }
+    set
+}
