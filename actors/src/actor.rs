@@ -15,7 +15,7 @@ use crate::lane::{Lane, LaneCore, LaneShared};
 use crate::scheduler::Core;
 use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
 use crate::stats::{ActorGauges, ActorStats, Counters};
-use crate::sync::{channel, thread, Mutex};
+use crate::sync::{channel, thread, CachePadded, Mutex};
 use crate::ticket::panic_message;
 
 /// A control message to an actor. Data (ops) travel on lanes; the mailbox
@@ -37,7 +37,8 @@ pub(crate) struct Shared<E> {
     pub(crate) id: ActorId,
     pub(crate) name: String,
     pub(crate) mailbox: channel::Sender<Message<E>>,
-    pub(crate) gate: Gate,
+    /// Entered and left by every submit: on a line of its own.
+    pub(crate) gate: CachePadded<Gate>,
     pub(crate) lane_capacity: usize,
     pub(crate) wait_spin: Duration,
     pub(crate) counters: Counters,
@@ -221,7 +222,7 @@ impl ActorBuilder {
             id: ActorId::next(),
             name: self.name.clone(),
             mailbox,
-            gate: Gate::new(),
+            gate: CachePadded(Gate::new()),
             lane_capacity: self.lane_capacity,
             wait_spin: self.wait_spin,
             counters: Counters::default(),

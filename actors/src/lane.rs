@@ -23,7 +23,6 @@
 //! the actor also learns when to forget the lane.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,19 +32,28 @@ use crate::context::{current_actor, ActorId};
 use crate::op::{Op, OpBody, Task, TaskCell};
 use crate::stats::{Counters, QUEUE_WAIT_SAMPLING};
 use crate::sync::channel::{self, Receiver, Sender, TrySendError};
-use crate::sync::{fence, AtomicBool, Ordering};
-use crate::ticket::{slot, Ticket};
+use crate::sync::{fence, AtomicBool, CachePadded, Ordering};
+use crate::ticket::Ticket;
 
-/// A queued op and, for sampled ops, when it was submitted.
+/// A queued op and, for sampled ops, when it was submitted. Dropping an
+/// envelope whose op was neither run nor cancelled (its actor died)
+/// resolves the op's ticket with `ActorLost`.
 pub(crate) struct Envelope<E> {
-    pub(crate) task: Box<dyn Task<E>>,
+    pub(crate) task: Arc<dyn Task<E>>,
     pub(crate) submitted_at: Option<Instant>,
+}
+
+impl<E> Drop for Envelope<E> {
+    fn drop(&mut self) {
+        self.task.abandon();
+    }
 }
 
 /// The part of a lane both sides see.
 pub(crate) struct LaneShared {
     pub(crate) id: u64,
-    pub(crate) notified: AtomicBool,
+    /// Swapped by every submit: on a line of its own.
+    pub(crate) notified: CachePadded<AtomicBool>,
     pub(crate) closed: AtomicBool,
     pub(crate) counters: Counters,
 }
@@ -142,7 +150,7 @@ impl<E: 'static> Lane<E> {
         let lane = Arc::new(LaneShared {
             id: actor.next_lane_id(),
             // True until the actor has filed the lane: it polls new lanes.
-            notified: AtomicBool::new(true),
+            notified: CachePadded(AtomicBool::new(true)),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
         });
@@ -272,14 +280,11 @@ impl<E: 'static> Lane<E> {
         let Some(entry) = handle.actor.enter() else {
             return Err((op, Refused::Closed));
         };
-        let (completer, ticket) = slot(handle.actor.id, op.label, handle.actor.wait_spin);
+        let cell = TaskCell::new(op, handle.actor.id, handle.actor.wait_spin);
+        let ticket = Ticket::new(cell.clone());
         let sampled = handle.lane.counters.submitted.load(Relaxed).is_multiple_of(QUEUE_WAIT_SAMPLING);
         let envelope = Envelope {
-            task: Box::new(TaskCell {
-                op,
-                completer,
-                engine: PhantomData,
-            }),
+            task: cell.clone(),
             submitted_at: sampled.then(Instant::now),
         };
         let sent = match wait {
@@ -318,13 +323,11 @@ impl<E: 'static> Lane<E> {
             }
             Err((envelope, why)) => {
                 drop(entry);
+                let op = cell.into_op();
+                // Nobody waits for an op that was never queued.
                 drop(ticket);
-                let cell = envelope
-                    .task
-                    .into_any()
-                    .downcast::<TaskCell<B, E>>()
-                    .unwrap_or_else(|_| unreachable!("the task refused here was built here"));
-                Err((cell.into_op(), why))
+                drop(envelope);
+                Err((op, why))
             }
         }
     }

@@ -1,12 +1,15 @@
 //! Ops: what a lane carries to its actor, and how the actor runs one.
 
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
 
-use crate::event::Event;
-use crate::ticket::{panic_message, Completer, Failure, TicketError};
+use crate::context::ActorId;
+use crate::event::{Dependent, Event, EventSource, EventState};
+use crate::sync::Mutex;
+use crate::ticket::{panic_message, Failure, Slot, SlotCell, TicketError};
 
 /// An op: a closure to run with exclusive access to the actor's engine, a
 /// label for stats and error messages, and the events it must wait for.
@@ -146,67 +149,114 @@ pub(crate) enum Cancel {
     Dependency(std::sync::Arc<Failure>),
 }
 
-/// An op with its completer, type-erased for the lane queue.
-pub(crate) trait Task<E>: Send {
+/// An op's queued form, type-erased for the lane queue.
+///
+/// One allocation per op, [`TaskCell`], holds the body, the events to wait
+/// for and the reply slot; the lane's envelope, the ticket and any event
+/// subscribers all point into it.
+pub(crate) trait Task<E>: Send + Sync {
     fn after(&self) -> &[Event];
-    fn run(self: Box<Self>, engine: &mut E) -> RunOutcome;
-    fn cancel(self: Box<Self>, why: Cancel);
-    /// For handing an op that could not be queued back to its submitter.
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Runs the body and resolves the slot.
+    fn run(&self, engine: &mut E) -> RunOutcome;
+    /// Resolves the slot without running the body.
+    fn cancel(&self, why: Cancel);
+    /// Resolves the slot with `ActorLost` unless it is resolved already.
+    fn abandon(&self);
 }
 
 pub(crate) struct TaskCell<B: OpBody<E>, E> {
-    pub(crate) op: Op<B>,
-    pub(crate) completer: Completer<B::Output, B::Error>,
-    pub(crate) engine: PhantomData<fn(&mut E)>,
+    slot: Slot<B::Output, B::Error>,
+    /// Taken by the one run; a lock, not a cell, because the allocation is
+    /// shared with the ticket (and this crate has no `unsafe`).
+    body: Mutex<Option<B>>,
+    after: Vec<Event>,
+    engine: PhantomData<fn(&mut E)>,
 }
 
-impl<E, B: OpBody<E>> TaskCell<B, E> {
-    /// Takes the op back out of a task that was never queued.
-    pub(crate) fn into_op(self) -> Op<B> {
-        self.completer.disarm();
-        self.op
+impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
+    pub(crate) fn new(op: Op<B>, actor: ActorId, spin: Duration) -> Arc<Self> {
+        Arc::new(TaskCell {
+            slot: Slot::new(actor, op.label, spin),
+            body: Mutex::new(Some(op.body)),
+            after: op.after,
+            engine: PhantomData,
+        })
+    }
+
+    /// Takes the op back out of a cell that was never queued.
+    pub(crate) fn into_op(&self) -> Op<B> {
+        Op {
+            body: self.body.lock().take().expect("a refused op still has its body"),
+            label: self.slot.label(),
+            after: self.after.clone(),
+        }
     }
 }
 
 impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
     fn after(&self) -> &[Event] {
-        &self.op.after
+        &self.after
     }
 
-    fn run(self: Box<Self>, engine: &mut E) -> RunOutcome {
-        let TaskCell { op, completer, .. } = *self;
-        let Op { body, after, .. } = op;
-        drop(after);
+    fn run(&self, engine: &mut E) -> RunOutcome {
+        let Some(body) = self.body.lock().take() else {
+            unreachable!("an op runs once")
+        };
         match catch_unwind(AssertUnwindSafe(|| body.call(engine))) {
             Ok(Ok(value)) => {
-                completer.complete(Ok(value));
+                self.slot.resolve(Ok(value));
                 RunOutcome::Completed
             }
             Ok(Err(error)) => {
-                completer.complete(Err(TicketError::Op(error)));
+                self.slot.resolve(Err(TicketError::Op(error)));
                 RunOutcome::Failed
             }
             Err(payload) => {
                 if crate::fault::is_kill(&*payload) {
-                    // Unwinding drops `completer`: the ticket sees ActorLost.
+                    // The envelope's drop, during unwinding, resolves the
+                    // slot with ActorLost.
                     resume_unwind(payload);
                 }
-                completer.complete(Err(TicketError::Panicked(panic_message(&*payload))));
+                self.slot
+                    .resolve(Err(TicketError::Panicked(panic_message(&*payload))));
                 RunOutcome::Panicked
             }
         }
     }
 
-    fn cancel(self: Box<Self>, why: Cancel) {
+    fn cancel(&self, why: Cancel) {
         let error = match why {
             Cancel::Shutdown => TicketError::Cancelled,
             Cancel::Dependency(first) => TicketError::DependencyFailed(first),
         };
-        self.completer.complete(Err(error));
+        drop(self.body.lock().take());
+        self.slot.resolve(Err(error));
     }
 
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
+    fn abandon(&self) {
+        if !self.slot.is_resolved() {
+            drop(self.body.lock().take());
+            self.slot.resolve(Err(TicketError::ActorLost));
+        }
+    }
+}
+
+impl<E: 'static, B: OpBody<E>> EventSource for TaskCell<B, E> {
+    fn state(&self) -> EventState {
+        self.slot.event_state()
+    }
+
+    fn subscribe(&self, dependent: Dependent) -> Option<EventState> {
+        self.slot.subscribe(dependent)
+    }
+
+    fn label(&self) -> &'static str {
+        self.slot.label()
+    }
+}
+
+impl<E: 'static, B: OpBody<E>> SlotCell<B::Output, B::Error> for TaskCell<B, E> {
+    fn slot(&self) -> &Slot<B::Output, B::Error> {
+        &self.slot
     }
 }

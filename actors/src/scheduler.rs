@@ -187,6 +187,7 @@ impl<E: 'static> Core<E> {
         let gauges = &self.shared.gauges;
         gauges.running.store(true, Relaxed);
         let outcome = envelope.task.run(&mut self.engine);
+        drop(envelope);
         gauges.running.store(false, Relaxed);
         self.count(lane, Finish::Ran(outcome));
     }

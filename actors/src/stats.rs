@@ -10,13 +10,21 @@ use std::time::Duration;
 
 use crate::context::ActorId;
 use crate::op::RunOutcome;
+use crate::sync::CachePadded;
 
 /// Sample the queue wait of one op in this many per lane.
 pub(crate) const QUEUE_WAIT_SAMPLING: u64 = 16;
 
+/// Op counters. `submitted` is written by submitters, everything else by the
+/// actor alone; the two sides sit on separate cache lines.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) submitted: AtomicU64,
+    pub(crate) submitted: CachePadded<AtomicU64>,
+    done: CachePadded<DoneCounters>,
+}
+
+#[derive(Debug, Default)]
+struct DoneCounters {
     completed: AtomicU64,
     failed: AtomicU64,
     panicked: AtomicU64,
@@ -43,34 +51,37 @@ pub(crate) enum Finish {
 
 impl Counters {
     pub(crate) fn finish(&self, how: Finish) {
+        let d = &*self.done;
         bump(match how {
-            Finish::Ran(RunOutcome::Completed) => &self.completed,
-            Finish::Ran(RunOutcome::Failed) | Finish::DependencyFailed => &self.failed,
-            Finish::Ran(RunOutcome::Panicked) => &self.panicked,
-            Finish::Cancelled => &self.cancelled,
-            Finish::Lost => &self.lost,
+            Finish::Ran(RunOutcome::Completed) => &d.completed,
+            Finish::Ran(RunOutcome::Failed) | Finish::DependencyFailed => &d.failed,
+            Finish::Ran(RunOutcome::Panicked) => &d.panicked,
+            Finish::Cancelled => &d.cancelled,
+            Finish::Lost => &d.lost,
         });
     }
 
     pub(crate) fn queue_wait(&self, wait: Duration) {
+        let d = &*self.done;
         let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
-        bump(&self.wait_samples);
-        self.wait_total_ns
-            .store(self.wait_total_ns.load(Relaxed).saturating_add(ns), Relaxed);
-        if ns > self.wait_max_ns.load(Relaxed) {
-            self.wait_max_ns.store(ns, Relaxed);
+        bump(&d.wait_samples);
+        d.wait_total_ns
+            .store(d.wait_total_ns.load(Relaxed).saturating_add(ns), Relaxed);
+        if ns > d.wait_max_ns.load(Relaxed) {
+            d.wait_max_ns.store(ns, Relaxed);
         }
     }
 
     pub(crate) fn snapshot(&self) -> OpCounts {
+        let d = &*self.done;
         let submitted = self.submitted.load(Relaxed);
-        let completed = self.completed.load(Relaxed);
-        let failed = self.failed.load(Relaxed);
-        let panicked = self.panicked.load(Relaxed);
-        let cancelled = self.cancelled.load(Relaxed);
-        let lost = self.lost.load(Relaxed);
+        let completed = d.completed.load(Relaxed);
+        let failed = d.failed.load(Relaxed);
+        let panicked = d.panicked.load(Relaxed);
+        let cancelled = d.cancelled.load(Relaxed);
+        let lost = d.lost.load(Relaxed);
         let done = completed + failed + panicked + cancelled + lost;
-        let samples = self.wait_samples.load(Relaxed);
+        let samples = d.wait_samples.load(Relaxed);
         OpCounts {
             submitted,
             queued: submitted.saturating_sub(done),
@@ -82,9 +93,9 @@ impl Counters {
             queue_wait: WaitStats {
                 samples,
                 mean: Duration::from_nanos(
-                    self.wait_total_ns.load(Relaxed).checked_div(samples).unwrap_or(0),
+                    d.wait_total_ns.load(Relaxed).checked_div(samples).unwrap_or(0),
                 ),
-                max: Duration::from_nanos(self.wait_max_ns.load(Relaxed)),
+                max: Duration::from_nanos(d.wait_max_ns.load(Relaxed)),
             },
         }
     }

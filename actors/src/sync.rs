@@ -332,3 +332,17 @@ mod imp {
         }
     }
 }
+
+/// Keeps a value on cache lines of its own, so that counters written by one
+/// thread do not slow the flags another thread writes (false sharing).
+/// 128 bytes: adjacent-line prefetch pairs 64-byte lines on x86.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct CachePadded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

@@ -2,14 +2,16 @@
 //!
 //! # Protocol
 //!
-//! A [`Slot`] is shared by exactly one completing side (a [`Completer`],
-//! owned by the queued op) and at most one [`Ticket`], plus any number of
-//! event subscribers (lanes of actors waiting for this op).
+//! A [`Slot`] lives inside its op's allocation (one allocation per op, see
+//! `op.rs`) and is shared by the queued op, which resolves it, at most one
+//! [`Ticket`], and any number of event subscribers (lanes of actors waiting
+//! for this op).
 //!
 //! Invariants, all under `Slot::state`'s mutex:
-//! 1. `resolved` goes from false to true once, set by `Completer::complete`.
-//!    Every completer resolves its slot: by running the op, by a cancel, or
-//!    in its `Drop` (the op was lost with its actor) — so no ticket hangs.
+//! 1. `resolved` goes from false to true once. The queued op resolves it by
+//!    running or by a cancel; if the op's envelope is dropped unresolved (its
+//!    actor died), the envelope's `Drop` resolves it with `ActorLost` — so no
+//!    ticket hangs. A second resolution is ignored.
 //! 2. The outcome is stored only if the ticket is still alive; if the ticket
 //!    was dropped first (`ticket_gone`), the completer drops the value
 //!    itself. Either way it is dropped exactly once.
@@ -200,70 +202,81 @@ pub(crate) struct Slot<T, E> {
     spin: Duration,
 }
 
-/// Creates the two ends of a slot for an op of `actor`.
-pub(crate) fn slot<T, E: fmt::Display>(
-    actor: ActorId,
-    label: &'static str,
-    spin: Duration,
-) -> (Completer<T, E>, Ticket<T, E>) {
-    let slot = Arc::new(Slot {
-        done: AtomicBool::new(false),
-        state: Mutex::new(State {
-            outcome: None,
-            failure: None,
-            resolved: false,
-            ticket_gone: false,
-            waker: None,
-            dependents: Vec::new(),
-        }),
-        ready: Condvar::new(),
-        actor,
-        label,
-        spin,
-    });
-    (
-        Completer {
-            slot: Some(slot.clone()),
-        },
-        Ticket { slot: Some(slot) },
-    )
-}
-
-/// The completing end of a slot. Dropping it unresolved resolves the slot
-/// with [`TicketError::ActorLost`]: an op that is dropped without being run
-/// or cancelled was lost with its actor.
-pub(crate) struct Completer<T, E: fmt::Display> {
-    slot: Option<Arc<Slot<T, E>>>,
-}
-
-impl<T, E: fmt::Display> Completer<T, E> {
-    /// Resolves the slot. Returns the failure dependents will see, if any.
-    pub(crate) fn complete(mut self, outcome: Outcome<T, E>) -> Option<Arc<Failure>> {
-        let slot = self.slot.take()?;
-        slot.resolve(outcome)
-    }
-
-    /// Forgets the slot without resolving it: the op was never submitted,
-    /// and its ticket is being dropped with it.
-    pub(crate) fn disarm(mut self) {
-        self.slot = None;
-    }
-}
-
-impl<T, E: fmt::Display> Drop for Completer<T, E> {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            slot.resolve(Err(TicketError::ActorLost));
+impl<T, E> Slot<T, E> {
+    pub(crate) fn new(actor: ActorId, label: &'static str, spin: Duration) -> Self {
+        Slot {
+            done: AtomicBool::new(false),
+            state: Mutex::new(State {
+                outcome: None,
+                failure: None,
+                resolved: false,
+                ticket_gone: false,
+                waker: None,
+                dependents: Vec::new(),
+            }),
+            ready: Condvar::new(),
+            actor,
+            label,
+            spin,
         }
     }
+
+    pub(crate) fn event_state(&self) -> EventState {
+        if !self.done.load(Ordering::Acquire) {
+            return EventState::Pending;
+        }
+        let state = self.state.lock();
+        match &state.failure {
+            Some(f) => EventState::Failed(f.clone()),
+            None => EventState::Done,
+        }
+    }
+
+    pub(crate) fn subscribe(&self, dependent: Dependent) -> Option<EventState> {
+        let mut state = self.state.lock();
+        if state.resolved {
+            return Some(match &state.failure {
+                Some(f) => EventState::Failed(f.clone()),
+                None => EventState::Done,
+            });
+        }
+        state.dependents.push(dependent);
+        None
+    }
+
+    pub(crate) fn label(&self) -> &'static str {
+        self.label
+    }
+
+    pub(crate) fn is_resolved(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+}
+
+/// The allocation a ticket points into: an op's cell, seen through its slot.
+pub(crate) trait SlotCell<T, E>: EventSource {
+    fn slot(&self) -> &Slot<T, E>;
 }
 
 impl<T, E: fmt::Display> Slot<T, E> {
-    fn resolve(&self, outcome: Outcome<T, E>) -> Option<Arc<Failure>> {
+    /// Resolves the slot, unless it already is (then `outcome` is dropped).
+    /// Returns the failure that dependents see, if any.
+    pub(crate) fn resolve(&self, outcome: Outcome<T, E>) -> Option<Arc<Failure>> {
+        // Only the actor thread resolves a queued op (the drop of a refused
+        // op's envelope resolves nothing anyone waits for), so this check
+        // spares the common `abandon` after a run its lock and allocation.
+        if self.done.load(Ordering::Acquire) {
+            drop_quietly(outcome);
+            return None;
+        }
         let failure = outcome.as_ref().err().map(|e| Failure::of(self.label, e));
         let (discard, waker, dependents) = {
             let mut state = self.state.lock();
-            debug_assert!(!state.resolved, "a slot resolves once");
+            if state.resolved {
+                drop(state);
+                drop_quietly(outcome);
+                return None;
+            }
             state.resolved = true;
             state.failure = failure.clone();
             let discard = if state.ticket_gone {
@@ -287,41 +300,16 @@ impl<T, E: fmt::Display> Slot<T, E> {
             dependent.wake();
         }
         if let Some(value) = discard {
-            // The value belongs to nobody now. A panicking `Drop` of a user's
-            // value must not take the actor thread with it.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(value)));
+            drop_quietly(value);
         }
         failure
     }
 }
 
-impl<T: Send, E: Send> EventSource for Slot<T, E> {
-    fn state(&self) -> EventState {
-        if !self.done.load(Ordering::Acquire) {
-            return EventState::Pending;
-        }
-        let state = self.state.lock();
-        match &state.failure {
-            Some(f) => EventState::Failed(f.clone()),
-            None => EventState::Done,
-        }
-    }
-
-    fn subscribe(&self, dependent: Dependent) -> Option<EventState> {
-        let mut state = self.state.lock();
-        if state.resolved {
-            return Some(match &state.failure {
-                Some(f) => EventState::Failed(f.clone()),
-                None => EventState::Done,
-            });
-        }
-        state.dependents.push(dependent);
-        None
-    }
-
-    fn label(&self) -> &'static str {
-        self.label
-    }
+/// Drops a value nobody owns any more. A panicking `Drop` of a user's value
+/// must not take the actor thread with it.
+fn drop_quietly<V>(value: V) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(value)));
 }
 
 /// The reply to one submitted op: wait for it, poll it, or `.await` it.
@@ -331,8 +319,8 @@ impl<T: Send, E: Send> EventSource for Slot<T, E> {
 /// [`TicketError::WouldDeadlock`] unless the op already finished.
 #[must_use = "a ticket carries the op's result or error; drop it explicitly to ignore them"]
 pub struct Ticket<T, E = Infallible> {
-    /// `None` only after `poll` returned `Ready`.
-    slot: Option<Arc<Slot<T, E>>>,
+    /// `None` once the outcome was taken (only `poll` leaves it so).
+    cell: Option<Arc<dyn SlotCell<T, E>>>,
 }
 
 /// A timed wait ran out; the ticket is handed back.
@@ -357,8 +345,12 @@ enum Taken<T, E> {
 }
 
 impl<T, E> Ticket<T, E> {
+    pub(crate) fn new(cell: Arc<dyn SlotCell<T, E>>) -> Self {
+        Ticket { cell: Some(cell) }
+    }
+
     fn slot(&self) -> &Slot<T, E> {
-        self.slot.as_deref().expect(TAKEN)
+        self.cell.as_deref().expect(TAKEN).slot()
     }
 
     /// The actor that runs the op.
@@ -391,7 +383,8 @@ impl<T, E> Ticket<T, E> {
         if current_actor().is_some() {
             return Err(TicketError::WouldDeadlock);
         }
-        let slot = self.slot.take().expect(TAKEN);
+        let cell = self.cell.take().expect(TAKEN);
+        let slot = cell.slot();
         let mut state = slot.state.lock();
         while !state.resolved {
             state = slot.ready.wait(state);
@@ -421,7 +414,8 @@ impl<T, E> Ticket<T, E> {
         if current_actor().is_some() {
             return Err(WaitTimeoutError::Failed(TicketError::WouldDeadlock));
         }
-        let slot = self.slot.take().expect(TAKEN);
+        let cell = self.cell.take().expect(TAKEN);
+        let slot = cell.slot();
         let mut state = slot.state.lock();
         loop {
             if state.resolved {
@@ -431,7 +425,7 @@ impl<T, E> Ticket<T, E> {
             (state, timed_out) = slot.ready.wait_until(state, deadline);
             if timed_out && !state.resolved {
                 drop(state);
-                self.slot = Some(slot);
+                self.cell = Some(cell);
                 return Err(WaitTimeoutError::Timeout(self));
             }
         }
@@ -453,12 +447,9 @@ impl<T, E> Ticket<T, E> {
 
     /// An [`Event`] that fires when this op finishes; ops on other lanes or
     /// actors can be ordered after it with [`Op::after`](crate::Op::after).
-    pub fn event(&self) -> Event
-    where
-        T: Send + 'static,
-        E: Send + 'static,
-    {
-        Event::new(self.slot.clone().expect(TAKEN))
+    pub fn event(&self) -> Event {
+        let cell: Arc<dyn EventSource> = self.cell.clone().expect(TAKEN);
+        Event::new(cell)
     }
 
     /// Spins briefly (not on an actor thread, where it could only delay the
@@ -475,8 +466,8 @@ impl<T, E> Ticket<T, E> {
         if !self.slot().done.load(Ordering::Acquire) {
             return Taken::NotYet;
         }
-        let slot = self.slot.take().expect(TAKEN);
-        let mut state = slot.state.lock();
+        let cell = self.cell.take().expect(TAKEN);
+        let mut state = cell.slot().state.lock();
         Taken::Outcome(take_outcome(&mut state))
     }
 }
@@ -497,9 +488,9 @@ fn take_outcome<T, E>(state: &mut State<T, E>) -> Outcome<T, E> {
 
 impl<T, E> Drop for Ticket<T, E> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
+        if let Some(cell) = self.cell.take() {
             let value = {
-                let mut state = slot.state.lock();
+                let mut state = cell.slot().state.lock();
                 state.ticket_gone = true;
                 state.waker = None;
                 state.outcome.take()
@@ -516,12 +507,12 @@ impl<T, E> Future for Ticket<T, E> {
     ///
     /// When polled again after it returned `Ready`, as futures may.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let slot = self.slot.clone().expect(TAKEN);
-        let mut state = slot.state.lock();
+        let cell = self.cell.clone().expect(TAKEN);
+        let mut state = cell.slot().state.lock();
         if state.resolved {
             let outcome = take_outcome(&mut state);
             drop(state);
-            self.slot = None;
+            self.cell = None;
             return Poll::Ready(outcome);
         }
         match &state.waker {
@@ -534,7 +525,7 @@ impl<T, E> Future for Ticket<T, E> {
 
 impl<T, E> fmt::Debug for Ticket<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.slot {
+        match self.cell.as_deref().map(SlotCell::slot) {
             Some(slot) => f
                 .debug_struct("Ticket")
                 .field("actor", &slot.actor)

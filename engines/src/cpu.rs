@@ -1,0 +1,290 @@
+//! The CPU engine: a domain's pinned rayon pool and the facts of its domain.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
+
+/// How the threads of a CPU domain are pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pinning {
+    /// Worker `i` runs on the domain's `i`-th CPU (wrapping around when
+    /// there are more workers than CPUs). The actor thread is worker 0.
+    #[default]
+    PerCore,
+    /// Every thread may run on any CPU of the domain.
+    Domain,
+    /// Threads are not pinned.
+    None,
+}
+
+/// What a CPU engine is built from.
+#[derive(Clone)]
+pub struct CpuEngineConfig {
+    /// The domain's index in its topology.
+    pub index: usize,
+    /// The domain's CPUs.
+    pub cpus: CpuSet,
+    /// Threads in the pool, the calling (actor) thread included; at least 1.
+    pub threads: usize,
+    /// How threads are pinned.
+    pub pinning: Pinning,
+    /// Prefix of the pool's thread names (`{prefix}-w{i}`).
+    pub name: String,
+    /// Runs first on every worker thread the pool starts (not on the calling
+    /// thread); the runtime marks the worker as working for its actor here.
+    pub on_worker_start: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+}
+
+impl fmt::Debug for CpuEngineConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuEngineConfig")
+            .field("index", &self.index)
+            .field("cpus", &self.cpus)
+            .field("threads", &self.threads)
+            .field("pinning", &self.pinning)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The facts of a CPU domain, as its engine sees them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainInfo {
+    /// The domain's index in its topology.
+    pub index: usize,
+    /// The domain's CPUs.
+    pub cpus: CpuSet,
+    /// Threads in the domain's pool, the actor thread included.
+    pub threads: usize,
+    /// How they are pinned.
+    pub pinning: Pinning,
+}
+
+/// A CPU engine could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// Zero threads were asked for.
+    #[error("a CPU domain needs at least one thread, got 0")]
+    ZeroThreads,
+    /// A thread could not be pinned (or the kernel narrowed its mask).
+    #[error("pinning thread {worker} of CPU domain {domain}: {source}")]
+    Pinning {
+        /// The domain's index.
+        domain: usize,
+        /// The worker's index in the pool (0 is the actor thread).
+        worker: usize,
+        /// What went wrong.
+        source: AffinityError,
+    },
+    /// Read-back found a worker on CPUs other than those it was given.
+    #[error("thread {worker} of CPU domain {domain} runs on CPUs {actual}, expected {expected}")]
+    PinMismatch {
+        /// The domain's index.
+        domain: usize,
+        /// The worker's index.
+        worker: usize,
+        /// What it was pinned to.
+        expected: CpuSet,
+        /// What it reads back.
+        actual: CpuSet,
+    },
+    /// rayon could not build the pool.
+    #[error("building the pool of CPU domain {domain}: {source}")]
+    Pool {
+        /// The domain's index.
+        domain: usize,
+        /// rayon's error.
+        source: rayon::ThreadPoolBuildError,
+    },
+}
+
+/// Counts pool workers that have not exited yet, so that dropping the engine
+/// returns only once its threads are on their way out.
+#[derive(Default)]
+struct Exits {
+    running: Mutex<usize>,
+    changed: Condvar,
+}
+
+/// A CPU domain's engine: a rayon pool pinned to the domain, with the thread
+/// that builds it (the actor thread) as worker 0, so [`CpuEngine::install`]
+/// from the actor runs in place with no handoff.
+pub struct CpuEngine {
+    domain: DomainInfo,
+    pool: rayon::ThreadPool,
+    worker_cpus: Vec<CpuSet>,
+    /// Declared after `pool`: dropped after it, it waits for the workers.
+    _exits: ExitWait,
+}
+
+/// Waits for the pool's workers when dropped.
+struct ExitWait(Arc<Exits>);
+
+impl Drop for ExitWait {
+    fn drop(&mut self) {
+        self.0.wait();
+    }
+}
+
+impl fmt::Debug for CpuEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuEngine")
+            .field("domain", &self.domain)
+            .field("worker_cpus", &self.worker_cpus)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CpuEngine {
+    /// Builds the engine on the calling thread, which becomes worker 0 of
+    /// the pool and must be the thread that owns the engine (the actor).
+    /// Every thread is pinned as `config.pinning` says and read back.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`]: zero threads, a pin the kernel refused or narrowed,
+    /// or a pool rayon could not build.
+    pub fn new(config: CpuEngineConfig) -> Result<CpuEngine, EngineError> {
+        if config.threads == 0 {
+            return Err(EngineError::ZeroThreads);
+        }
+        let domain = config.index;
+        let cpus: Vec<usize> = config.cpus.iter().collect();
+        let assigned: Vec<Option<CpuSet>> = (0..config.threads)
+            .map(|worker| match config.pinning {
+                Pinning::PerCore if !cpus.is_empty() => {
+                    Some(CpuSet::single(cpus[worker % cpus.len()]))
+                }
+                Pinning::Domain | Pinning::PerCore => Some(config.cpus.clone()),
+                Pinning::None => None,
+            })
+            .collect();
+        if let Some(set) = &assigned[0] {
+            pin_current_thread(set).map_err(|source| EngineError::Pinning {
+                domain,
+                worker: 0,
+                source,
+            })?;
+        }
+        let pin_errors: Arc<Mutex<Vec<(usize, AffinityError)>>> = Arc::default();
+        let exits = Arc::new(Exits::default());
+        *exits.running.lock() = config.threads - 1;
+        let start = {
+            let assigned = assigned.clone();
+            let pin_errors = pin_errors.clone();
+            let hook = config.on_worker_start.clone();
+            move |worker: usize| {
+                if let Some(hook) = &hook {
+                    hook(worker);
+                }
+                if let Some(set) = &assigned[worker] {
+                    if let Err(e) = pin_current_thread(set) {
+                        pin_errors.lock().push((worker, e));
+                    }
+                }
+            }
+        };
+        let exit = {
+            let exits = exits.clone();
+            move |_worker: usize| {
+                *exits.running.lock() -= 1;
+                exits.changed.notify_all();
+            }
+        };
+        let name = config.name.clone();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .use_current_thread()
+            .thread_name(move |i| format!("{name}-w{i}"))
+            .start_handler(start)
+            .exit_handler(exit)
+            .build()
+            .map_err(|source| EngineError::Pool { domain, source })?;
+        let mut engine = CpuEngine {
+            domain: DomainInfo {
+                index: config.index,
+                cpus: config.cpus.clone(),
+                threads: config.threads,
+                pinning: config.pinning,
+            },
+            pool,
+            worker_cpus: Vec::new(),
+            _exits: ExitWait(exits),
+        };
+        // Every worker reports its mask from its own thread; the start
+        // handlers have run by the time a worker takes a broadcast job.
+        let readback = engine.pool.broadcast(|_| current_thread_cpus());
+        if let Some((worker, source)) = pin_errors.lock().pop() {
+            return Err(EngineError::Pinning {
+                domain,
+                worker,
+                source,
+            });
+        }
+        for (worker, result) in readback.into_iter().enumerate() {
+            let actual = match result {
+                Ok(actual) => actual,
+                Err(AffinityError::Unsupported) => continue,
+                Err(source) => {
+                    return Err(EngineError::Pinning {
+                        domain,
+                        worker,
+                        source,
+                    })
+                }
+            };
+            if let Some(expected) = &assigned[worker] {
+                if &actual != expected {
+                    return Err(EngineError::PinMismatch {
+                        domain,
+                        worker,
+                        expected: expected.clone(),
+                        actual,
+                    });
+                }
+            }
+            engine.worker_cpus.push(actual);
+        }
+        Ok(engine)
+    }
+
+    /// The domain this engine runs on.
+    pub fn domain(&self) -> &DomainInfo {
+        &self.domain
+    }
+
+    /// The CPUs each pool thread reported at build time, by worker index
+    /// (0 is the actor thread). Empty where the platform cannot tell.
+    pub fn worker_cpus(&self) -> &[CpuSet] {
+        &self.worker_cpus
+    }
+
+    /// The domain's pool, for rayon's `join`, `scope` and parallel iterators.
+    pub fn pool(&self) -> &rayon::ThreadPool {
+        &self.pool
+    }
+
+    /// Runs `op` in the domain's pool. From the actor thread (worker 0) this
+    /// runs in place; parallel work inside it spreads over the domain.
+    pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(op)
+    }
+}
+
+impl Exits {
+    /// Waits, at most a few seconds, until every worker has left its loop,
+    /// so that a joined actor leaves no pool thread behind.
+    fn wait(&self) {
+        let mut running = self.running.lock();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while *running > 0 {
+            if self.changed.wait_until(&mut running, deadline).timed_out() {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Round trip and pipelined throughput of empty ops on a lane, each next to
+//! a raw crossbeam-channel baseline measured in the same process.
+//!
+//! `cargo run --release -p weft-examples --example lane_bench`
+
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
+use weft::{CpuEngine, Lane, Runtime};
+use weft_examples::{median_per_item, per_second, print_row};
+
+const ROUNDS: usize = 21;
+const ROUND_TRIPS: u64 = 20_000;
+const PIPELINED: u64 = 200_000;
+/// The same spin budgets weft uses by default, so both sides spin alike.
+const SPIN: Duration = Duration::from_micros(50);
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `--only round-trip` or `--only pipelined` runs one half (for profiling).
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let rt = Runtime::builder().split(1).build()?;
+    println!("{}", rt.topology());
+    let lane = rt.lane(0)?;
+    if wants("round-trip") {
+        round_trip(&lane);
+    }
+    if wants("pipelined") {
+        pipelined(&lane);
+    }
+    println!("{}", rt.stats());
+    Ok(())
+}
+
+fn round_trip(lane: &Lane<CpuEngine>) {
+
+    let weft_rtt = median_per_item(ROUNDS, ROUND_TRIPS, || {
+        for _ in 0..ROUND_TRIPS {
+            lane.run(|_| ()).expect("open").wait().expect("ran");
+        }
+    });
+    let raw_rtt = raw_ping_pong();
+    print_row("round trip (submit + wait)", weft_rtt, raw_rtt, "crossbeam ping-pong");
+}
+
+fn pipelined(lane: &Lane<CpuEngine>) {
+
+    let weft_pipe = median_per_item(ROUNDS, PIPELINED, || {
+        let mut last = None;
+        for _ in 0..PIPELINED {
+            last = Some(lane.run(|_| ()).expect("open"));
+        }
+        last.expect("at least one op").wait().expect("ran");
+    });
+    let raw_pipe = raw_pipelined();
+    print_row("pipelined empty op", weft_pipe, raw_pipe, "crossbeam pipelined");
+    println!(
+        "pipelined throughput: weft {:.1} M ops/s, crossbeam {:.1} M msgs/s",
+        per_second(weft_pipe) / 1e6,
+        per_second(raw_pipe) / 1e6
+    );
+}
+
+/// Spins on `try_recv` for up to `SPIN`, then blocks, like weft's waits.
+fn recv_spin<T>(rx: &Receiver<T>) -> Option<T> {
+    let start = std::time::Instant::now();
+    let mut spins = 0u32;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {}
+        }
+        std::hint::spin_loop();
+        spins += 1;
+        if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+            return rx.recv().ok();
+        }
+    }
+}
+
+fn echo_server(rx: Receiver<u64>, tx: Sender<u64>) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        while let Some(v) = recv_spin(&rx) {
+            if tx.send(v).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+fn raw_ping_pong() -> Duration {
+    let (to_server, server_rx) = bounded(1);
+    let (server_tx, from_server) = bounded(1);
+    let server = echo_server(server_rx, server_tx);
+    let per = median_per_item(ROUNDS, ROUND_TRIPS, || {
+        for i in 0..ROUND_TRIPS {
+            to_server.send(i).expect("server alive");
+            recv_spin(&from_server).expect("server alive");
+        }
+    });
+    drop(to_server);
+    server.join().expect("server ran");
+    per
+}
+
+fn raw_pipelined() -> Duration {
+    let (to_server, server_rx) = bounded::<u64>(1024);
+    let (ack_tx, ack_rx) = bounded::<u64>(1);
+    let server = thread::spawn(move || {
+        let mut seen = 0u64;
+        while let Some(v) = recv_spin(&server_rx) {
+            seen += 1;
+            if v == u64::MAX {
+                let _ = ack_tx.send(seen);
+            }
+        }
+    });
+    let per = median_per_item(ROUNDS, PIPELINED, || {
+        for _ in 1..PIPELINED {
+            to_server.send(0).expect("server alive");
+        }
+        to_server.send(u64::MAX).expect("server alive");
+        recv_spin(&ack_rx).expect("server alive");
+    });
+    drop(to_server);
+    server.join().expect("server ran");
+    per
+}

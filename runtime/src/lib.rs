@@ -1,0 +1,42 @@
+//! weft: an actor-based lane executor for tensor work.
+//!
+//! Each CPU domain (by default a NUMA node's allowed CPUs) is an actor: one
+//! thread that owns the domain's engine exclusively. Application code talks
+//! to it only through ordered [`Lane`]s: it submits ops and gets
+//! [`Ticket`]s back. There is no lock around an engine, no re-entry guard,
+//! and no wait that can hang: a blocking wait from inside an actor returns
+//! [`TicketError::WouldDeadlock`] at once.
+//!
+//! ```
+//! use weft::Runtime;
+//!
+//! let rt = Runtime::new()?;
+//! println!("{}", rt.topology());
+//! let lane = rt.lane(0)?;
+//! let ticket = lane.run(|engine| engine.install(|| (1..=100u64).sum::<u64>()))?;
+//! assert_eq!(ticket.wait()?, 5050);
+//! rt.shutdown()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod error;
+mod runtime;
+mod scope;
+
+pub use error::{BuildError, RuntimeError};
+pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats};
+pub use scope::Scope;
+
+pub use weft_actors::{
+    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, Call, Event, EventState,
+    Failure, FailureCause, Lane, LaneStats, Op, OpBody, OpCounts, ShutdownError, ShutdownMode,
+    ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError, TicketFor,
+    TryCall, TrySubmitError, TryWaitError, WaitStats, WaitTimeoutError,
+};
+pub use weft_engines::{CpuEngine, DomainInfo, EngineError, Pinning};
+pub use weft_topology::{
+    AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
+    DOMAINS_ENV,
+};

@@ -1,0 +1,442 @@
+//! `Runtime`: one actor per CPU domain, and the application-side entry points.
+
+use std::error::Error;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use weft_actors::{
+    current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, Lane, ShutdownError,
+    ShutdownReport, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN,
+};
+use weft_engines::{CpuEngine, CpuEngineConfig, Pinning};
+use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
+
+use crate::error::{BuildError, RuntimeError};
+use crate::scope::Scope;
+
+/// The weft runtime: one actor per CPU domain, each owning a [`CpuEngine`]
+/// whose pool is pinned to the domain. Cheap to clone; the actors shut down
+/// (draining their lanes) when the last clone is dropped.
+///
+/// ```
+/// let rt = weft::Runtime::builder().split(1).build()?;
+/// let lane = rt.lane(0)?;
+/// let cpus = lane.run(|engine| engine.domain().cpus.len())?.wait()?;
+/// assert!(cpus >= 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    topology: Topology,
+    domains: Vec<Actor<CpuEngine>>,
+    hosted: Mutex<Vec<Box<dyn Hosted>>>,
+    config: Config,
+    app_threads: AtomicUsize,
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    threads_per_domain: Option<usize>,
+    pinning: Pinning,
+    lane_capacity: usize,
+    idle_spin: Duration,
+    wait_spin: Duration,
+}
+
+/// An actor of any engine type, as the runtime manages it.
+trait Hosted: Send + Sync {
+    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError>;
+    fn stats(&self) -> ActorStats;
+}
+
+impl<E: 'static> Hosted for Actor<E> {
+    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError> {
+        if now {
+            self.shutdown_now()
+        } else {
+            self.shutdown()
+        }
+    }
+
+    fn stats(&self) -> ActorStats {
+        Actor::stats(self)
+    }
+}
+
+/// Configures a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    topology: TopologyBuilder,
+    prebuilt: Option<Topology>,
+    config: Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            topology: Topology::builder(),
+            prebuilt: None,
+            config: Config {
+                threads_per_domain: None,
+                pinning: Pinning::PerCore,
+                lane_capacity: DEFAULT_LANE_CAPACITY,
+                idle_spin: DEFAULT_IDLE_SPIN,
+                wait_spin: DEFAULT_WAIT_SPIN,
+            },
+        }
+    }
+}
+
+impl Builder {
+    /// One CPU domain per set, in order, instead of discovery.
+    pub fn domains(mut self, sets: impl IntoIterator<Item = CpuSet>) -> Self {
+        self.topology = self.topology.domains(sets);
+        self
+    }
+
+    /// Domains from a layout string such as `"0-3;4-7"`.
+    pub fn cpulists(mut self, layout: &str) -> Self {
+        self.topology = self.topology.cpulists(layout);
+        self
+    }
+
+    /// Splits the allowed CPUs into `n` domains (multi-domain runs on a
+    /// small machine).
+    pub fn split(mut self, n: usize) -> Self {
+        self.topology = self.topology.split(n);
+        self
+    }
+
+    /// Uses a topology built elsewhere.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.prebuilt = Some(topology);
+        self
+    }
+
+    /// Reads NUMA information under `root` instead of `/sys`.
+    pub fn sysfs_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.topology = self.topology.sysfs_root(root);
+        self
+    }
+
+    /// Threads per domain, the actor thread included (default: the domain's
+    /// CPU count).
+    pub fn threads_per_domain(mut self, threads: usize) -> Self {
+        self.config.threads_per_domain = Some(threads);
+        self
+    }
+
+    /// How domain threads are pinned (default [`Pinning::PerCore`]).
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.config.pinning = pinning;
+        self
+    }
+
+    /// Ops one lane holds before `submit` waits (default 1024).
+    pub fn lane_capacity(mut self, capacity: usize) -> Self {
+        self.config.lane_capacity = capacity;
+        self
+    }
+
+    /// How long an idle actor spins before parking (default 50 µs).
+    pub fn idle_spin(mut self, spin: Duration) -> Self {
+        self.config.idle_spin = spin;
+        self
+    }
+
+    /// How long `Ticket::wait` spins before parking (default 20 µs).
+    pub fn wait_spin(mut self, spin: Duration) -> Self {
+        self.config.wait_spin = spin;
+        self
+    }
+
+    /// Discovers or validates the layout and starts one actor per domain.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Topology`] for a bad layout, [`BuildError::ZeroThreads`]
+    /// and [`BuildError::ZeroLaneCapacity`] for bad settings,
+    /// [`BuildError::Actor`] when a domain's actor cannot start (for example
+    /// when the kernel narrows a pin).
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let config = self.config;
+        if config.threads_per_domain == Some(0) {
+            return Err(BuildError::ZeroThreads);
+        }
+        if config.lane_capacity == 0 {
+            return Err(BuildError::ZeroLaneCapacity);
+        }
+        let topology = match self.prebuilt {
+            Some(topology) => topology,
+            None => self.topology.build()?,
+        };
+        let domains = topology
+            .domains()
+            .iter()
+            .map(|domain| start_domain(domain, &config))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                topology,
+                domains,
+                hosted: Mutex::new(Vec::new()),
+                config,
+                app_threads: AtomicUsize::new(0),
+            }),
+        })
+    }
+}
+
+fn actor_builder(name: String, config: &Config) -> ActorBuilder {
+    ActorBuilder::new(name)
+        .lane_capacity(config.lane_capacity)
+        .idle_spin(config.idle_spin)
+        .wait_spin(config.wait_spin)
+}
+
+fn start_domain(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, BuildError> {
+    let name = format!("weft-cpu-{}", domain.index());
+    let engine_config = CpuEngineConfig {
+        index: domain.index(),
+        cpus: domain.cpus().clone(),
+        threads: config
+            .threads_per_domain
+            .unwrap_or_else(|| domain.cpus().len()),
+        pinning: config.pinning,
+        name: name.clone(),
+        on_worker_start: None,
+    };
+    actor_builder(name, config)
+        .spawn(move || {
+            let actor = current_actor().expect("an engine factory runs on its actor thread");
+            CpuEngine::new(CpuEngineConfig {
+                on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
+                ..engine_config
+            })
+        })
+        .map_err(|source| BuildError::Actor {
+            domain: domain.index(),
+            source,
+        })
+}
+
+/// What every actor of a runtime did, from its shutdown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeReport {
+    /// One report per actor: CPU domains in order, then hosted actors.
+    pub actors: Vec<ShutdownReport>,
+}
+
+impl fmt::Display for RuntimeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for report in &self.actors {
+            writeln!(f, "{report}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A snapshot of every actor of a runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// CPU domains in order, then hosted actors.
+    pub actors: Vec<ActorStats>,
+}
+
+impl fmt::Display for RuntimeStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for actor in &self.actors {
+            write!(f, "{actor}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// Discovers this machine's CPU domains (or reads `WEFT_CPU_DOMAINS`)
+    /// and starts one actor per domain with default settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    pub fn new() -> Result<Runtime, BuildError> {
+        Builder::default().build()
+    }
+
+    /// A builder for explicit domains and settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// The CPU domain layout the runtime runs on.
+    pub fn topology(&self) -> &Topology {
+        &self.inner.topology
+    }
+
+    /// The CPU domains, in index order.
+    pub fn domains(&self) -> &[CpuDomain] {
+        self.inner.topology.domains()
+    }
+
+    /// The actor of CPU domain `domain`.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::NoSuchDomain`] for an index out of range.
+    pub fn actor(&self, domain: usize) -> Result<&Actor<CpuEngine>, RuntimeError> {
+        self.inner
+            .domains
+            .get(domain)
+            .ok_or(RuntimeError::NoSuchDomain {
+                domain,
+                count: self.inner.domains.len(),
+            })
+    }
+
+    /// Opens a lane into CPU domain `domain`.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::NoSuchDomain`], or [`RuntimeError::Closed`] after
+    /// shutdown.
+    pub fn lane(&self, domain: usize) -> Result<Lane<CpuEngine>, RuntimeError> {
+        Ok(self.actor(domain)?.lane()?)
+    }
+
+    /// Runs `f` on a new named application thread (`weft-app-N`) with its
+    /// own lane into `domain`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::lane`], or [`RuntimeError::Thread`].
+    pub fn spawn<F, T>(&self, domain: usize, f: F) -> Result<JoinHandle<T>, RuntimeError>
+    where
+        F: FnOnce(Lane<CpuEngine>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let lane = self.lane(domain)?;
+        std::thread::Builder::new()
+            .name(self.app_thread_name())
+            .spawn(move || f(lane))
+            .map_err(RuntimeError::Thread)
+    }
+
+    /// Runs `f` with a [`Scope`] whose threads may borrow from the caller;
+    /// all of them are joined before `scope` returns.
+    ///
+    /// ```
+    /// let rt = weft::Runtime::builder().split(1).build()?;
+    /// let inputs = vec![1u64, 2, 3];
+    /// let total: u64 = rt.scope(|s| {
+    ///     let handles: Vec<_> = inputs
+    ///         .iter()
+    ///         .map(|&x| s.spawn(0, move |lane| lane.run(move |_| x * 10).unwrap().wait().unwrap()).unwrap())
+    ///         .collect();
+    ///     handles.into_iter().map(|h| h.join().unwrap()).sum()
+    /// });
+    /// assert_eq!(total, 60);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scope<'env, F, R>(&'env self, f: F) -> R
+    where
+        F: for<'scope> FnOnce(&Scope<'scope, 'env>) -> R,
+    {
+        std::thread::scope(|s| f(&Scope::new(s, self)))
+    }
+
+    pub(crate) fn app_thread_name(&self) -> String {
+        let n = self.inner.app_threads.fetch_add(1, Ordering::Relaxed);
+        format!("weft-app-{n}")
+    }
+
+    /// Hosts a user's own engine as an actor on CPU domain `domain`: its
+    /// thread is pinned to the domain (unless pinning is off) and `factory`
+    /// builds the engine there. It gets the same lanes and tickets, and the
+    /// runtime shuts it down with the rest.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::NoSuchDomain`], or [`RuntimeError::Spawn`] when the
+    /// thread, the pin or the factory fails.
+    pub fn spawn_actor<E, F, Er>(&self, domain: usize, factory: F) -> Result<Actor<E>, RuntimeError>
+    where
+        E: 'static,
+        F: FnOnce() -> Result<E, Er> + Send + 'static,
+        Er: Into<Box<dyn Error + Send + Sync>>,
+    {
+        self.actor(domain)?;
+        let cpus = self.domains()[domain].cpus().clone();
+        let mut hosted = self.inner.hosted.lock();
+        let name = format!("weft-cpu-{domain}-actor-{}", hosted.len());
+        let pin = (self.inner.config.pinning != Pinning::None).then_some(cpus);
+        let actor = actor_builder(name, &self.inner.config).spawn(move || {
+            if let Some(cpus) = &pin {
+                pin_current_thread(cpus).map_err(|e| -> Box<dyn Error + Send + Sync> { e.into() })?;
+            }
+            factory().map_err(Into::into)
+        })?;
+        hosted.push(Box::new(actor.clone()));
+        Ok(actor)
+    }
+
+    /// A snapshot of every actor's counters.
+    pub fn stats(&self) -> RuntimeStats {
+        let mut actors: Vec<ActorStats> = self.inner.domains.iter().map(Actor::stats).collect();
+        actors.extend(self.inner.hosted.lock().iter().map(|h| h.stats()));
+        RuntimeStats { actors }
+    }
+
+    /// Stops intake everywhere, runs every queued op, joins every actor
+    /// thread (pool workers included).
+    ///
+    /// # Errors
+    ///
+    /// [`ShutdownError::WouldDeadlock`] when called from an actor thread.
+    pub fn shutdown(&self) -> Result<RuntimeReport, ShutdownError> {
+        self.stop(false)
+    }
+
+    /// Stops intake everywhere, cancels every queued op after the running
+    /// ones finish, joins every actor thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::shutdown`].
+    pub fn shutdown_now(&self) -> Result<RuntimeReport, ShutdownError> {
+        self.stop(true)
+    }
+
+    fn stop(&self, now: bool) -> Result<RuntimeReport, ShutdownError> {
+        let hosted = self.inner.hosted.lock();
+        // Every actor is asked even if one call is refused, so a refused
+        // call still begins the shutdown of all of them.
+        let results: Vec<_> = self
+            .inner
+            .domains
+            .iter()
+            .map(|a| a as &dyn Hosted)
+            .chain(hosted.iter().map(|h| &**h))
+            .map(|a| a.stop(now))
+            .collect();
+        let actors = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(RuntimeReport { actors })
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("topology", &self.inner.topology)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
