@@ -1,1 +1,185 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: bounded waits, drop counters,
+//! a way to hold an actor busy, thread counts, a tiny executor, fake sysfs.
+#![allow(missing_docs)]
+
+use std::fs;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use weft::{Lane, Ticket, TicketError, WaitTimeoutError};
+
+/// Every wait in the tests is bounded by this; a hang fails the test.
+pub const LIMIT: Duration = Duration::from_secs(20);
+
+/// Waits for a ticket, failing the test instead of hanging.
+pub fn wait<T, E>(ticket: Ticket<T, E>) -> Result<T, TicketError<E>> {
+    match ticket.wait_timeout(LIMIT) {
+        Ok(v) => Ok(v),
+        Err(WaitTimeoutError::Failed(e)) => Err(e),
+        Err(WaitTimeoutError::Timeout(t)) => panic!("op `{}` did not finish in {LIMIT:?}", t.label()),
+    }
+}
+
+/// Waits for a ticket that must succeed.
+pub fn wait_ok<T, E: std::fmt::Debug>(ticket: Ticket<T, E>) -> T {
+    match wait(ticket) {
+        Ok(v) => v,
+        Err(e) => panic!("op failed: {e:?}"),
+    }
+}
+
+/// Polls `cond` until it holds, failing the test after [`LIMIT`].
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < LIMIT, "timed out waiting until {what}");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A value that counts its drops.
+#[derive(Debug)]
+pub struct Counted {
+    pub value: u64,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Counted {
+    pub fn new(value: u64, drops: &Arc<AtomicUsize>) -> Counted {
+        Counted {
+            value,
+            drops: drops.clone(),
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Keeps an actor busy in an op until released, so ops queue behind it.
+#[derive(Debug)]
+pub struct Hold {
+    release: Sender<()>,
+    started: Receiver<()>,
+    pub ticket: Option<Ticket<()>>,
+}
+
+impl Hold {
+    /// Submits the holding op on `lane` and waits until it runs.
+    pub fn on<E: 'static>(lane: &Lane<E>) -> Hold {
+        let (release, wait_release) = bounded::<()>(1);
+        let (tell_started, started) = bounded::<()>(1);
+        let ticket = lane
+            .run(move |_| {
+                let _ = tell_started.send(());
+                let _ = wait_release.recv_timeout(LIMIT);
+            })
+            .expect("actor open");
+        let hold = Hold {
+            release,
+            started,
+            ticket: Some(ticket),
+        };
+        hold.started
+            .recv_timeout(LIMIT)
+            .expect("holding op started");
+        hold
+    }
+
+    /// Lets the actor go on; returns the holding op's ticket.
+    pub fn release(mut self) -> Ticket<()> {
+        let _ = self.release.send(());
+        self.ticket.take().expect("released once")
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let _ = self.release.send(());
+    }
+}
+
+/// Number of OS threads of this process.
+pub fn thread_count() -> usize {
+    fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs a future to completion on the current thread (a minimal executor,
+/// enough to drive `Ticket`'s `Future` impl), failing after [`LIMIT`].
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    let start = Instant::now();
+    loop {
+        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+            return v;
+        }
+        assert!(start.elapsed() < LIMIT, "future did not finish in {LIMIT:?}");
+        thread::park_timeout(Duration::from_millis(50));
+    }
+}
+
+/// A fake sysfs tree in a fresh temporary folder, removed on drop.
+#[derive(Debug)]
+pub struct FakeSysfs {
+    pub root: PathBuf,
+}
+
+impl FakeSysfs {
+    pub fn new(name: &str) -> FakeSysfs {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "weft-sysfs-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("devices/system/node")).expect("temp dir");
+        FakeSysfs { root }
+    }
+
+    /// Adds `nodeN/cpulist`.
+    pub fn node(self, id: usize, cpulist: &str) -> Self {
+        let dir = self.root.join(format!("devices/system/node/node{id}"));
+        fs::create_dir_all(&dir).expect("temp dir");
+        fs::write(dir.join("cpulist"), format!("{cpulist}\n")).expect("write");
+        self
+    }
+
+    /// Writes `devices/system/cpu/online`.
+    pub fn online(self, cpulist: &str) -> Self {
+        let dir = self.root.join("devices/system/cpu");
+        fs::create_dir_all(&dir).expect("temp dir");
+        fs::write(dir.join("online"), format!("{cpulist}\n")).expect("write");
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for FakeSysfs {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}

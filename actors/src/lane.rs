@@ -323,7 +323,7 @@ impl<E: 'static> Lane<E> {
             }
             Err((envelope, why)) => {
                 drop(entry);
-                let op = cell.into_op();
+                let op = cell.take_op();
                 // Nobody waits for an op that was never queued.
                 drop(ticket);
                 drop(envelope);

@@ -156,8 +156,9 @@ pub(crate) enum Cancel {
 /// subscribers all point into it.
 pub(crate) trait Task<E>: Send + Sync {
     fn after(&self) -> &[Event];
-    /// Runs the body and resolves the slot.
-    fn run(&self, engine: &mut E) -> RunOutcome;
+    /// Runs the body, reports the outcome to `count`, then resolves the
+    /// slot: a caller that saw the ticket finish also sees it counted.
+    fn run(&self, engine: &mut E, count: &mut dyn FnMut(RunOutcome));
     /// Resolves the slot without running the body.
     fn cancel(&self, why: Cancel);
     /// Resolves the slot with `ActorLost` unless it is resolved already.
@@ -184,7 +185,7 @@ impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
     }
 
     /// Takes the op back out of a cell that was never queued.
-    pub(crate) fn into_op(&self) -> Op<B> {
+    pub(crate) fn take_op(&self) -> Op<B> {
         Op {
             body: self.body.lock().take().expect("a refused op still has its body"),
             label: self.slot.label(),
@@ -198,30 +199,25 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
         &self.after
     }
 
-    fn run(&self, engine: &mut E) -> RunOutcome {
+    fn run(&self, engine: &mut E, count: &mut dyn FnMut(RunOutcome)) {
         let Some(body) = self.body.lock().take() else {
             unreachable!("an op runs once")
         };
-        match catch_unwind(AssertUnwindSafe(|| body.call(engine))) {
-            Ok(Ok(value)) => {
-                self.slot.resolve(Ok(value));
-                RunOutcome::Completed
-            }
-            Ok(Err(error)) => {
-                self.slot.resolve(Err(TicketError::Op(error)));
-                RunOutcome::Failed
-            }
+        let (outcome, how) = match catch_unwind(AssertUnwindSafe(|| body.call(engine))) {
+            Ok(Ok(value)) => (Ok(value), RunOutcome::Completed),
+            Ok(Err(error)) => (Err(TicketError::Op(error)), RunOutcome::Failed),
             Err(payload) => {
                 if crate::fault::is_kill(&*payload) {
                     // The envelope's drop, during unwinding, resolves the
                     // slot with ActorLost.
                     resume_unwind(payload);
                 }
-                self.slot
-                    .resolve(Err(TicketError::Panicked(panic_message(&*payload))));
-                RunOutcome::Panicked
+                let message = panic_message(&*payload);
+                (Err(TicketError::Panicked(message)), RunOutcome::Panicked)
             }
-        }
+        };
+        count(how);
+        self.slot.resolve(outcome);
     }
 
     fn cancel(&self, why: Cancel) {

@@ -41,6 +41,9 @@ pub(crate) struct Core<E: 'static> {
     shared: Arc<Shared<E>>,
     inbox: Receiver<Message<E>>,
     runnable: VecDeque<LaneCore<E>>,
+    /// The lane whose op is running: kept in `self`, not on the stack, so
+    /// that if the op kills the thread, `Core::drop` still drains it.
+    running: Option<LaneCore<E>>,
     parked: HashMap<u64, LaneCore<E>>,
     idle: HashMap<u64, LaneCore<E>>,
     closing: Option<ShutdownMode>,
@@ -66,6 +69,7 @@ impl<E: 'static> Core<E> {
             shared,
             inbox,
             runnable: VecDeque::new(),
+            running: None,
             parked: HashMap::new(),
             idle: HashMap::new(),
             closing: None,
@@ -134,8 +138,8 @@ impl<E: 'static> Core<E> {
             },
         };
         if self.closing == Some(ShutdownMode::Now) {
-            envelope.task.cancel(Cancel::Shutdown);
             self.count(&lane, Finish::Cancelled);
+            envelope.task.cancel(Cancel::Shutdown);
         } else {
             match self.dependencies(&envelope, lane.shared.id) {
                 Deps::Pending => {
@@ -144,10 +148,14 @@ impl<E: 'static> Core<E> {
                     return;
                 }
                 Deps::Failed(first) => {
-                    envelope.task.cancel(Cancel::Dependency(first));
                     self.count(&lane, Finish::DependencyFailed);
+                    envelope.task.cancel(Cancel::Dependency(first));
                 }
-                Deps::Ready => self.execute(envelope, &lane),
+                Deps::Ready => {
+                    self.running = Some(lane);
+                    self.execute(envelope);
+                    lane = self.running.take().expect("the running lane is put back");
+                }
             }
         }
         self.runnable.push_back(lane);
@@ -178,18 +186,21 @@ impl<E: 'static> Core<E> {
         Deps::Ready
     }
 
-    fn execute(&mut self, envelope: Envelope<E>, lane: &LaneCore<E>) {
+    fn execute(&mut self, envelope: Envelope<E>) {
+        let lane = &self.running.as_ref().expect("a lane is running").shared;
         if let Some(at) = envelope.submitted_at {
             let wait = at.elapsed();
-            lane.shared.counters.queue_wait(wait);
+            lane.counters.queue_wait(wait);
             self.shared.counters.queue_wait(wait);
         }
-        let gauges = &self.shared.gauges;
-        gauges.running.store(true, Relaxed);
-        let outcome = envelope.task.run(&mut self.engine);
+        let actor = &self.shared;
+        actor.gauges.running.store(true, Relaxed);
+        envelope.task.run(&mut self.engine, &mut |outcome| {
+            actor.gauges.running.store(false, Relaxed);
+            lane.counters.finish(Finish::Ran(outcome));
+            actor.counters.finish(Finish::Ran(outcome));
+        });
         drop(envelope);
-        gauges.running.store(false, Relaxed);
-        self.count(lane, Finish::Ran(outcome));
     }
 
     fn count(&self, lane: &LaneCore<E>, how: Finish) {
@@ -229,19 +240,21 @@ impl<E: 'static> Core<E> {
     /// Drops every op still queued anywhere; each resolves `ActorLost`.
     fn drop_all_queued(&mut self) {
         let lanes: Vec<LaneCore<E>> = self
-            .runnable
-            .drain(..)
+            .running
+            .take()
+            .into_iter()
+            .chain(self.runnable.drain(..))
             .chain(self.parked.drain().map(|(_, l)| l))
             .chain(self.idle.drain().map(|(_, l)| l))
             .collect();
         for mut lane in lanes {
             if let Some(head) = lane.head.take() {
-                drop(head);
                 self.count(&lane, Finish::Lost);
+                drop(head);
             }
             while let Ok(envelope) = lane.rx.try_recv() {
-                drop(envelope);
                 self.count(&lane, Finish::Lost);
+                drop(envelope);
             }
             self.idle.insert(lane.shared.id, lane);
         }

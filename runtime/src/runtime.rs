@@ -346,11 +346,11 @@ impl Runtime {
     /// assert_eq!(total, 60);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn scope<'env, F, R>(&'env self, f: F) -> R
+    pub fn scope<'env, F, R>(&self, f: F) -> R
     where
         F: for<'scope> FnOnce(&Scope<'scope, 'env>) -> R,
     {
-        std::thread::scope(|s| f(&Scope::new(s, self)))
+        std::thread::scope(|s| f(&Scope::new(s, self.clone())))
     }
 
     pub(crate) fn app_thread_name(&self) -> String {

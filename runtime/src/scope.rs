@@ -13,11 +13,11 @@ use crate::Runtime;
 /// see [`Runtime::scope`].
 pub struct Scope<'scope, 'env: 'scope> {
     inner: &'scope std::thread::Scope<'scope, 'env>,
-    rt: &'env Runtime,
+    rt: Runtime,
 }
 
 impl<'scope, 'env> Scope<'scope, 'env> {
-    pub(crate) fn new(inner: &'scope std::thread::Scope<'scope, 'env>, rt: &'env Runtime) -> Self {
+    pub(crate) fn new(inner: &'scope std::thread::Scope<'scope, 'env>, rt: Runtime) -> Self {
         Scope { inner, rt }
     }
 

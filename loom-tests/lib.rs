@@ -1,0 +1,1 @@
+//! Loom models of the public protocols of `weft-actors`; see `models.rs`.
