@@ -34,18 +34,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn round_trip(lane: &Lane<CpuEngine>) {
-
     let weft_rtt = median_per_item(ROUNDS, ROUND_TRIPS, || {
         for _ in 0..ROUND_TRIPS {
             lane.run(|_| ()).expect("open").wait().expect("ran");
         }
     });
     let raw_rtt = raw_ping_pong();
-    print_row("round trip (submit + wait)", weft_rtt, raw_rtt, "crossbeam ping-pong");
+    print_row(
+        "round trip (submit + wait)",
+        weft_rtt,
+        raw_rtt,
+        "crossbeam ping-pong",
+    );
 }
 
 fn pipelined(lane: &Lane<CpuEngine>) {
-
     let weft_pipe = median_per_item(ROUNDS, PIPELINED, || {
         let mut last = None;
         for _ in 0..PIPELINED {
@@ -54,7 +57,12 @@ fn pipelined(lane: &Lane<CpuEngine>) {
         last.expect("at least one op").wait().expect("ran");
     });
     let raw_pipe = raw_pipelined();
-    print_row("pipelined empty op", weft_pipe, raw_pipe, "crossbeam pipelined");
+    print_row(
+        "pipelined empty op",
+        weft_pipe,
+        raw_pipe,
+        "crossbeam pipelined",
+    );
     println!(
         "pipelined throughput: weft {:.1} M ops/s, crossbeam {:.1} M msgs/s",
         per_second(weft_pipe) / 1e6,

@@ -94,7 +94,10 @@ fn failure_propagates_with_the_original_cause() {
             "an op it depends on failed: op `factorize` failed: singular matrix"
         );
     }
-    assert!(!ran.load(Ordering::SeqCst), "a dependent of a failed op does not run");
+    assert!(
+        !ran.load(Ordering::SeqCst),
+        "a dependent of a failed op does not run"
+    );
     assert!(matches!(x_event.state(), EventState::Failed(f) if f.op == "factorize"));
 }
 
@@ -105,17 +108,28 @@ fn panic_cancel_and_loss_propagate() {
     let la = a.lane().expect("lane");
     let lb = b.lane().expect("lane");
 
-    let p = la.submit(Op::new(|_: &mut ()| panic!("bad index 9")).label("gather")).expect("open");
-    let after_panic = lb.submit(Op::new(|_: &mut ()| ()).after([p.event()])).expect("open");
+    let p = la
+        .submit(Op::new(|_: &mut ()| panic!("bad index 9")).label("gather"))
+        .expect("open");
+    let after_panic = lb
+        .submit(Op::new(|_: &mut ()| ()).after([p.event()]))
+        .expect("open");
     let err = wait(after_panic).unwrap_err();
     let first = err.dependency().expect("dependency");
-    assert_eq!((first.op, &first.cause), ("gather", &FailureCause::Panicked("bad index 9".into())));
+    assert_eq!(
+        (first.op, &first.cause),
+        ("gather", &FailureCause::Panicked("bad index 9".into()))
+    );
     drop(p);
 
     // Cancelled by an immediate shutdown of its actor.
     let hold = Hold::on(&la);
-    let c = la.submit(Op::new(|_: &mut ()| ()).label("queued")).expect("open");
-    let after_cancel = lb.submit(Op::new(|_: &mut ()| ()).after([c.event()])).expect("open");
+    let c = la
+        .submit(Op::new(|_: &mut ()| ()).label("queued"))
+        .expect("open");
+    let after_cancel = lb
+        .submit(Op::new(|_: &mut ()| ()).after([c.event()]))
+        .expect("open");
     let stopper = {
         let a = a.clone();
         std::thread::spawn(move || a.shutdown_now().expect("joined"))
@@ -129,7 +143,10 @@ fn panic_cancel_and_loss_propagate() {
         Err(e) => {
             assert!(e.is_cancelled());
             let first = wait(after_cancel).unwrap_err();
-            assert_eq!(first.dependency().expect("dependency").cause, FailureCause::Cancelled);
+            assert_eq!(
+                first.dependency().expect("dependency").cause,
+                FailureCause::Cancelled
+            );
         }
     }
 
@@ -137,12 +154,19 @@ fn panic_cancel_and_loss_propagate() {
     let d = actor("weft-test-prop-d");
     let ld = d.lane().expect("lane");
     let killer = ld.run(|_| weft_actors::fault::kill_actor()).expect("open");
-    let lost = ld.submit(Op::new(|_: &mut ()| ()).label("doomed")).expect("open");
-    let after_loss = lb.submit(Op::new(|_: &mut ()| ()).after([lost.event()])).expect("open");
+    let lost = ld
+        .submit(Op::new(|_: &mut ()| ()).label("doomed"))
+        .expect("open");
+    let after_loss = lb
+        .submit(Op::new(|_: &mut ()| ()).after([lost.event()]))
+        .expect("open");
     assert!(wait(killer).unwrap_err().is_actor_lost());
     assert!(wait(lost).unwrap_err().is_actor_lost());
     let err = wait(after_loss).unwrap_err();
-    assert_eq!(err.dependency().expect("dependency").cause, FailureCause::ActorLost);
+    assert_eq!(
+        err.dependency().expect("dependency").cause,
+        FailureCause::ActorLost
+    );
     assert!(d.shutdown().expect("joined").died.is_some());
     // The other actors live on.
     assert_eq!(wait_ok(lb.run(|_| 1).expect("open")), 1);
@@ -160,7 +184,10 @@ fn many_dependents_on_one_event() {
         .collect();
     let dependents: Vec<_> = lanes
         .iter()
-        .map(|l| l.submit(Op::new(|_: &mut ()| 1u32).after([root.event()])).expect("open"))
+        .map(|l| {
+            l.submit(Op::new(|_: &mut ()| 1u32).after([root.event()]))
+                .expect("open")
+        })
         .collect();
     assert!(dependents.iter().all(|t| !t.is_ready()));
     wait_ok(hold.release());
@@ -177,7 +204,9 @@ fn waiting_op_is_cancelled_by_shutdown_now() {
     let lb = b.lane().expect("lane");
     let hold = Hold::on(&la);
     let root = la.run(|_| ()).expect("open");
-    let parked = lb.submit(Op::new(|_: &mut ()| ()).after([root.event()])).expect("open");
+    let parked = lb
+        .submit(Op::new(|_: &mut ()| ()).after([root.event()]))
+        .expect("open");
     let report = b.shutdown_now().expect("joined while a lane is parked");
     assert_eq!(report.cancelled, 1);
     assert!(matches!(wait(parked), Err(TicketError::Cancelled)));

@@ -12,15 +12,28 @@ fn panic_is_isolated_and_engine_survives() {
     let err = wait(lane.run(|v: &mut Vec<u32>| v[10]).expect("open")).unwrap_err();
     assert!(err.is_panic());
     assert!(err.to_string().contains("index out of bounds"), "{err}");
-    let err = wait(lane.run(|_: &mut Vec<u32>| std::panic::panic_any(17u8)).expect("open")).unwrap_err();
+    let err = wait(
+        lane.run(|_: &mut Vec<u32>| std::panic::panic_any(17u8))
+            .expect("open"),
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "op panicked: non-string panic payload");
-    assert_eq!(wait_ok(lane.run(|v: &mut Vec<u32>| v.iter().sum::<u32>()).expect("open")), 6);
+    assert_eq!(
+        wait_ok(
+            lane.run(|v: &mut Vec<u32>| v.iter().sum::<u32>())
+                .expect("open")
+        ),
+        6
+    );
     let stats = actor.stats();
     assert_eq!((stats.ops.panicked, stats.ops.completed), (2, 1));
     assert_eq!(stats.lanes.len(), 1);
     assert_eq!(stats.lanes[0].ops.panicked, 2);
     let report = actor.shutdown().expect("joined");
-    assert_eq!((report.panicked, report.completed, report.died), (2, 1, None));
+    assert_eq!(
+        (report.panicked, report.completed, report.died),
+        (2, 1, None)
+    );
 }
 
 #[test]

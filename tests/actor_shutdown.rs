@@ -86,7 +86,11 @@ fn now_cancels_queued_ops_under_concurrent_submit() {
         .iter()
         .filter(|r| matches!(r, Err(TicketError::Cancelled)))
         .count();
-    assert_eq!(ran + cancelled, results.len(), "only values and cancellations");
+    assert_eq!(
+        ran + cancelled,
+        results.len(),
+        "only values and cancellations"
+    );
     assert_eq!(report.completed as usize, ran);
     assert_eq!(report.cancelled as usize, cancelled);
     eprintln!("now: {ran} ran, {cancelled} cancelled, {refused} refused");
@@ -105,7 +109,9 @@ fn disconnect_after_shutdown_refuses_with_the_op_back() {
 
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
-    let err = lane.submit(Op::new(move |_: &mut ()| f.store(true, Ordering::SeqCst))).unwrap_err();
+    let err = lane
+        .submit(Op::new(move |_: &mut ()| f.store(true, Ordering::SeqCst)))
+        .unwrap_err();
     assert!(matches!(err, SubmitError::Closed(_)));
     assert_eq!(err.to_string(), "the actor is shut down");
     // The op comes back whole: run its body by hand.

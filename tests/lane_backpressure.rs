@@ -61,9 +61,14 @@ fn full_lane_refuses_waits_and_loses_nothing() {
         })
     };
     thread::sleep(Duration::from_millis(50));
-    assert!(!returned.load(Ordering::SeqCst), "submit returned while the lane was full");
+    assert!(
+        !returned.load(Ordering::SeqCst),
+        "submit returned while the lane was full"
+    );
     wait_ok(hold.release());
-    eventually("the blocked submit returns", || returned.load(Ordering::SeqCst));
+    eventually("the blocked submit returns", || {
+        returned.load(Ordering::SeqCst)
+    });
     wait_ok(blocked.join().expect("submitter"));
     tickets.push(lane.submit(refused).expect("resubmitted"));
     tickets.push(lane.submit(timed_out).expect("resubmitted"));

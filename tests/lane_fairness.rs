@@ -61,7 +61,10 @@ fn fairness_interleaves_busy_lanes() {
         drop(b.run(|log: &mut Vec<u8>| log.push(b'b')).expect("open"));
     }
     wait_ok(hold.release());
-    let log = wait_ok(a.run(|log: &mut Vec<u8>| std::mem::take(log)).expect("open"));
+    let log = wait_ok(
+        a.run(|log: &mut Vec<u8>| std::mem::take(log))
+            .expect("open"),
+    );
     assert_eq!(log.len(), 1000);
     // Round-robin: neither lane runs twice in a row except at the ends.
     let longest_run = log

@@ -35,12 +35,18 @@ fn mpsc_one_lane_many_threads_keeps_each_threads_order() {
             let lane = lane.clone();
             s.spawn(move || {
                 for i in 0..PER_THREAD {
-                    drop(lane.run(move |log: &mut Vec<_>| log.push((t, i))).expect("open"));
+                    drop(
+                        lane.run(move |log: &mut Vec<_>| log.push((t, i)))
+                            .expect("open"),
+                    );
                 }
             });
         }
     });
-    let log = wait_ok(lane.run(|log: &mut Vec<_>| std::mem::take(log)).expect("open"));
+    let log = wait_ok(
+        lane.run(|log: &mut Vec<_>| std::mem::take(log))
+            .expect("open"),
+    );
     assert_eq!(log.len(), THREADS * PER_THREAD);
     let mut next = [0usize; THREADS];
     for (t, i) in log {
@@ -61,14 +67,20 @@ fn spsc_many_lanes_each_in_order() {
             s.spawn(move || {
                 let mut last = None;
                 for i in 0..PER_THREAD {
-                    last = Some(lane.run(move |logs: &mut Vec<Vec<usize>>| logs[t].push(i)).expect("open"));
+                    last = Some(
+                        lane.run(move |logs: &mut Vec<Vec<usize>>| logs[t].push(i))
+                            .expect("open"),
+                    );
                 }
                 wait_ok(last.expect("submitted"));
             });
         }
     });
     let lane = actor.lane().expect("lane");
-    let logs = wait_ok(lane.run(|logs: &mut Vec<Vec<usize>>| logs.clone()).expect("open"));
+    let logs = wait_ok(
+        lane.run(|logs: &mut Vec<Vec<usize>>| logs.clone())
+            .expect("open"),
+    );
     for (t, log) in logs.iter().enumerate() {
         assert_eq!(log, &(0..PER_THREAD).collect::<Vec<_>>(), "lane {t}");
     }

@@ -36,7 +36,10 @@ fn smoke_every_domain_runs_ops_on_its_cpus() {
         assert_eq!(index, i);
         assert_eq!(&cpus, domain.cpus());
         assert_eq!(threads, 2);
-        assert!(on.is_subset(domain.cpus()), "actor runs on {on}, domain {cpus}");
+        assert!(
+            on.is_subset(domain.cpus()),
+            "actor runs on {on}, domain {cpus}"
+        );
         let sum = wait_ok(
             lane.run(|engine| {
                 use rayon::prelude::*;
@@ -60,7 +63,10 @@ fn spawn_and_scope_give_each_thread_a_lane() {
                 let mut last = None;
                 for k in 0..100u64 {
                     let total = total.clone();
-                    last = Some(lane.run(move |_| total.fetch_add(k, Ordering::SeqCst)).expect("open"));
+                    last = Some(
+                        lane.run(move |_| total.fetch_add(k, Ordering::SeqCst))
+                            .expect("open"),
+                    );
                 }
                 wait_ok(last.expect("submitted"));
                 name
@@ -87,7 +93,10 @@ fn spawn_and_scope_give_each_thread_a_lane() {
                 .expect("spawned")
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("scoped")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("scoped"))
+            .collect()
     });
     assert_eq!(lengths, [5, 4, 5]);
 }
@@ -107,10 +116,19 @@ fn hosted_engine_may_be_non_send() {
         .expect("hosted");
     let lane = actor.lane().expect("lane");
     for _ in 0..10 {
-        drop(lane.run(|c: &mut Counter| *c.hits.borrow_mut() += 1).expect("open"));
+        drop(
+            lane.run(|c: &mut Counter| *c.hits.borrow_mut() += 1)
+                .expect("open"),
+        );
     }
-    assert_eq!(wait_ok(lane.run(|c: &mut Counter| *c.hits.borrow()).expect("open")), 10);
-    let on = wait_ok(lane.run(|_| weft_topology::current_thread_cpus().expect("mask")).expect("open"));
+    assert_eq!(
+        wait_ok(lane.run(|c: &mut Counter| *c.hits.borrow()).expect("open")),
+        10
+    );
+    let on = wait_ok(
+        lane.run(|_| weft_topology::current_thread_cpus().expect("mask"))
+            .expect("open"),
+    );
     assert!(on.is_subset(rt.domains()[0].cpus()));
     assert!(actor.name().starts_with("weft-cpu-0-actor-"));
     let report = rt.shutdown().expect("joined");
@@ -162,26 +180,51 @@ fn stats_count_per_actor_and_lane() {
     per_lane.sort_unstable();
     assert_eq!(per_lane, [1, 41]);
     let table = stats.to_string();
-    assert!(table.contains("weft-cpu-0") && table.contains("42 completed"), "{table}");
+    assert!(
+        table.contains("weft-cpu-0") && table.contains("42 completed"),
+        "{table}"
+    );
     drop(other);
-    eventually("a dropped lane leaves the stats", || rt.stats().actors[0].lanes.len() == 1);
+    eventually("a dropped lane leaves the stats", || {
+        rt.stats().actors[0].lanes.len() == 1
+    });
 }
 
 #[test]
 fn bad_configuration_and_requests_are_typed_errors() {
-    let err = Runtime::builder().threads_per_domain(0).build().unwrap_err();
+    let err = Runtime::builder()
+        .threads_per_domain(0)
+        .build()
+        .unwrap_err();
     assert!(matches!(err, BuildError::ZeroThreads), "{err}");
     let err = Runtime::builder().lane_capacity(0).build().unwrap_err();
     assert!(matches!(err, BuildError::ZeroLaneCapacity), "{err}");
     let err = Runtime::builder().cpulists("0;0").build().unwrap_err();
-    assert!(err.to_string().contains("CPU 0 is in both domain 0 and domain 1"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("CPU 0 is in both domain 0 and domain 1"),
+        "{err}"
+    );
     let err = Runtime::builder().split(100_000).build().unwrap_err();
     assert!(matches!(err, BuildError::Topology(_)), "{err}");
 
-    let rt = Runtime::builder().split(1).pinning(Pinning::None).build().expect("runtime");
+    let rt = Runtime::builder()
+        .split(1)
+        .pinning(Pinning::None)
+        .build()
+        .expect("runtime");
     let err = rt.lane(7).unwrap_err();
-    assert!(matches!(err, RuntimeError::NoSuchDomain { domain: 7, count: 1 }));
-    assert_eq!(err.to_string(), "no CPU domain 7: this runtime has 1 (0..1)");
+    assert!(matches!(
+        err,
+        RuntimeError::NoSuchDomain {
+            domain: 7,
+            count: 1
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "no CPU domain 7: this runtime has 1 (0..1)"
+    );
     rt.shutdown_now().expect("joined");
     let err = rt.lane(0).unwrap_err();
     assert!(matches!(err, RuntimeError::Closed(_)), "{err}");

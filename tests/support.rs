@@ -23,7 +23,9 @@ pub fn wait<T, E>(ticket: Ticket<T, E>) -> Result<T, TicketError<E>> {
     match ticket.wait_timeout(LIMIT) {
         Ok(v) => Ok(v),
         Err(WaitTimeoutError::Failed(e)) => Err(e),
-        Err(WaitTimeoutError::Timeout(t)) => panic!("op `{}` did not finish in {LIMIT:?}", t.label()),
+        Err(WaitTimeoutError::Timeout(t)) => {
+            panic!("op `{}` did not finish in {LIMIT:?}", t.label())
+        }
     }
 }
 
@@ -133,7 +135,10 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
             return v;
         }
-        assert!(start.elapsed() < LIMIT, "future did not finish in {LIMIT:?}");
+        assert!(
+            start.elapsed() < LIMIT,
+            "future did not finish in {LIMIT:?}"
+        );
         thread::park_timeout(Duration::from_millis(50));
     }
 }

@@ -41,7 +41,13 @@ const OUTCOMES: [Outcome; 5] = [
     Outcome::Cancel,
     Outcome::Lost,
 ];
-const WHENS: [When; 5] = [When::Before, When::During, When::After, When::Await, When::Dropped];
+const WHENS: [When; 5] = [
+    When::Before,
+    When::During,
+    When::After,
+    When::Await,
+    When::Dropped,
+];
 
 type Result = std::result::Result<Counted, TicketError<String>>;
 
@@ -99,7 +105,9 @@ fn combination(outcome: Outcome, when: When) {
             }
         }
     };
-    let ticket: Ticket<Counted, String> = if when == When::During && matches!(outcome, Outcome::Value | Outcome::Error | Outcome::Panic) {
+    let ticket: Ticket<Counted, String> = if when == When::During
+        && matches!(outcome, Outcome::Value | Outcome::Error | Outcome::Panic)
+    {
         lane.try_run(move |_| {
             gate();
             body()
@@ -136,14 +144,26 @@ fn combination(outcome: Outcome, when: When) {
     }
     let report = actor.shutdown().expect("joined");
     let made = made.load(Ordering::SeqCst);
-    assert_eq!(made, usize::from(outcome == Outcome::Value), "{outcome:?} {when:?}");
-    assert_eq!(drops.load(Ordering::SeqCst), made, "{outcome:?} {when:?}: dropped once");
+    assert_eq!(
+        made,
+        usize::from(outcome == Outcome::Value),
+        "{outcome:?} {when:?}"
+    );
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        made,
+        "{outcome:?} {when:?}: dropped once"
+    );
     match outcome {
         Outcome::Lost => assert!(report.died.is_some(), "{report}"),
         Outcome::Cancel => assert_eq!(report.cancelled, 1, "{report}"),
         Outcome::Panic => assert_eq!(report.panicked, 1, "{report}"),
         Outcome::Error => assert_eq!(report.failed, 1, "{report}"),
-        Outcome::Value => assert_eq!(report.completed, 2 - u64::from(when == When::During), "{report}"),
+        Outcome::Value => assert_eq!(
+            report.completed,
+            2 - u64::from(when == When::During),
+            "{report}"
+        ),
     }
 }
 
@@ -199,7 +219,9 @@ fn would_deadlock_on_own_actor_and_other_actors() {
         .run(move |log: &mut Vec<&'static str>| {
             log.push("outer");
             // Queued behind us: waiting for it would hang the actor.
-            let queued = inner.run(|log: &mut Vec<&'static str>| log.push("inner")).expect("open");
+            let queued = inner
+                .run(|log: &mut Vec<&'static str>| log.push("inner"))
+                .expect("open");
             let own = queued.wait();
             let held = weft_tests::Hold::on(&other_lane);
             let theirs = other_lane.run(|_| ()).expect("open").wait();
@@ -208,13 +230,19 @@ fn would_deadlock_on_own_actor_and_other_actors() {
             (
                 own.unwrap_err().is_would_deadlock(),
                 theirs.unwrap_err().is_would_deadlock(),
-                matches!(timed, Err(WaitTimeoutError::Failed(TicketError::WouldDeadlock))),
+                matches!(
+                    timed,
+                    Err(WaitTimeoutError::Failed(TicketError::WouldDeadlock))
+                ),
             )
         })
         .expect("open");
     assert_eq!(wait_ok(outcome), (true, true, true));
     // The op whose wait was refused still ran, after the outer one.
-    let log = wait_ok(lane.run(|log: &mut Vec<&'static str>| log.clone()).expect("open"));
+    let log = wait_ok(
+        lane.run(|log: &mut Vec<&'static str>| log.clone())
+            .expect("open"),
+    );
     assert_eq!(log, ["outer", "inner"]);
 }
 
@@ -232,7 +260,11 @@ fn finished_tickets_can_be_waited_from_an_actor() {
 
 #[test]
 fn would_deadlock_from_a_pool_worker() {
-    let rt = Runtime::builder().split(1).threads_per_domain(2).build().expect("runtime");
+    let rt = Runtime::builder()
+        .split(1)
+        .threads_per_domain(2)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let inner = lane.clone();
     let refused = lane

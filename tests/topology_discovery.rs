@@ -46,7 +46,9 @@ fn four_nodes_sorted_numerically() {
 
 #[test]
 fn holes_in_cpu_numbering() {
-    let fake = FakeSysfs::new("holes").node(0, "0,2,4,6").node(1, "9-11,40");
+    let fake = FakeSysfs::new("holes")
+        .node(0, "0,2,4,6")
+        .node(1, "9-11,40");
     let t = discover(&fake, "0-63");
     assert_eq!(domains(&t), ["0,2,4,6", "9-11,40"]);
 }
@@ -96,7 +98,10 @@ fn bad_sysfs_cpulist_names_the_file() {
         .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, TopologyError::BadCpuList { .. }), "{err:?}");
-    assert!(text.contains("node0/cpulist") && text.contains("`0-x`"), "{text}");
+    assert!(
+        text.contains("node0/cpulist") && text.contains("`0-x`"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -110,16 +115,33 @@ fn explicit_layout_validation() {
     };
     assert!(matches!(build(vec![]), Err(TopologyError::NoDomains)));
     let err = build(vec![set("0-1"), CpuSet::new()]).unwrap_err();
-    assert!(matches!(err, TopologyError::EmptyDomain { index: 1 }), "{err}");
+    assert!(
+        matches!(err, TopologyError::EmptyDomain { index: 1 }),
+        "{err}"
+    );
     let err = build(vec![set("0-1"), set("6-9")]).unwrap_err();
     assert!(
-        matches!(err, TopologyError::CpuNotAllowed { cpu: 8, domain: 1, .. }),
+        matches!(
+            err,
+            TopologyError::CpuNotAllowed {
+                cpu: 8,
+                domain: 1,
+                ..
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("CPU 8"), "{err}");
     let err = build(vec![set("0-3"), set("4-5"), set("5-7")]).unwrap_err();
     assert!(
-        matches!(err, TopologyError::CpuInTwoDomains { cpu: 5, first: 1, second: 2 }),
+        matches!(
+            err,
+            TopologyError::CpuInTwoDomains {
+                cpu: 5,
+                first: 1,
+                second: 2
+            }
+        ),
         "{err}"
     );
     let t = build(vec![set("4-7"), set("0-3")]).expect("valid");
@@ -146,7 +168,10 @@ fn layout_strings() {
         .cpulists("0-3;")
         .build()
         .unwrap_err();
-    assert!(matches!(err, TopologyError::EmptyDomain { index: 1 }), "{err}");
+    assert!(
+        matches!(err, TopologyError::EmptyDomain { index: 1 }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -193,12 +218,15 @@ fn workers_are_pinned_as_assigned() {
         .build()
         .expect("runtime");
     let lane = rt.lane(0).expect("lane");
-    let (recorded, live) = wait_ok(lane.run(|engine| {
-        let live = engine
-            .pool()
-            .broadcast(|_| weft_topology::current_thread_cpus().expect("readable"));
-        (engine.worker_cpus().to_vec(), live)
-    }).expect("open"));
+    let (recorded, live) = wait_ok(
+        lane.run(|engine| {
+            let live = engine
+                .pool()
+                .broadcast(|_| weft_topology::current_thread_cpus().expect("readable"));
+            (engine.worker_cpus().to_vec(), live)
+        })
+        .expect("open"),
+    );
     let cpus: Vec<usize> = allowed.iter().collect();
     let expected: Vec<CpuSet> = (0..=n).map(|i| CpuSet::single(cpus[i % n])).collect();
     assert_eq!(recorded, expected);
@@ -209,6 +237,11 @@ fn workers_are_pinned_as_assigned() {
         .pinning(Pinning::Domain)
         .build()
         .expect("runtime");
-    let masks = wait_ok(rt.lane(0).expect("lane").run(|engine| engine.worker_cpus().to_vec()).expect("open"));
+    let masks = wait_ok(
+        rt.lane(0)
+            .expect("lane")
+            .run(|engine| engine.worker_cpus().to_vec())
+            .expect("open"),
+    );
     assert!(masks.iter().all(|m| m == &allowed), "{masks:?}");
 }

@@ -19,11 +19,17 @@ fn env_layout_overrides_discovery() {
     let err = Topology::discover().unwrap_err();
     assert!(matches!(err, TopologyError::BadCpuList { .. }));
     let text = err.to_string();
-    assert!(text.contains(DOMAINS_ENV) && text.contains("`oops`"), "{text}");
+    assert!(
+        text.contains(DOMAINS_ENV) && text.contains("`oops`"),
+        "{text}"
+    );
 
     std::env::set_var(DOMAINS_ENV, "60000");
     let err = Topology::discover().unwrap_err();
-    assert!(matches!(err, TopologyError::CpuNotAllowed { cpu: 60000, .. }), "{err}");
+    assert!(
+        matches!(err, TopologyError::CpuNotAllowed { cpu: 60000, .. }),
+        "{err}"
+    );
 
     // An explicit layout in code wins over the variable.
     let t = Topology::builder().split(1).build().expect("split");

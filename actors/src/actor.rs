@@ -20,7 +20,7 @@ use crate::ticket::panic_message;
 
 /// A control message to an actor. Data (ops) travel on lanes; the mailbox
 /// only says which lane to look at. It holds at most a few messages per lane
-/// (one `Open`, one `Ready`, one `Wake`) plus shutdown pokes, so it is
+/// (one each of `Open`, `Ready`, `Wake`, `Closed`) plus shutdown pokes, so it is
 /// bounded by the number of lanes without a capacity of its own, and a send
 /// to it never blocks: an actor that fires an event into another actor's
 /// mailbox can never wait on it.
@@ -28,6 +28,7 @@ pub(crate) enum Message<E> {
     Open(LaneCore<E>),
     Ready(u64),
     Wake(u64),
+    Closed(u64),
     Shutdown(ShutdownMode),
     Poke,
 }
@@ -80,13 +81,18 @@ impl<E> Shared<E> {
     }
 
     fn stats(&self) -> ActorStats {
-        let lanes: Vec<Arc<LaneShared>> = self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
+        let lanes: Vec<Arc<LaneShared>> =
+            self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
         ActorStats::collect(
             self.id,
             &self.name,
             &self.counters,
             &self.gauges,
-            lanes.iter().filter(|l| !l.closed.load(Relaxed)).map(|l| (l.id, &l.counters)).collect(),
+            lanes
+                .iter()
+                .filter(|l| !l.closed.load(Relaxed))
+                .map(|l| (l.id, &l.counters))
+                .collect(),
         )
     }
 

@@ -2,25 +2,28 @@
 //!
 //! # Protocol: telling the actor a lane has work
 //!
-//! Each lane is a bounded channel plus a `notified` flag. The flag is true
-//! while the actor holds the lane as runnable or parked, or while a `Ready`
-//! message for it is on its way; false only while the lane sits idle in the
-//! actor's table.
+//! Each lane is a bounded channel plus a counter, `pending`: ops queued and
+//! counted but not yet accounted for by the actor. Every change to it is a
+//! read-modify-write, so its modification order alone decides who acts.
 //!
-//! - Submitter: queue the op, then `fence(SeqCst)`, then `swap(true)`; if the
-//!   flag was false, send `Ready(lane)` to the actor's mailbox.
-//! - Actor, finding the lane empty: `store(false)`, `fence(SeqCst)`, then
-//!   look at the queue once more. If an op is there, take it and keep the
-//!   lane runnable (setting the flag back); else file the lane as idle.
+//! - Submitter: queue the op, then `pending.fetch_add(1)`; the one whose add
+//!   found 0 sends `Ready(lane)` to the actor's mailbox.
+//! - Actor: it serves a lane from a local budget of ops it knows are queued.
+//!   When the budget runs out it subtracts the ops it took since the last
+//!   look (`fetch_sub`) and reads what is left: that is the new budget. If
+//!   nothing is left the lane goes idle; the next add finds 0 and sends
+//!   `Ready`.
 //!
-//! The two fences order each side's write before its read, so at least one
-//! side sees the other: either the actor's second look finds the op, or the
-//! submitter's swap reads false and sends `Ready`. A lane with queued ops is
-//! therefore never idle without a wake-up on its way. A duplicate `Ready`
-//! (both sides saw each other) is harmless: the actor ignores `Ready` for a
-//! lane that is not idle, and polling an empty idle lane only files it again.
-//! Dropping the last handle sets `closed` and runs the same notify step, so
-//! the actor also learns when to forget the lane.
+//! Why it holds: an op is counted only after it is queued, so the budget
+//! never exceeds the ops in the queue and `try_recv` within the budget never
+//! comes back empty. Each transition of `pending` from 0 is paired with the
+//! actor's return to 0 before it, so exactly one `Ready` is sent per idle
+//! period and it always finds the lane idle: no wake-up is lost and none is
+//! doubled. In a steady stream the actor touches the shared counter once
+//! per budget, not once per op.
+//!
+//! Dropping the last handle sets `closed` and sends `Closed(lane)`; the actor
+//! forgets the lane once it is idle and closed.
 
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
@@ -32,7 +35,7 @@ use crate::context::{current_actor, ActorId};
 use crate::op::{Op, OpBody, Task, TaskCell};
 use crate::stats::{Counters, QUEUE_WAIT_SAMPLING};
 use crate::sync::channel::{self, Receiver, Sender, TrySendError};
-use crate::sync::{fence, AtomicBool, CachePadded, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, CachePadded, Ordering};
 use crate::ticket::Ticket;
 
 /// A queued op and, for sampled ops, when it was submitted. Dropping an
@@ -52,8 +55,8 @@ impl<E> Drop for Envelope<E> {
 /// The part of a lane both sides see.
 pub(crate) struct LaneShared {
     pub(crate) id: u64,
-    /// Swapped by every submit: on a line of its own.
-    pub(crate) notified: CachePadded<AtomicBool>,
+    /// Added to by every submit: on a line of its own.
+    pub(crate) pending: CachePadded<AtomicU64>,
     pub(crate) closed: AtomicBool,
     pub(crate) counters: Counters,
 }
@@ -64,6 +67,10 @@ pub(crate) struct LaneCore<E> {
     pub(crate) rx: Receiver<Envelope<E>>,
     /// An op taken from the queue whose events have not all fired yet.
     pub(crate) head: Option<Envelope<E>>,
+    /// Ops known to be queued and not yet taken.
+    budget: u64,
+    /// Ops taken since the counter was last read.
+    taken: u64,
 }
 
 /// An ordered stream of ops into one actor. Ops of one lane run in the order
@@ -149,8 +156,7 @@ impl<E: 'static> Lane<E> {
         let (tx, rx) = channel::bounded(actor.lane_capacity);
         let lane = Arc::new(LaneShared {
             id: actor.next_lane_id(),
-            // True until the actor has filed the lane: it polls new lanes.
-            notified: CachePadded(AtomicBool::new(true)),
+            pending: CachePadded(AtomicU64::new(0)),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
         });
@@ -159,6 +165,8 @@ impl<E: 'static> Lane<E> {
             shared: lane.clone(),
             rx,
             head: None,
+            budget: 0,
+            taken: 0,
         };
         actor.mailbox.send(Message::Open(core)).ok()?;
         drop(entry);
@@ -193,10 +201,7 @@ impl<E: 'static> Lane<E> {
     /// [`SubmitError::Closed`] if the actor is shut down;
     /// [`SubmitError::WouldDeadlock`] if the lane is full and the caller
     /// works for an actor (actors never block on a queue).
-    pub fn submit<B: OpBody<E>>(
-        &self,
-        op: Op<B>,
-    ) -> Result<TicketFor<B, E>, SubmitError<Op<B>>> {
+    pub fn submit<B: OpBody<E>>(&self, op: Op<B>) -> Result<TicketFor<B, E>, SubmitError<Op<B>>> {
         self.push(op, Wait::Block).map_err(|(op, why)| match why {
             Refused::WouldDeadlock => SubmitError::WouldDeadlock(op),
             _ => SubmitError::Closed(op),
@@ -282,7 +287,12 @@ impl<E: 'static> Lane<E> {
         };
         let cell = TaskCell::new(op, handle.actor.id, handle.actor.wait_spin);
         let ticket = Ticket::new(cell.clone());
-        let sampled = handle.lane.counters.submitted.load(Relaxed).is_multiple_of(QUEUE_WAIT_SAMPLING);
+        let sampled = handle
+            .lane
+            .counters
+            .submitted
+            .load(Relaxed)
+            .is_multiple_of(QUEUE_WAIT_SAMPLING);
         let envelope = Envelope {
             task: cell.clone(),
             submitted_at: sampled.then(Instant::now),
@@ -336,8 +346,7 @@ impl<E: 'static> Lane<E> {
 impl<E> LaneHandle<E> {
     /// The submitter's half of the wake-up protocol (module docs).
     fn notify(&self) {
-        fence(Ordering::SeqCst);
-        if !self.lane.notified.swap(true, Ordering::AcqRel) {
+        if self.lane.pending.fetch_add(1, Ordering::AcqRel) == 0 {
             let _ = self.actor.mailbox.send(Message::Ready(self.lane.id));
         }
     }
@@ -346,38 +355,37 @@ impl<E> LaneHandle<E> {
 impl<E> Drop for LaneHandle<E> {
     fn drop(&mut self) {
         self.lane.closed.store(true, Ordering::Release);
-        self.notify();
+        let _ = self.actor.mailbox.send(Message::Closed(self.lane.id));
     }
 }
 
 impl<E> LaneCore<E> {
-    /// The actor's half of the wake-up protocol (module docs): called when
-    /// the lane was found empty. Returns an op that arrived meanwhile.
-    pub(crate) fn recheck(&mut self) -> Recheck<E> {
-        self.shared.notified.store(false, Ordering::Release);
-        fence(Ordering::SeqCst);
-        match self.rx.try_recv() {
-            Ok(envelope) => {
-                self.shared.notified.store(true, Ordering::Release);
-                Recheck::Op(envelope)
-            }
-            Err(channel::TryRecvError::Empty) if !self.shared.closed.load(Ordering::Acquire) => {
-                Recheck::Idle
-            }
-            Err(_) => Recheck::Gone,
+    /// The actor's half of the wake-up protocol (module docs): the next op
+    /// to serve, or `None` if the lane has gone idle.
+    pub(crate) fn next(&mut self) -> Option<Envelope<E>> {
+        if let Some(head) = self.head.take() {
+            return Some(head);
         }
+        if self.budget == 0 {
+            let taken = std::mem::take(&mut self.taken);
+            self.budget = self.shared.pending.fetch_sub(taken, Ordering::AcqRel) - taken;
+            if self.budget == 0 {
+                return None;
+            }
+        }
+        let envelope = self
+            .rx
+            .try_recv()
+            .unwrap_or_else(|_| unreachable!("the budget never exceeds the queued ops"));
+        self.budget -= 1;
+        self.taken += 1;
+        Some(envelope)
     }
-}
 
-/// What the actor found when it looked at an empty lane once more.
-#[must_use]
-pub(crate) enum Recheck<E> {
-    /// An op arrived: keep the lane runnable.
-    Op(Envelope<E>),
-    /// File the lane as idle; a `Ready` will bring it back.
-    Idle,
-    /// Every handle is gone and the queue is empty: forget the lane.
-    Gone,
+    /// Whether every handle is gone (checked once the lane is idle).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
 }
 
 impl<T> SubmitError<T> {

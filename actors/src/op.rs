@@ -187,7 +187,11 @@ impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
     /// Takes the op back out of a cell that was never queued.
     pub(crate) fn take_op(&self) -> Op<B> {
         Op {
-            body: self.body.lock().take().expect("a refused op still has its body"),
+            body: self
+                .body
+                .lock()
+                .take()
+                .expect("a refused op still has its body"),
             label: self.slot.label(),
             after: self.after.clone(),
         }

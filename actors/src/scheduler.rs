@@ -10,8 +10,8 @@
 //!   runnable lane;
 //! - `parked`: its head op waits for an event; the event's completion sends
 //!   `Wake(lane)` and the lane goes back to `runnable`;
-//! - `idle`: its queue was empty on the second look of the wake-up protocol
-//!   (`lane.rs`); a `Ready(lane)` brings it back.
+//! - `idle`: it has no op the actor knows of (`lane.rs`); a `Ready(lane)`
+//!   brings it back. An idle lane whose handles are all gone is forgotten.
 //!
 //! # Finishing
 //!
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::actor::{Message, Shared};
 use crate::event::{Dependent, EventState};
-use crate::lane::{Envelope, LaneCore, Recheck};
+use crate::lane::{Envelope, LaneCore};
 use crate::op::Cancel;
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
@@ -100,7 +100,7 @@ impl<E: 'static> Core<E> {
 
     fn handle(&mut self, message: Message<E>) {
         match message {
-            Message::Open(lane) => self.runnable.push_back(lane),
+            Message::Open(lane) => self.file_idle(lane),
             Message::Ready(id) => {
                 if let Some(lane) = self.idle.remove(&id) {
                     self.runnable.push_back(lane);
@@ -111,10 +111,17 @@ impl<E: 'static> Core<E> {
                     self.runnable.push_back(lane);
                 }
             }
+            Message::Closed(id) => {
+                // A busy lane is forgotten when it next goes idle.
+                if let Some(lane) = self.idle.remove(&id) {
+                    self.file_idle(lane);
+                }
+            }
             Message::Shutdown(mode) => {
                 self.closing = self.closing.max(Some(mode));
                 if mode == ShutdownMode::Now {
-                    self.runnable.extend(self.parked.drain().map(|(_, lane)| lane));
+                    self.runnable
+                        .extend(self.parked.drain().map(|(_, lane)| lane));
                 }
             }
             Message::Poke => {}
@@ -123,19 +130,9 @@ impl<E: 'static> Core<E> {
 
     /// Takes one op from `lane` and runs, cancels or parks it.
     fn step(&mut self, mut lane: LaneCore<E>) {
-        let envelope = match lane.head.take() {
-            Some(envelope) => envelope,
-            None => match lane.rx.try_recv() {
-                Ok(envelope) => envelope,
-                Err(_) => match lane.recheck() {
-                    Recheck::Op(envelope) => envelope,
-                    Recheck::Idle => {
-                        self.idle.insert(lane.shared.id, lane);
-                        return;
-                    }
-                    Recheck::Gone => return,
-                },
-            },
+        let Some(envelope) = lane.next() else {
+            self.file_idle(lane);
+            return;
         };
         if self.closing == Some(ShutdownMode::Now) {
             self.count(&lane, Finish::Cancelled);
@@ -159,6 +156,13 @@ impl<E: 'static> Core<E> {
             }
         }
         self.runnable.push_back(lane);
+    }
+
+    /// Files a lane with no known op as idle, or forgets it if closed.
+    fn file_idle(&mut self, lane: LaneCore<E>) {
+        if !lane.is_closed() {
+            self.idle.insert(lane.shared.id, lane);
+        }
     }
 
     /// Checks the head op's events; subscribes the lane to the first one

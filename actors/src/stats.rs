@@ -93,7 +93,10 @@ impl Counters {
             queue_wait: WaitStats {
                 samples,
                 mean: Duration::from_nanos(
-                    d.wait_total_ns.load(Relaxed).checked_div(samples).unwrap_or(0),
+                    d.wait_total_ns
+                        .load(Relaxed)
+                        .checked_div(samples)
+                        .unwrap_or(0),
                 ),
                 max: Duration::from_nanos(d.wait_max_ns.load(Relaxed)),
             },

@@ -9,7 +9,7 @@ mod imp {
     use std::time::Instant;
 
     pub(crate) use crossbeam_channel as channel;
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
 
@@ -83,13 +83,16 @@ mod imp {
     use std::ops::{Deref, DerefMut};
     use std::time::Instant;
 
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
-    use std::sync::Arc;
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::thread;
     pub(crate) use loom::thread_local;
+    use std::sync::Arc;
 
     /// Loom has no clock and a spin is only a longer schedule: look once.
-    pub(crate) fn spin_until(_budget: std::time::Duration, mut ready: impl FnMut() -> bool) -> bool {
+    pub(crate) fn spin_until(
+        _budget: std::time::Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
         ready()
     }
 

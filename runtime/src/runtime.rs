@@ -380,7 +380,8 @@ impl Runtime {
         let pin = (self.inner.config.pinning != Pinning::None).then_some(cpus);
         let actor = actor_builder(name, &self.inner.config).spawn(move || {
             if let Some(cpus) = &pin {
-                pin_current_thread(cpus).map_err(|e| -> Box<dyn Error + Send + Sync> { e.into() })?;
+                pin_current_thread(cpus)
+                    .map_err(|e| -> Box<dyn Error + Send + Sync> { e.into() })?;
             }
             factory().map_err(Into::into)
         })?;

@@ -27,7 +27,11 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Errors
     ///
     /// As [`Runtime::lane`], or [`RuntimeError::Thread`].
-    pub fn spawn<F, T>(&self, domain: usize, f: F) -> Result<ScopedJoinHandle<'scope, T>, RuntimeError>
+    pub fn spawn<F, T>(
+        &self,
+        domain: usize,
+        f: F,
+    ) -> Result<ScopedJoinHandle<'scope, T>, RuntimeError>
     where
         F: FnOnce(Lane<CpuEngine>) -> T + Send + 'scope,
         T: Send + 'scope,

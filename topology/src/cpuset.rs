@@ -313,7 +313,15 @@ mod tests {
 
     #[test]
     fn parse_print_round_trip() {
-        for text in ["", "0", "0-3", "0-3,8,10-11", "1,3,5", "63-65", "0,1023-1025"] {
+        for text in [
+            "",
+            "0",
+            "0-3",
+            "0-3,8,10-11",
+            "1,3,5",
+            "63-65",
+            "0,1023-1025",
+        ] {
             let set = CpuSet::parse(text).unwrap();
             assert_eq!(set.to_string(), text);
             assert_eq!(CpuSet::parse(&set.to_string()).unwrap(), set);

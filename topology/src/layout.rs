@@ -118,7 +118,13 @@ impl fmt::Display for Topology {
             self.source
         )?;
         for d in &self.domains {
-            write!(f, "\n  domain {}: CPUs {} ({} CPUs)", d.index, d.cpus, d.cpus.len())?;
+            write!(
+                f,
+                "\n  domain {}: CPUs {} ({} CPUs)",
+                d.index,
+                d.cpus,
+                d.cpus.len()
+            )?;
             if let Some(node) = d.numa_node {
                 write!(f, ", NUMA node {node}")?;
             }

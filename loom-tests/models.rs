@@ -1,0 +1,189 @@
+//! Loom models of the public protocols of `weft-actors`. Build and run with
+//! `RUSTFLAGS="--cfg weft_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
+//! -p weft-loom-tests` (see the README); without the flag this file is empty.
+//!
+//! Each model starts a real actor (its thread is a loom thread, its mailbox
+//! and lanes the loom-built channel of the sync shim) and checks one race.
+#![cfg(weft_loom)]
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use loom::thread;
+use weft_actors::{Actor, ActorBuilder, Op, TicketError, WaitTimeoutError};
+
+fn actor<E: Send + 'static>(name: &str, engine: E) -> Actor<E> {
+    ActorBuilder::new(name)
+        .spawn(move || Ok::<_, String>(engine))
+        .expect("spawn")
+}
+
+/// A value that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Ticket: completion races with a waiting thread.
+#[test]
+fn ticket_complete_vs_wait() {
+    loom::model(|| {
+        let a = actor("loom-wait", 0u32);
+        let lane = a.lane().expect("lane");
+        let t = lane.run(|n: &mut u32| *n + 1).expect("open");
+        assert_eq!(t.wait().expect("value"), 1);
+        a.shutdown().expect("joined");
+    });
+}
+
+/// Ticket: completion races with the ticket being dropped; the value is
+/// dropped exactly once either way.
+#[test]
+fn ticket_complete_vs_drop() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let a = actor("loom-drop", ());
+        let lane = a.lane().expect("lane");
+        let d = drops.clone();
+        let t = lane.run(move |_| Counted(d)).expect("open");
+        drop(t);
+        let report = a.shutdown().expect("joined");
+        assert_eq!(report.completed, 1);
+        assert_eq!(drops.load(SeqCst), 1);
+    });
+}
+
+/// Ticket: completion races with a timed wait running out; either the value
+/// or the ticket comes back, and the ticket then yields the value.
+#[test]
+fn ticket_complete_vs_timeout() {
+    loom::model(|| {
+        let a = actor("loom-timeout", ());
+        let lane = a.lane().expect("lane");
+        let t = lane.run(|_| 7u8).expect("open");
+        let value = match t.wait_timeout(std::time::Duration::from_millis(1)) {
+            Ok(v) => v,
+            Err(WaitTimeoutError::Timeout(t)) => t.wait().expect("value"),
+            Err(WaitTimeoutError::Failed(e)) => panic!("{e}"),
+        };
+        assert_eq!(value, 7);
+        a.shutdown().expect("joined");
+    });
+}
+
+/// Mailbox and intake: a submission races with `shutdown`: it is refused,
+/// or accepted and then run (drain). Nothing is lost or left hanging.
+#[test]
+fn submit_vs_shutdown_drain() {
+    loom::model(|| {
+        let a = actor("loom-drain", 0u32);
+        let lane = a.lane().expect("lane");
+        let submitter = thread::spawn(move || match lane.run(|n: &mut u32| *n + 1) {
+            Ok(t) => Some(t.wait()),
+            Err(e) => {
+                assert!(e.is_closed());
+                None
+            }
+        });
+        let report = a.shutdown().expect("joined");
+        match submitter.join().expect("submitter") {
+            Some(result) => {
+                assert_eq!(result.expect("drain runs accepted ops"), 1);
+                assert_eq!(report.completed, 1);
+            }
+            None => assert_eq!(report.completed, 0),
+        }
+    });
+}
+
+/// Intake with `shutdown_now`: an accepted op runs or is cancelled.
+#[test]
+fn submit_vs_shutdown_now() {
+    loom::model(|| {
+        let a = actor("loom-now", ());
+        let lane = a.lane().expect("lane");
+        let submitter = thread::spawn(move || lane.run(|_| 1u8).ok().map(|t| t.wait()));
+        let report = a.shutdown_now().expect("joined");
+        match submitter.join().expect("submitter") {
+            Some(Ok(1)) => assert_eq!(report.completed, 1),
+            Some(Err(TicketError::Cancelled)) => assert_eq!(report.cancelled, 1),
+            None => assert_eq!(report.completed + report.cancelled, 0),
+            Some(other) => panic!("unexpected {other:?}"),
+        }
+    });
+}
+
+/// Lane wake-up and actor idling: the actor goes idle between two round
+/// trips while the next submission arrives; no wake-up is lost.
+#[test]
+fn actor_idle_vs_new_submission() {
+    loom::model(|| {
+        let a = actor("loom-idle", 0u32);
+        let lane = a.lane().expect("lane");
+        for expected in 1..=2 {
+            let t = lane
+                .run(|n: &mut u32| {
+                    *n += 1;
+                    *n
+                })
+                .expect("open");
+            assert_eq!(t.wait().expect("value"), expected);
+        }
+        drop(lane);
+        a.shutdown().expect("joined");
+    });
+}
+
+/// Events: the producer's completion races with the consumer lane parking
+/// on its event; the consumer is woken exactly when the producer is done.
+#[test]
+fn event_completion_vs_registration() {
+    loom::model(|| {
+        let producer = actor("loom-producer", 0u32);
+        let consumer = actor("loom-consumer", ());
+        let p = producer.lane().expect("lane");
+        let c = consumer.lane().expect("lane");
+        let made = p
+            .run(|n: &mut u32| {
+                *n = 5;
+                *n
+            })
+            .expect("open");
+        let after = c
+            .submit(Op::new(|_: &mut ()| 1u32).after([made.event()]))
+            .expect("open");
+        // Read `after` first: once it is ready, `made` must be finished.
+        assert!(!after.is_ready() || made.event().is_finished());
+        assert_eq!(after.wait().expect("ran after"), 1);
+        assert_eq!(made.wait().expect("value"), 5);
+        consumer.shutdown().expect("joined");
+        producer.shutdown().expect("joined");
+    });
+}
+
+/// Lane scheduling: two lanes of one actor, the second ordered after the
+/// first by an event; the parked lane is woken and order holds.
+#[test]
+fn lane_parking_and_wakeup() {
+    loom::model(|| {
+        let a = actor("loom-park", Vec::<u8>::new());
+        let one = a.lane().expect("lane");
+        let two = a.lane().expect("lane");
+        let x = one.run(|log: &mut Vec<u8>| log.push(1)).expect("open");
+        let y = two
+            .submit(
+                Op::new(|log: &mut Vec<u8>| {
+                    log.push(2);
+                    log.clone()
+                })
+                .after([x.event()]),
+            )
+            .expect("open");
+        assert_eq!(y.wait().expect("ran"), [1, 2]);
+        drop(x);
+        a.shutdown().expect("joined");
+    });
+}
