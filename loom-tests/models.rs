@@ -187,3 +187,15 @@ fn lane_parking_and_wakeup() {
         a.shutdown().expect("joined");
     });
 }
+
+/// Lane lifecycle: the only handle of a lane is dropped right after its
+/// submit, racing with the actor filing the new lane; the op still runs.
+#[test]
+fn lane_dropped_after_submit() {
+    loom::model(|| {
+        let a = actor("loom-dropped", ());
+        let t = a.lane().expect("lane").run(|_| 3u8).expect("open");
+        assert_eq!(t.wait().expect("ran"), 3);
+        a.shutdown().expect("joined");
+    });
+}

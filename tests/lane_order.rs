@@ -106,3 +106,30 @@ fn tickets_of_one_lane_finish_in_order() {
         assert_eq!(wait_ok(t), i as u64);
     }
 }
+
+#[test]
+fn disconnect_lane_dropped_right_after_submit_still_runs() {
+    let actor = ActorBuilder::new("weft-test-dropped-lane")
+        .spawn(|| Ok::<_, String>(0u64))
+        .expect("spawn");
+    // Each lane's only handle is dropped before the actor has even seen the
+    // lane; its op must still run.
+    let tickets: Vec<_> = (0..2_000u64)
+        .map(|i| {
+            actor
+                .lane()
+                .expect("lane")
+                .run(move |n: &mut u64| {
+                    *n += 1;
+                    i
+                })
+                .expect("open")
+        })
+        .collect();
+    for (i, t) in tickets.into_iter().enumerate() {
+        assert_eq!(wait_ok(t), i as u64);
+    }
+    weft_tests::eventually("closed lanes are forgotten", || {
+        actor.stats().lanes.is_empty()
+    });
+}

@@ -23,7 +23,7 @@
 //! per budget, not once per op.
 //!
 //! Dropping the last handle sets `closed` and sends `Closed(lane)`; the actor
-//! forgets the lane once it is idle and closed.
+//! forgets the lane once it is closed and nothing is counted in `pending`.
 
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
@@ -382,9 +382,13 @@ impl<E> LaneCore<E> {
         Some(envelope)
     }
 
-    /// Whether every handle is gone (checked once the lane is idle).
-    pub(crate) fn is_closed(&self) -> bool {
+    /// Whether the lane can be forgotten: every handle is gone and no op is
+    /// counted. A closed lane whose ops are counted has a `Ready` on its way.
+    /// (`closed` is set after the last handle's last add, and read here with
+    /// `Acquire`, so those adds are visible.)
+    pub(crate) fn is_finished(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
+            && self.shared.pending.load(Ordering::Acquire) == 0
     }
 }
 

@@ -158,9 +158,9 @@ impl<E: 'static> Core<E> {
         self.runnable.push_back(lane);
     }
 
-    /// Files a lane with no known op as idle, or forgets it if closed.
+    /// Files a lane with no known op as idle, or forgets it once finished.
     fn file_idle(&mut self, lane: LaneCore<E>) {
-        if !lane.is_closed() {
+        if !lane.is_finished() {
             self.idle.insert(lane.shared.id, lane);
         }
     }

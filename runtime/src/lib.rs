@@ -40,3 +40,8 @@ pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
     DOMAINS_ENV,
 };
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
