@@ -155,7 +155,13 @@ fn combination(outcome: Outcome, when: When) {
         "{outcome:?} {when:?}: dropped once"
     );
     match outcome {
-        Outcome::Lost => assert!(report.died.is_some(), "{report}"),
+        Outcome::Lost => {
+            assert_eq!(
+                report.died.as_deref(),
+                Some("killed by the fault-injection hook")
+            );
+            assert_eq!(report.lost, 2, "{report}");
+        }
         Outcome::Cancel => assert_eq!(report.cancelled, 1, "{report}"),
         Outcome::Panic => assert_eq!(report.panicked, 1, "{report}"),
         Outcome::Error => assert_eq!(report.failed, 1, "{report}"),

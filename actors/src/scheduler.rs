@@ -88,7 +88,10 @@ impl<E: 'static> Core<E> {
             if self.finished() {
                 return;
             }
-            self.idle_wait();
+            // `finished` drains the inbox, which may have made lanes runnable.
+            if self.runnable.is_empty() {
+                self.idle_wait();
+            }
         }
     }
 
@@ -213,7 +216,7 @@ impl<E: 'static> Core<E> {
     }
 
     fn finished(&mut self) -> bool {
-        if self.closing.is_none() || !self.shared.gate.is_quiescent() {
+        if self.closing.is_none() || !self.shared.gate.quiescent_or_arm() {
             return false;
         }
         // The gate is closed and empty: every accepted op's wake-up is in

@@ -176,7 +176,7 @@ mod imp {
     /// messages dropped when the last receiver goes.
     pub(crate) mod channel {
         use std::collections::VecDeque;
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
 
         pub(crate) use crossbeam_channel::{
             RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError,
@@ -289,10 +289,6 @@ mod imp {
                     }
                     state = self.0.changed.wait(state);
                 }
-            }
-
-            pub(crate) fn len(&self) -> usize {
-                self.0.state.lock().queue.len()
             }
         }
 

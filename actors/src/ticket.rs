@@ -13,7 +13,7 @@
 //!    actor died), the envelope's `Drop` resolves it with `ActorLost` — so no
 //!    ticket hangs. A second resolution is ignored.
 //! 2. The outcome is stored only if the ticket is still alive; if the ticket
-//!    was dropped first (`ticket_gone`), the completer drops the value
+//!    was dropped first (`ticket_gone`), the resolving side drops the value
 //!    itself. Either way it is dropped exactly once.
 //! 3. The ticket takes the outcome at most once (`wait*` consume the ticket;
 //!    `poll` takes it on `Ready`).
@@ -172,7 +172,9 @@ impl Failure {
 
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
+    if crate::fault::is_kill(payload) {
+        "killed by the fault-injection hook".to_owned()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
