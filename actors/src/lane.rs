@@ -297,32 +297,10 @@ impl<E: 'static> Lane<E> {
             task: cell.clone(),
             submitted_at: sampled.then(Instant::now),
         };
-        let sent = match wait {
-            Wait::Block if current_actor().is_some() => {
-                handle.tx.try_send(envelope).map_err(|e| match e {
-                    TrySendError::Full(e) => (e, Refused::WouldDeadlock),
-                    TrySendError::Disconnected(e) => (e, Refused::Closed),
-                })
-            }
-            Wait::Block => handle.tx.send(envelope).map_err(|e| (e.0, Refused::Closed)),
-            Wait::Never => handle.tx.try_send(envelope).map_err(|e| match e {
-                TrySendError::Full(e) => (e, Refused::Full),
-                TrySendError::Disconnected(e) => (e, Refused::Closed),
-            }),
-            Wait::Until(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match (current_actor(), handle.tx.try_send(envelope)) {
-                    (_, Ok(())) => Ok(()),
-                    (_, Err(TrySendError::Disconnected(e))) => Err((e, Refused::Closed)),
-                    (Some(_), Err(TrySendError::Full(e))) => Err((e, Refused::WouldDeadlock)),
-                    (None, Err(TrySendError::Full(e))) => {
-                        handle.tx.send_timeout(e, left).map_err(|e| match e {
-                            channel::SendTimeoutError::Timeout(e) => (e, Refused::Timeout),
-                            channel::SendTimeoutError::Disconnected(e) => (e, Refused::Closed),
-                        })
-                    }
-                }
-            }
+        let sent = match handle.tx.try_send(envelope) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Disconnected(e)) => Err((e, Refused::Closed)),
+            Err(TrySendError::Full(e)) => handle.push_full(e, wait),
         };
         match sent {
             Ok(()) => {
@@ -344,6 +322,24 @@ impl<E: 'static> Lane<E> {
 }
 
 impl<E> LaneHandle<E> {
+    /// The lane was full: wait as `wait` says, unless the caller works for
+    /// an actor, which must never block on a queue.
+    #[cold]
+    fn push_full(&self, envelope: Envelope<E>, wait: Wait) -> Result<(), (Envelope<E>, Refused)> {
+        match wait {
+            Wait::Never => Err((envelope, Refused::Full)),
+            _ if current_actor().is_some() => Err((envelope, Refused::WouldDeadlock)),
+            Wait::Block => self.tx.send(envelope).map_err(|e| (e.0, Refused::Closed)),
+            Wait::Until(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                self.tx.send_timeout(envelope, left).map_err(|e| match e {
+                    channel::SendTimeoutError::Timeout(e) => (e, Refused::Timeout),
+                    channel::SendTimeoutError::Disconnected(e) => (e, Refused::Closed),
+                })
+            }
+        }
+    }
+
     /// The submitter's half of the wake-up protocol (module docs).
     fn notify(&self) {
         if self.lane.pending.fetch_add(1, Ordering::AcqRel) == 0 {

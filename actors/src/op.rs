@@ -155,7 +155,8 @@ pub(crate) enum Cancel {
 /// for and the reply slot; the lane's envelope, the ticket and any event
 /// subscribers all point into it.
 pub(crate) trait Task<E>: Send + Sync {
-    fn after(&self) -> &[Event];
+    /// Calls `check` with the events the op waits for (empty once it ran).
+    fn check_after(&self, check: &mut dyn FnMut(&[Event]) -> Deps) -> Deps;
     /// Runs the body, reports the outcome to `count`, then resolves the
     /// slot: a caller that saw the ticket finish also sees it counted.
     fn run(&self, engine: &mut E, count: &mut dyn FnMut(RunOutcome));
@@ -167,46 +168,69 @@ pub(crate) trait Task<E>: Send + Sync {
 
 pub(crate) struct TaskCell<B: OpBody<E>, E> {
     slot: Slot<B::Output, B::Error>,
-    /// Taken by the one run; a lock, not a cell, because the allocation is
-    /// shared with the ticket (and this crate has no `unsafe`).
-    body: Mutex<Option<B>>,
-    after: Vec<Event>,
+    /// Taken by the one run (or cancel); a lock, not a cell, because the
+    /// allocation is shared with the ticket (and this crate has no
+    /// `unsafe`). The events go with the body, so a finished op does not
+    /// keep the ops it waited for alive.
+    queued: Mutex<Option<Queued<B>>>,
     engine: PhantomData<fn(&mut E)>,
+}
+
+struct Queued<B> {
+    body: B,
+    after: Vec<Event>,
+}
+
+/// What the events of an op say about running it.
+pub(crate) enum Deps {
+    /// All finished with a value: run.
+    Ready,
+    /// One is pending; the lane is subscribed to it.
+    Pending,
+    /// One failed: do not run, fail with the first failure.
+    Failed(Arc<Failure>),
 }
 
 impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
     pub(crate) fn new(op: Op<B>, actor: ActorId, spin: Duration) -> Arc<Self> {
         Arc::new(TaskCell {
             slot: Slot::new(actor, op.label, spin),
-            body: Mutex::new(Some(op.body)),
-            after: op.after,
+            queued: Mutex::new(Some(Queued {
+                body: op.body,
+                after: op.after,
+            })),
             engine: PhantomData,
         })
     }
 
     /// Takes the op back out of a cell that was never queued.
     pub(crate) fn take_op(&self) -> Op<B> {
+        let Queued { body, after } = self
+            .queued
+            .lock()
+            .take()
+            .expect("a refused op still has its body");
         Op {
-            body: self
-                .body
-                .lock()
-                .take()
-                .expect("a refused op still has its body"),
+            body,
             label: self.slot.label(),
-            after: self.after.clone(),
+            after,
         }
     }
 }
 
 impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
-    fn after(&self) -> &[Event] {
-        &self.after
+    fn check_after(&self, check: &mut dyn FnMut(&[Event]) -> Deps) -> Deps {
+        match &*self.queued.lock() {
+            Some(queued) => check(&queued.after),
+            None => Deps::Ready,
+        }
     }
 
     fn run(&self, engine: &mut E, count: &mut dyn FnMut(RunOutcome)) {
-        let Some(body) = self.body.lock().take() else {
+        let Some(Queued { body, after }) = self.queued.lock().take() else {
             unreachable!("an op runs once")
         };
+        drop(after);
         let (outcome, how) = match catch_unwind(AssertUnwindSafe(|| body.call(engine))) {
             Ok(Ok(value)) => (Ok(value), RunOutcome::Completed),
             Ok(Err(error)) => (Err(TicketError::Op(error)), RunOutcome::Failed),
@@ -229,13 +253,13 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
             Cancel::Shutdown => TicketError::Cancelled,
             Cancel::Dependency(first) => TicketError::DependencyFailed(first),
         };
-        drop(self.body.lock().take());
+        drop(self.queued.lock().take());
         self.slot.resolve(Err(error));
     }
 
     fn abandon(&self) {
         if !self.slot.is_resolved() {
-            drop(self.body.lock().take());
+            drop(self.queued.lock().take());
             self.slot.resolve(Err(TicketError::ActorLost));
         }
     }

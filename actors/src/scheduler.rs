@@ -30,11 +30,10 @@ use std::time::{Duration, Instant};
 use crate::actor::{Message, Shared};
 use crate::event::{Dependent, EventState};
 use crate::lane::{Envelope, LaneCore};
-use crate::op::Cancel;
+use crate::op::{Cancel, Deps};
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
 use crate::sync::{channel::Receiver, spin_until, thread};
-use crate::ticket::Failure;
 
 pub(crate) struct Core<E: 'static> {
     engine: E,
@@ -49,12 +48,6 @@ pub(crate) struct Core<E: 'static> {
     closing: Option<ShutdownMode>,
     idle_spin: Duration,
     busy_since: Instant,
-}
-
-enum Deps {
-    Ready,
-    Pending,
-    Failed(Arc<Failure>),
 }
 
 impl<E: 'static> Core<E> {
@@ -172,25 +165,27 @@ impl<E: 'static> Core<E> {
     /// still pending (one subscription at a time, so at most one `Wake` per
     /// lane is ever in flight).
     fn dependencies(&self, envelope: &Envelope<E>, lane: u64) -> Deps {
-        for event in envelope.task.after() {
-            let state = match event.state() {
-                EventState::Pending => {
-                    let dependent = Dependent {
-                        waker: self.shared.clone(),
-                        token: lane,
-                    };
-                    match event.subscribe(dependent) {
-                        None => return Deps::Pending,
-                        Some(state) => state,
+        envelope.task.check_after(&mut |events| {
+            for event in events {
+                let state = match event.state() {
+                    EventState::Pending => {
+                        let dependent = Dependent {
+                            waker: self.shared.clone(),
+                            token: lane,
+                        };
+                        match event.subscribe(dependent) {
+                            None => return Deps::Pending,
+                            Some(state) => state,
+                        }
                     }
+                    state => state,
+                };
+                if let EventState::Failed(first) = state {
+                    return Deps::Failed(first);
                 }
-                state => state,
-            };
-            if let EventState::Failed(first) = state {
-                return Deps::Failed(first);
             }
-        }
-        Deps::Ready
+            Deps::Ready
+        })
     }
 
     fn execute(&mut self, envelope: Envelope<E>) {
