@@ -176,6 +176,8 @@ fn stats_count_per_actor_and_lane() {
     assert_eq!(actor.ops.completed, 42);
     assert_eq!(actor.ops.queued, 0);
     assert!(actor.ops.queue_wait.samples >= 2);
+    assert_eq!(actor.ops.run_time.samples, actor.ops.queue_wait.samples);
+    assert_eq!(actor.running, None);
     let mut per_lane: Vec<u64> = actor.lanes.iter().map(|l| l.ops.completed).collect();
     per_lane.sort_unstable();
     assert_eq!(per_lane, [1, 41]);

@@ -50,5 +50,5 @@ pub use event::{Event, EventState};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
-pub use stats::{ActorStats, LaneStats, OpCounts, WaitStats};
+pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime};
 pub use ticket::{Failure, FailureCause, Ticket, TicketError, TryWaitError, WaitTimeoutError};

@@ -190,15 +190,17 @@ impl<E: 'static> Core<E> {
 
     fn execute(&mut self, envelope: Envelope<E>) {
         let lane = &self.running.as_ref().expect("a lane is running").shared;
-        if let Some(at) = envelope.submitted_at {
-            let wait = at.elapsed();
-            lane.counters.queue_wait(wait);
-            self.shared.counters.queue_wait(wait);
-        }
         let actor = &self.shared;
-        actor.gauges.running.store(true, Relaxed);
+        // Sampled ops are clocked (queue wait and run time); others are not.
+        let clock = envelope.submitted_at.map(|at| (at, Instant::now()));
+        actor.gauges.running.store(lane.id + 1, Relaxed);
         envelope.task.run(&mut self.engine, &mut |outcome| {
-            actor.gauges.running.store(false, Relaxed);
+            actor.gauges.running.store(0, Relaxed);
+            if let Some((submitted, started)) = clock {
+                let (queued, ran) = (started - submitted, started.elapsed());
+                lane.counters.sample(queued, ran);
+                actor.counters.sample(queued, ran);
+            }
             lane.counters.finish(Finish::Ran(outcome));
             actor.counters.finish(Finish::Ran(outcome));
         });
@@ -274,7 +276,7 @@ impl<E: 'static> Drop for Core<E> {
     /// inside the gate, so that none is left in a queue nobody reads.
     fn drop(&mut self) {
         let gauges = &self.shared.gauges;
-        if gauges.running.swap(false, Relaxed) {
+        if gauges.running.swap(0, Relaxed) != 0 {
             // The op that was running when the thread died.
             self.shared.counters.finish(Finish::Lost);
         }

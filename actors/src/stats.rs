@@ -5,7 +5,7 @@
 //! with a load and a store instead of a read-modify-write.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::context::ActorId;
@@ -30,9 +30,42 @@ struct DoneCounters {
     panicked: AtomicU64,
     cancelled: AtomicU64,
     lost: AtomicU64,
-    wait_samples: AtomicU64,
-    wait_total_ns: AtomicU64,
-    wait_max_ns: AtomicU64,
+    queue_wait: Sampler,
+    run_time: Sampler,
+}
+
+/// Sum, count and maximum of sampled durations; written by the actor only.
+#[derive(Debug, Default)]
+struct Sampler {
+    samples: AtomicU64,
+    total_ns: AtomicU64,
+    max_ns: AtomicU64,
+}
+
+impl Sampler {
+    fn add(&self, time: Duration) {
+        let ns = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        bump(&self.samples);
+        self.total_ns
+            .store(self.total_ns.load(Relaxed).saturating_add(ns), Relaxed);
+        if ns > self.max_ns.load(Relaxed) {
+            self.max_ns.store(ns, Relaxed);
+        }
+    }
+
+    fn snapshot(&self) -> SampledTime {
+        let samples = self.samples.load(Relaxed);
+        SampledTime {
+            samples,
+            mean: Duration::from_nanos(
+                self.total_ns
+                    .load(Relaxed)
+                    .checked_div(samples)
+                    .unwrap_or(0),
+            ),
+            max: Duration::from_nanos(self.max_ns.load(Relaxed)),
+        }
+    }
 }
 
 /// Adds one to a counter only the actor thread writes.
@@ -61,15 +94,10 @@ impl Counters {
         });
     }
 
-    pub(crate) fn queue_wait(&self, wait: Duration) {
-        let d = &*self.done;
-        let ns = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
-        bump(&d.wait_samples);
-        d.wait_total_ns
-            .store(d.wait_total_ns.load(Relaxed).saturating_add(ns), Relaxed);
-        if ns > d.wait_max_ns.load(Relaxed) {
-            d.wait_max_ns.store(ns, Relaxed);
-        }
+    /// Records a sampled op: how long it queued and how long it ran.
+    pub(crate) fn sample(&self, queued: Duration, ran: Duration) {
+        self.done.queue_wait.add(queued);
+        self.done.run_time.add(ran);
     }
 
     pub(crate) fn snapshot(&self) -> OpCounts {
@@ -81,7 +109,6 @@ impl Counters {
         let cancelled = d.cancelled.load(Relaxed);
         let lost = d.lost.load(Relaxed);
         let done = completed + failed + panicked + cancelled + lost;
-        let samples = d.wait_samples.load(Relaxed);
         OpCounts {
             submitted,
             queued: submitted.saturating_sub(done),
@@ -90,16 +117,8 @@ impl Counters {
             panicked,
             cancelled,
             lost,
-            queue_wait: WaitStats {
-                samples,
-                mean: Duration::from_nanos(
-                    d.wait_total_ns
-                        .load(Relaxed)
-                        .checked_div(samples)
-                        .unwrap_or(0),
-                ),
-                max: Duration::from_nanos(d.wait_max_ns.load(Relaxed)),
-            },
+            queue_wait: d.queue_wait.snapshot(),
+            run_time: d.run_time.snapshot(),
         }
     }
 }
@@ -107,7 +126,8 @@ impl Counters {
 /// The actor-wide gauges next to its counters.
 #[derive(Debug, Default)]
 pub(crate) struct ActorGauges {
-    pub(crate) running: AtomicBool,
+    /// The lane whose op runs, plus one; 0 when none runs.
+    pub(crate) running: AtomicU64,
     pub(crate) busy_ns: AtomicU64,
 }
 
@@ -119,14 +139,15 @@ impl ActorGauges {
     }
 }
 
-/// Queue wait of sampled ops: from submission to the start of their run.
+/// A time measured on sampled ops: one in every 16 submitted on each lane
+/// is clocked, so that the others pay for no clock reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WaitStats {
-    /// Ops measured (one in every 16 submitted on each lane).
+pub struct SampledTime {
+    /// Ops measured.
     pub samples: u64,
-    /// Mean wait of the measured ops.
+    /// Mean over the measured ops.
     pub mean: Duration,
-    /// Longest wait measured.
+    /// Longest measured.
     pub max: Duration,
 }
 
@@ -147,8 +168,10 @@ pub struct OpCounts {
     pub cancelled: u64,
     /// Ops lost with their actor thread.
     pub lost: u64,
-    /// Sampled queue wait.
-    pub queue_wait: WaitStats,
+    /// Sampled queue wait: from submission to the start of the run.
+    pub queue_wait: SampledTime,
+    /// Sampled run time of the op's body.
+    pub run_time: SampledTime,
 }
 
 /// A snapshot of one lane.
@@ -167,9 +190,10 @@ pub struct ActorStats {
     pub actor: ActorId,
     /// Its thread name.
     pub name: String,
-    /// Whether an op was running when the snapshot was taken.
-    pub running: bool,
-    /// Time the actor spent out of its idle wait.
+    /// The lane whose op was running when the snapshot was taken.
+    pub running: Option<u64>,
+    /// Time the actor spent out of its idle wait (running ops, and the
+    /// scheduling around them).
     pub busy: Duration,
     /// Op counts over the actor's life, all lanes together.
     pub ops: OpCounts,
@@ -188,7 +212,7 @@ impl ActorStats {
         ActorStats {
             actor,
             name: name.to_owned(),
-            running: gauges.running.load(Relaxed),
+            running: gauges.running.load(Relaxed).checked_sub(1),
             busy: Duration::from_nanos(gauges.busy_ns.load(Relaxed)),
             ops: counters.snapshot(),
             lanes: lanes
@@ -208,7 +232,7 @@ impl fmt::Display for ActorStats {
         writeln!(
             f,
             "{} ({}): {} queued, {} completed, {} failed, {} panicked, {} cancelled, {} lost; \
-             busy {:?}; queue wait mean {:?} max {:?}{}",
+             busy {:?}; run mean {:?}; queue wait mean {:?} max {:?}{}",
             self.name,
             self.actor,
             o.queued,
@@ -218,22 +242,27 @@ impl fmt::Display for ActorStats {
             o.cancelled,
             o.lost,
             self.busy,
+            o.run_time.mean,
             o.queue_wait.mean,
             o.queue_wait.max,
-            if self.running { "; running" } else { "" },
+            match self.running {
+                Some(lane) => format!("; running lane {lane}"),
+                None => String::new(),
+            },
         )?;
         for lane in &self.lanes {
             let o = &lane.ops;
             writeln!(
                 f,
                 "  lane {:>4}: {:>8} queued {:>10} completed {:>6} failed {:>6} panicked \
-                 {:>6} cancelled; wait mean {:?}",
+                 {:>6} cancelled; run mean {:?}, wait mean {:?}",
                 lane.lane,
                 o.queued,
                 o.completed,
                 o.failed,
                 o.panicked,
                 o.cancelled,
+                o.run_time.mean,
                 o.queue_wait.mean
             )?;
         }

@@ -164,7 +164,7 @@ impl CpuEngine {
             })
             .collect();
         if let Some(set) = &assigned[0] {
-            pin_current_thread(set).map_err(|source| EngineError::Pinning {
+            pin(set).map_err(|source| EngineError::Pinning {
                 domain,
                 worker: 0,
                 source,
@@ -182,7 +182,7 @@ impl CpuEngine {
                     hook(worker);
                 }
                 if let Some(set) = &assigned[worker] {
-                    if let Err(e) = pin_current_thread(set) {
+                    if let Err(e) = pin(set) {
                         pin_errors.lock().push((worker, e));
                     }
                 }
@@ -272,6 +272,15 @@ impl CpuEngine {
     /// runs in place; parallel work inside it spreads over the domain.
     pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
         self.pool.install(op)
+    }
+}
+
+/// Pins the calling thread; where the platform cannot pin, runs unpinned
+/// (discovery there gives one domain, so nothing is lost but locality).
+fn pin(cpus: &CpuSet) -> Result<(), AffinityError> {
+    match pin_current_thread(cpus) {
+        Ok(_) | Err(AffinityError::Unsupported) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

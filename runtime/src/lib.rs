@@ -31,9 +31,9 @@ pub use scope::Scope;
 
 pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, Call, Event, EventState,
-    Failure, FailureCause, Lane, LaneStats, Op, OpBody, OpCounts, ShutdownError, ShutdownMode,
-    ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError, TicketFor,
-    TryCall, TrySubmitError, TryWaitError, WaitStats, WaitTimeoutError,
+    Failure, FailureCause, Lane, LaneStats, Op, OpBody, OpCounts, SampledTime, ShutdownError,
+    ShutdownMode, ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError,
+    TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
 };
 pub use weft_engines::{CpuEngine, DomainInfo, EngineError, Pinning};
 pub use weft_topology::{
