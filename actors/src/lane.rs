@@ -364,7 +364,13 @@ impl<E> LaneCore<E> {
         }
         if self.budget == 0 {
             let taken = std::mem::take(&mut self.taken);
-            self.budget = self.shared.pending.fetch_sub(taken, Ordering::AcqRel) - taken;
+            self.budget = if taken == 0 {
+                // Nothing to subtract: a load will do. A stale value can only
+                // miss recent adds, and the add that found 0 sends `Ready`.
+                self.shared.pending.load(Ordering::Acquire)
+            } else {
+                self.shared.pending.fetch_sub(taken, Ordering::AcqRel) - taken
+            };
             if self.budget == 0 {
                 return None;
             }

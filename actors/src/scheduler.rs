@@ -223,18 +223,20 @@ impl<E: 'static> Core<E> {
     }
 
     fn idle_wait(&mut self) {
-        let now = Instant::now();
-        self.shared.gauges.add_busy(now - self.busy_since);
-        let message = self.spin_for_message().or_else(|| self.inbox.recv().ok());
+        let idle_since = Instant::now();
+        self.shared.gauges.add_busy(idle_since - self.busy_since);
+        let message = self
+            .spin_for_message(idle_since)
+            .or_else(|| self.inbox.recv().ok());
         self.busy_since = Instant::now();
         if let Some(message) = message {
             self.handle(message);
         }
     }
 
-    fn spin_for_message(&mut self) -> Option<Message<E>> {
+    fn spin_for_message(&mut self, since: Instant) -> Option<Message<E>> {
         let mut message = None;
-        spin_until(self.idle_spin, || {
+        spin_until(since, self.idle_spin, || {
             message = self.inbox.try_recv().ok();
             message.is_some()
         });

@@ -13,13 +13,16 @@ mod imp {
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
 
-    /// Spins until `ready()` holds or `budget` has passed; returns whether
-    /// it holds. The clock is read every 64 spins only.
-    pub(crate) fn spin_until(budget: std::time::Duration, mut ready: impl FnMut() -> bool) -> bool {
+    /// Spins until `ready()` holds or `budget` has passed since `start`;
+    /// returns whether it holds. The clock is read every 64 spins only.
+    pub(crate) fn spin_until(
+        start: Instant,
+        budget: std::time::Duration,
+        mut ready: impl FnMut() -> bool,
+    ) -> bool {
         if budget.is_zero() {
             return ready();
         }
-        let start = Instant::now();
         let mut spins = 0u32;
         loop {
             if ready() {

@@ -458,8 +458,10 @@ impl<T, E> Ticket<T, E> {
     /// op it waits for), then takes the outcome if it is there.
     fn spin_take(&mut self) -> Taken<T, E> {
         let slot = self.slot();
-        if current_actor().is_none() {
-            spin_until(slot.spin, || slot.done.load(Ordering::Acquire));
+        if current_actor().is_none() && !slot.done.load(Ordering::Acquire) {
+            spin_until(Instant::now(), slot.spin, || {
+                slot.done.load(Ordering::Acquire)
+            });
         }
         self.take()
     }
