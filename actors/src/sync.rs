@@ -93,6 +93,7 @@ mod imp {
 
     /// Loom has no clock and a spin is only a longer schedule: look once.
     pub(crate) fn spin_until(
+        _start: Instant,
         _budget: std::time::Duration,
         mut ready: impl FnMut() -> bool,
     ) -> bool {
