@@ -7,6 +7,11 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
 
+use crate::elementwise::{self, BinaryOp};
+use crate::gemm;
+use crate::store::Store;
+use crate::tensor::{element_count, Tensor, TensorError};
+
 /// How the threads of a CPU domain are pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Pinning {
@@ -115,6 +120,7 @@ struct Exits {
 /// from the actor runs in place with no handoff.
 pub struct CpuEngine {
     domain: DomainInfo,
+    store: Store,
     pool: rayon::ThreadPool,
     worker_cpus: Vec<CpuSet>,
     /// Declared after `pool`: dropped after it, it waits for the workers.
@@ -134,6 +140,7 @@ impl fmt::Debug for CpuEngine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuEngine")
             .field("domain", &self.domain)
+            .field("store", &self.store)
             .field("worker_cpus", &self.worker_cpus)
             .finish_non_exhaustive()
     }
@@ -205,6 +212,7 @@ impl CpuEngine {
             .build()
             .map_err(|source| EngineError::Pool { domain, source })?;
         let mut engine = CpuEngine {
+            store: Store::default(),
             domain: DomainInfo {
                 index: config.index,
                 cpus: config.cpus.clone(),
@@ -272,6 +280,42 @@ impl CpuEngine {
     /// runs in place; parallel work inside it spreads over the domain.
     pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
         self.pool.install(op)
+    }
+
+    /// The domain's resident tensors.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The domain's resident tensors, to add or remove.
+    pub fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
+    /// `lhs op rhs` with broadcasting; in the domain's pool above
+    /// [`elementwise::PARALLEL_THRESHOLD`] output elements, inline below.
+    ///
+    /// # Errors
+    ///
+    /// As [`elementwise::binary`].
+    pub fn binary(&self, op: BinaryOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
+        let out = elementwise::check_binary(op, lhs, rhs)?;
+        if element_count(&out).unwrap_or(0) >= elementwise::PARALLEL_THRESHOLD {
+            self.pool
+                .install(|| elementwise::binary(op, lhs, rhs, true))
+        } else {
+            elementwise::binary(op, lhs, rhs, false)
+        }
+    }
+
+    /// `lhs @ rhs` through faer over the domain's pool.
+    ///
+    /// # Errors
+    ///
+    /// As [`gemm::matmul`].
+    pub fn matmul(&self, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
+        let threads = self.domain.threads;
+        self.pool.install(|| gemm::matmul(lhs, rhs, threads))
     }
 }
 

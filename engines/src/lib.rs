@@ -5,10 +5,21 @@
 //! thread and never leaves it.
 //!
 //! - [`CpuEngine`]: a CPU domain's engine, a rayon pool whose workers are
-//!   pinned to the domain's CPUs, with the actor thread itself as worker 0.
+//!   pinned to the domain's CPUs, with the actor thread itself as worker 0,
+//!   and the domain's resident [`Store`] of tensors.
+//! - [`Tensor`]: dense, row-major tensors of `f32`, `f64`, [`c32`], [`c64`];
+//!   elementwise ops with NumPy broadcasting ([`elementwise`]) and matrix
+//!   products through faer ([`gemm`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod cpu;
+pub mod elementwise;
+pub mod gemm;
+mod store;
+mod tensor;
 
 pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning};
+pub use elementwise::BinaryOp;
+pub use store::{NotResident, Store, TensorId};
+pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};

@@ -1,0 +1,410 @@
+//! Tensors: dense, row-major, one of four element types.
+
+use std::fmt;
+
+pub use faer::{c32, c64};
+
+/// The element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// Complex of two 32-bit floats.
+    C32,
+    /// Complex of two 64-bit floats.
+    C64,
+}
+
+impl DType {
+    /// Whether the type is complex.
+    pub fn is_complex(self) -> bool {
+        matches!(self, DType::C32 | DType::C64)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 | DType::C32 => 8,
+            DType::C64 => 16,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::C32 => "c32",
+            DType::C64 => "c64",
+        })
+    }
+}
+
+/// The elements of a tensor, by type.
+#[derive(Clone, PartialEq)]
+pub enum Data {
+    /// `f32` elements.
+    F32(Vec<f32>),
+    /// `f64` elements.
+    F64(Vec<f64>),
+    /// `c32` elements.
+    C32(Vec<c32>),
+    /// `c64` elements.
+    C64(Vec<c64>),
+}
+
+impl Data {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Data::F32(_) => DType::F32,
+            Data::F64(_) => DType::F64,
+            Data::C32(_) => DType::C32,
+            Data::C64(_) => DType::C64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::F32(v) => v.len(),
+            Data::F64(v) => v.len(),
+            Data::C32(v) => v.len(),
+            Data::C64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Debug for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Data::{}[{}]", self.dtype(), self.len())
+    }
+}
+
+/// An element type weft computes with: `f32`, `f64`, [`c32`], [`c64`].
+pub trait Element:
+    faer::traits::ComplexField
+    + Copy
+    + PartialEq
+    + fmt::Debug
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + 'static
+{
+    /// The tag of this type.
+    const DTYPE: DType;
+    /// Zero.
+    const ZERO: Self;
+    /// One.
+    const ONE: Self;
+
+    /// Wraps elements of this type.
+    fn wrap(values: Vec<Self>) -> Data;
+    /// The elements, if `data` holds this type.
+    fn slice(data: &Data) -> Option<&[Self]>;
+    /// The elements, if `data` holds this type.
+    fn unwrap(data: Data) -> Result<Vec<Self>, Data>;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            const ZERO: Self = $zero;
+            const ONE: Self = $one;
+
+            fn wrap(values: Vec<Self>) -> Data {
+                Data::$variant(values)
+            }
+
+            fn slice(data: &Data) -> Option<&[Self]> {
+                match data {
+                    Data::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+
+            fn unwrap(data: Data) -> Result<Vec<Self>, Data> {
+                match data {
+                    Data::$variant(v) => Ok(v),
+                    other => Err(other),
+                }
+            }
+        }
+    };
+}
+
+element!(f32, F32, 0.0, 1.0);
+element!(f64, F64, 0.0, 1.0);
+element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0));
+element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0));
+
+/// A bad tensor, shape or argument, named in the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TensorError {
+    /// The number of elements does not fit the shape.
+    #[error("shape {shape:?} holds {expected} elements, got {got}")]
+    ElementCount {
+        /// The shape.
+        shape: Vec<usize>,
+        /// Elements the shape holds.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
+    /// A tensor has another element type than expected.
+    #[error("expected a {expected} tensor, got {got}")]
+    DType {
+        /// Expected type.
+        expected: DType,
+        /// The tensor's type.
+        got: DType,
+    },
+    /// Two operands of an op have different element types.
+    #[error("{op}: operands have different element types {lhs} and {rhs}")]
+    MixedDTypes {
+        /// The op.
+        op: &'static str,
+        /// Left operand type.
+        lhs: DType,
+        /// Right operand type.
+        rhs: DType,
+    },
+    /// Shapes that do not broadcast together.
+    #[error("{op}: shapes {lhs:?} and {rhs:?} do not broadcast (axis {axis} from the right: {l} vs {r})")]
+    Broadcast {
+        /// The op.
+        op: &'static str,
+        /// Left shape.
+        lhs: Vec<usize>,
+        /// Right shape.
+        rhs: Vec<usize>,
+        /// The mismatching axis, counted from the last.
+        axis: usize,
+        /// Its extent on the left.
+        l: usize,
+        /// Its extent on the right.
+        r: usize,
+    },
+    /// Shapes that do not multiply as matrices.
+    #[error("matmul: shapes {lhs:?} and {rhs:?} do not multiply ({reason})")]
+    MatmulShapes {
+        /// Left shape.
+        lhs: Vec<usize>,
+        /// Right shape.
+        rhs: Vec<usize>,
+        /// Which rule they break.
+        reason: &'static str,
+    },
+    /// The op is not defined for this element type.
+    #[error("{op} is not defined for {dtype} tensors")]
+    Unsupported {
+        /// The op.
+        op: &'static str,
+        /// The element type.
+        dtype: DType,
+    },
+    /// A shape's element count overflows `usize`.
+    #[error("shape {shape:?} has more elements than fit in memory")]
+    TooLarge {
+        /// The shape.
+        shape: Vec<usize>,
+    },
+}
+
+/// Elements a shape holds, or `None` on overflow.
+pub fn element_count(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// A dense, row-major tensor of any rank (rank 0 is a scalar).
+#[derive(Clone, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: Data,
+}
+
+impl Tensor {
+    /// A tensor of `shape` holding `values` in row-major order.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::ElementCount`] when `values` does not fit `shape`;
+    /// [`TensorError::TooLarge`] when the shape's element count overflows.
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[usize]) -> Result<Tensor, TensorError> {
+        Tensor::from_data(T::wrap(values), shape)
+    }
+
+    /// A tensor of `shape` holding `data` in row-major order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::from_vec`].
+    pub fn from_data(data: Data, shape: &[usize]) -> Result<Tensor, TensorError> {
+        let expected = element_count(shape).ok_or_else(|| TensorError::TooLarge {
+            shape: shape.to_vec(),
+        })?;
+        if data.len() != expected {
+            return Err(TensorError::ElementCount {
+                shape: shape.to_vec(),
+                expected,
+                got: data.len(),
+            });
+        }
+        Ok(Tensor {
+            shape: shape.to_vec(),
+            data,
+        })
+    }
+
+    /// A rank-0 tensor holding `value`.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor {
+            shape: Vec::new(),
+            data: T::wrap(vec![value]),
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the tensor has no element (some axis is 0).
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The elements, typed.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::DType`] if the tensor holds another type.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], TensorError> {
+        T::slice(&self.data).ok_or(TensorError::DType {
+            expected: T::DTYPE,
+            got: self.dtype(),
+        })
+    }
+
+    /// The elements, untyped.
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// Takes the elements out, typed.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::DType`] if the tensor holds another type.
+    pub fn into_vec<T: Element>(self) -> Result<Vec<T>, TensorError> {
+        T::unwrap(self.data).map_err(|data| TensorError::DType {
+            expected: T::DTYPE,
+            got: data.dtype(),
+        })
+    }
+
+    /// Takes the shape and elements apart.
+    pub fn into_parts(self) -> (Vec<usize>, Data) {
+        (self.shape, self.data)
+    }
+
+    /// A 2-D tensor as a faer matrix view.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::DType`] for another element type;
+    /// [`TensorError::MatmulShapes`] if the tensor is not 2-D.
+    pub fn as_mat<T: Element>(&self) -> Result<faer::MatRef<'_, T>, TensorError> {
+        let values = self.as_slice::<T>()?;
+        match self.shape[..] {
+            [rows, cols] => Ok(faer::MatRef::from_row_major_slice(values, rows, cols)),
+            _ => Err(TensorError::MatmulShapes {
+                lhs: self.shape.clone(),
+                rhs: Vec::new(),
+                reason: "a matrix view needs a 2-D tensor",
+            }),
+        }
+    }
+
+    /// A 2-D tensor copied from a faer matrix.
+    pub fn from_mat<T: Element>(mat: faer::MatRef<'_, T>) -> Tensor {
+        let (rows, cols) = (mat.nrows(), mat.ncols());
+        let values = (0..rows)
+            .flat_map(|i| (0..cols).map(move |j| mat[(i, j)]))
+            .collect();
+        Tensor {
+            shape: vec![rows, cols],
+            data: T::wrap(values),
+        }
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Tensor<{}>{:?}", self.dtype(), self.shape)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn construction_checks_the_element_count() {
+        let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+        assert_eq!(
+            (t.shape(), t.dtype(), t.len()),
+            (&[2, 3][..], DType::F64, 6)
+        );
+        assert_eq!(t.as_slice::<f64>().unwrap()[4], 5.0);
+        let err = Tensor::from_vec(vec![1.0f32; 5], &[2, 3]).unwrap_err();
+        assert_eq!(err.to_string(), "shape [2, 3] holds 6 elements, got 5");
+        let err = t.as_slice::<c32>().unwrap_err();
+        assert_eq!(err.to_string(), "expected a c32 tensor, got f64");
+        let err = Tensor::from_vec(Vec::<f32>::new(), &[usize::MAX, 2]).unwrap_err();
+        assert!(matches!(err, TensorError::TooLarge { .. }));
+    }
+
+    #[test]
+    fn scalars_and_empty_tensors() {
+        let s = Tensor::scalar(c64::new(1.0, -2.0));
+        assert_eq!((s.shape(), s.len()), (&[][..], 1));
+        let e = Tensor::from_vec(Vec::<f32>::new(), &[3, 0, 2]).unwrap();
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn faer_round_trip() {
+        let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+        let m = t.as_mat::<f64>().unwrap();
+        assert_eq!((m.nrows(), m.ncols(), m[(1, 0)]), (2, 3, 4.0));
+        assert_eq!(Tensor::from_mat(m), t);
+        assert!(Tensor::scalar(1.0f64).as_mat::<f64>().is_err());
+    }
+}
