@@ -7,7 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
-use weft::{CpuEngine, Lane, Runtime};
+use weft::{Lane, Runtime};
 use weft_examples::{median_per_item, per_second, print_row};
 
 const ROUNDS: usize = 21;
@@ -33,7 +33,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn round_trip(lane: &Lane<CpuEngine>) {
+fn round_trip(lane: &Lane) {
     let weft_rtt = median_per_item(ROUNDS, ROUND_TRIPS, || {
         for _ in 0..ROUND_TRIPS {
             lane.run(|_| ()).expect("open").wait().expect("ran");
@@ -48,7 +48,7 @@ fn round_trip(lane: &Lane<CpuEngine>) {
     );
 }
 
-fn pipelined(lane: &Lane<CpuEngine>) {
+fn pipelined(lane: &Lane) {
     let weft_pipe = median_per_item(ROUNDS, PIPELINED, || {
         let mut last = None;
         for _ in 0..PIPELINED {

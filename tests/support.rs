@@ -13,7 +13,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use weft::{Lane, Ticket, TicketError, WaitTimeoutError};
+use weft::{ActorLane as Lane, Ticket, TicketError, WaitTimeoutError};
 
 /// Every wait in the tests is bounded by this; a hang fails the test.
 pub const LIMIT: Duration = Duration::from_secs(20);

@@ -22,20 +22,28 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod error;
+mod lane;
 mod runtime;
 mod scope;
+mod tensor;
 
 pub use error::{BuildError, RuntimeError};
+pub use lane::Lane;
 pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
+pub use tensor::{OpError, RuntimeId, TensorHandle};
 
+pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, Call, Event, EventState,
-    Failure, FailureCause, Lane, LaneStats, Op, OpBody, OpCounts, SampledTime, ShutdownError,
+    Failure, FailureCause, LaneStats, Op, OpBody, OpCounts, SampledTime, ShutdownError,
     ShutdownMode, ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError,
     TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
 };
-pub use weft_engines::{CpuEngine, DomainInfo, EngineError, Pinning};
+pub use weft_engines::{
+    c32, c64, BinaryOp, CpuEngine, DType, Data, DomainInfo, Element, EngineError, NotResident,
+    Pinning, Tensor, TensorError, TensorId,
+};
 pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
     DOMAINS_ENV,

@@ -3,21 +3,23 @@
 use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_actors::{
-    current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, Lane, ShutdownError,
+    current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, ShutdownError,
     ShutdownReport, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
 use weft_engines::{CpuEngine, CpuEngineConfig, Pinning};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
 
 use crate::error::{BuildError, RuntimeError};
+use crate::lane::Lane;
 use crate::scope::Scope;
+use crate::tensor::{DomainTensors, RuntimeId};
 
 /// The weft runtime: one actor per CPU domain, each owning a [`CpuEngine`]
 /// whose pool is pinned to the domain. Cheap to clone; the actors shut down
@@ -36,8 +38,10 @@ pub struct Runtime {
 }
 
 struct Inner {
+    id: RuntimeId,
     topology: Topology,
     domains: Vec<Actor<CpuEngine>>,
+    tensors: Vec<Arc<DomainTensors>>,
     hosted: Mutex<Vec<Box<dyn Hosted>>>,
     config: Config,
     app_threads: AtomicUsize,
@@ -184,10 +188,17 @@ impl Builder {
             .iter()
             .map(|domain| start_domain(domain, &config))
             .collect::<Result<Vec<_>, _>>()?;
+        let id = RuntimeId::next();
+        let next_id = Arc::new(AtomicU64::new(0));
+        let tensors = (0..domains.len())
+            .map(|d| Arc::new(DomainTensors::new(id, d, next_id.clone())))
+            .collect();
         Ok(Runtime {
             inner: Arc::new(Inner {
+                id,
                 topology,
                 domains,
+                tensors,
                 hosted: Mutex::new(Vec::new()),
                 config,
                 app_threads: AtomicUsize::new(0),
@@ -308,8 +319,14 @@ impl Runtime {
     ///
     /// [`RuntimeError::NoSuchDomain`], or [`RuntimeError::Closed`] after
     /// shutdown.
-    pub fn lane(&self, domain: usize) -> Result<Lane<CpuEngine>, RuntimeError> {
-        Ok(self.actor(domain)?.lane()?)
+    pub fn lane(&self, domain: usize) -> Result<Lane, RuntimeError> {
+        let lane = self.actor(domain)?.lane()?;
+        Ok(Lane::new(lane, self.inner.tensors[domain].clone()))
+    }
+
+    /// This runtime's id; handles of other runtimes are refused.
+    pub fn id(&self) -> RuntimeId {
+        self.inner.id
     }
 
     /// Runs `f` on a new named application thread (`weft-app-N`) with its
@@ -320,7 +337,7 @@ impl Runtime {
     /// As [`Runtime::lane`], or [`RuntimeError::Thread`].
     pub fn spawn<F, T>(&self, domain: usize, f: F) -> Result<JoinHandle<T>, RuntimeError>
     where
-        F: FnOnce(Lane<CpuEngine>) -> T + Send + 'static,
+        F: FnOnce(Lane) -> T + Send + 'static,
         T: Send + 'static,
     {
         let lane = self.lane(domain)?;

@@ -3,11 +3,8 @@
 use std::fmt;
 use std::thread::ScopedJoinHandle;
 
-use weft_actors::Lane;
-use weft_engines::CpuEngine;
-
 use crate::error::RuntimeError;
-use crate::Runtime;
+use crate::{Lane, Runtime};
 
 /// Spawns application threads that may borrow from the enclosing stack;
 /// see [`Runtime::scope`].
@@ -33,7 +30,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         f: F,
     ) -> Result<ScopedJoinHandle<'scope, T>, RuntimeError>
     where
-        F: FnOnce(Lane<CpuEngine>) -> T + Send + 'scope,
+        F: FnOnce(Lane) -> T + Send + 'scope,
         T: Send + 'scope,
     {
         let lane = self.rt.lane(domain)?;

@@ -1,0 +1,58 @@
+//! `Lane`: an ordered stream of ops into one CPU domain, with tensor ops.
+
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use weft_engines::CpuEngine;
+
+use crate::tensor::DomainTensors;
+
+/// An ordered, bounded stream of ops into one CPU domain's actor.
+///
+/// It is the generic actor lane ([`weft_actors::Lane`], reached through
+/// `Deref`: `run`, `try_run`, `submit`, `try_submit`, `submit_timeout`) plus
+/// the tensor ops of the domain (`upload`, `add`, `matmul`, `download`, …).
+/// Clones share the same stream.
+#[derive(Clone)]
+pub struct Lane {
+    lane: weft_actors::Lane<CpuEngine>,
+    tensors: Arc<DomainTensors>,
+}
+
+impl Lane {
+    pub(crate) fn new(lane: weft_actors::Lane<CpuEngine>, tensors: Arc<DomainTensors>) -> Lane {
+        Lane { lane, tensors }
+    }
+
+    /// The CPU domain this lane feeds.
+    pub fn domain(&self) -> usize {
+        self.tensors.domain
+    }
+
+    /// The generic actor lane underneath.
+    pub fn actor_lane(&self) -> &weft_actors::Lane<CpuEngine> {
+        &self.lane
+    }
+
+    pub(crate) fn tensors(&self) -> &Arc<DomainTensors> {
+        &self.tensors
+    }
+}
+
+impl Deref for Lane {
+    type Target = weft_actors::Lane<CpuEngine>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.lane
+    }
+}
+
+impl fmt::Debug for Lane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lane")
+            .field("domain", &self.tensors.domain)
+            .field("lane", &self.lane.id())
+            .finish()
+    }
+}

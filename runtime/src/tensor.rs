@@ -1,0 +1,386 @@
+//! Tensor handles and the tensor ops of a lane.
+//!
+//! A [`TensorHandle`] names a tensor resident in one CPU domain's store. It
+//! is returned when the op that produces the tensor is submitted, before
+//! the op runs, so a whole pipeline is submitted without waiting; each op
+//! is ordered after the events of the ops that produce its inputs.
+//!
+//! # Lifetimes
+//!
+//! Every queued op holds clones of the handles it reads and writes until it
+//! is run or cancelled. The last clone of a handle sends the tensor's id to
+//! its domain's free queue, which the domain drains at the start of its
+//! next tensor op. So a tensor is freed only after every op that names it
+//! has finished with it, and never while one is still queued.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crossbeam_channel::{Receiver, Sender};
+use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
+use weft_engines::{
+    elementwise, gemm, BinaryOp, CpuEngine, DType, NotResident, Tensor, TensorError, TensorId,
+};
+
+use crate::lane::Lane;
+
+/// Identifies one runtime, so that a handle of another runtime is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuntimeId(pub(crate) u64);
+
+impl RuntimeId {
+    pub(crate) fn next() -> RuntimeId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        RuntimeId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// What every lane into one domain shares for tensor work.
+#[derive(Debug)]
+pub(crate) struct DomainTensors {
+    pub(crate) runtime: RuntimeId,
+    pub(crate) domain: usize,
+    next_id: Arc<AtomicU64>,
+    frees: Sender<TensorId>,
+    freed: Receiver<TensorId>,
+}
+
+impl DomainTensors {
+    /// `next_id` is shared by all domains of a runtime: ids are unique in it.
+    pub(crate) fn new(runtime: RuntimeId, domain: usize, next_id: Arc<AtomicU64>) -> Self {
+        let (frees, freed) = crossbeam_channel::unbounded();
+        DomainTensors {
+            runtime,
+            domain,
+            next_id,
+            frees,
+            freed,
+        }
+    }
+
+    /// Frees the tensors whose last handle is gone. Runs on the actor.
+    fn release_freed(&self, engine: &mut CpuEngine) {
+        for id in self.freed.try_iter() {
+            engine.store_mut().remove(id);
+        }
+    }
+}
+
+/// A tensor op refused at the call site, or failed on the actor.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpError {
+    /// Shapes, element types or arguments that do not fit the op.
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    /// A handle of another runtime.
+    #[error("{op}: the handle belongs to runtime {handle:?}, this lane to runtime {lane:?}")]
+    ForeignHandle {
+        /// The op.
+        op: &'static str,
+        /// The handle's runtime.
+        handle: RuntimeId,
+        /// The lane's runtime.
+        lane: RuntimeId,
+    },
+    /// A handle of another domain, used without a transfer.
+    #[error("{op}: the tensor lives in CPU domain {handle}, this lane feeds domain {lane}")]
+    WrongDomain {
+        /// The op.
+        op: &'static str,
+        /// The handle's domain.
+        handle: usize,
+        /// The lane's domain.
+        lane: usize,
+    },
+    /// The tensor is not resident (it was removed behind its handle's back).
+    #[error(transparent)]
+    NotResident(#[from] NotResident),
+    /// The domain's actor is shut down.
+    #[error(transparent)]
+    Closed(#[from] ActorClosed),
+    /// The lane is full and the caller runs on an actor, which must not block.
+    #[error("the lane is full and the caller runs on an actor, which must not block")]
+    WouldDeadlock,
+}
+
+/// A name for a tensor resident in one CPU domain. Cheap to clone; the
+/// tensor is freed when the last clone is dropped (see the module docs).
+#[derive(Clone)]
+pub struct TensorHandle {
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
+    runtime: RuntimeId,
+    domain: usize,
+    id: TensorId,
+    dtype: DType,
+    shape: Vec<usize>,
+    /// The producing op's completion; set right after its submission,
+    /// before the handle is returned.
+    ready: OnceLock<Event>,
+    frees: Sender<TensorId>,
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        // The domain is gone if this fails; its store went with it.
+        let _ = self.frees.send(self.id);
+    }
+}
+
+impl TensorHandle {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.inner.shape
+    }
+
+    /// The CPU domain the tensor lives in.
+    pub fn domain(&self) -> usize {
+        self.inner.domain
+    }
+
+    /// The tensor's id in its domain's store.
+    pub fn id(&self) -> TensorId {
+        self.inner.id
+    }
+
+    /// The completion of the op that produces the tensor.
+    pub fn ready(&self) -> Event {
+        self.inner
+            .ready
+            .get()
+            .expect("a handle is returned only once its op is submitted")
+            .clone()
+    }
+}
+
+impl fmt::Debug for TensorHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TensorHandle({:?} {}{:?} in domain {})",
+            self.inner.id, self.inner.dtype, self.inner.shape, self.inner.domain
+        )
+    }
+}
+
+impl Lane {
+    fn check(&self, op: &'static str, handle: &TensorHandle) -> Result<(), OpError> {
+        let tensors = self.tensors();
+        if handle.inner.runtime != tensors.runtime {
+            return Err(OpError::ForeignHandle {
+                op,
+                handle: handle.inner.runtime,
+                lane: tensors.runtime,
+            });
+        }
+        if handle.inner.domain != tensors.domain {
+            return Err(OpError::WrongDomain {
+                op,
+                handle: handle.inner.domain,
+                lane: tensors.domain,
+            });
+        }
+        Ok(())
+    }
+
+    /// Submits an op that produces a tensor of `dtype` and `shape` from
+    /// `inputs`; `compute` runs on the actor with the inputs resident.
+    fn produce<F>(
+        &self,
+        op: &'static str,
+        inputs: &[&TensorHandle],
+        dtype: DType,
+        shape: Vec<usize>,
+        compute: F,
+    ) -> Result<TensorHandle, OpError>
+    where
+        F: FnOnce(&CpuEngine, &[&Tensor]) -> Result<Tensor, OpError> + Send + 'static,
+    {
+        for input in inputs {
+            self.check(op, input)?;
+        }
+        let tensors = self.tensors().clone();
+        let out = Arc::new(HandleInner {
+            runtime: tensors.runtime,
+            domain: tensors.domain,
+            id: TensorId(tensors.next_id.fetch_add(1, Ordering::Relaxed)),
+            dtype,
+            shape,
+            ready: OnceLock::new(),
+            frees: tensors.frees.clone(),
+        });
+        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
+        let keep = out.clone();
+        let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
+            tensors.release_freed(engine);
+            let result = {
+                let resident = held
+                    .iter()
+                    .map(|h| engine.store().get(h.id()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                compute(engine, &resident)?
+            };
+            debug_assert_eq!(
+                (result.dtype(), result.shape()),
+                (keep.dtype, &keep.shape[..])
+            );
+            engine.store_mut().insert(keep.id, result);
+            // `held` and `keep` are dropped with this closure, after the op.
+            Ok(())
+        };
+        let ticket = self.submit_op(Op::fallible(body).label(op).after(after))?;
+        out.ready
+            .set(ticket.event())
+            .unwrap_or_else(|_| unreachable!("set once, here"));
+        Ok(TensorHandle { inner: out })
+    }
+
+    fn submit_op<B>(&self, op: Op<B>) -> Result<weft_actors::TicketFor<B, CpuEngine>, OpError>
+    where
+        B: weft_actors::OpBody<CpuEngine>,
+    {
+        self.actor_lane().submit(op).map_err(|e| match e {
+            SubmitError::Closed(_) => OpError::Closed(ActorClosed {
+                actor: format!("weft-cpu-{}", self.tensors().domain),
+            }),
+            SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
+        })
+    }
+
+    /// Makes `tensor` resident in this lane's domain.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
+        let (dtype, shape) = (tensor.dtype(), tensor.shape().to_vec());
+        self.produce("upload", &[], dtype, shape, move |_, _| Ok(tensor))
+    }
+
+    /// A copy of the tensor, back on the host. The ticket fails with
+    /// `DependencyFailed` if the op that produced the tensor failed.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::ForeignHandle`], [`OpError::WrongDomain`], [`OpError::Closed`].
+    pub fn download(&self, handle: &TensorHandle) -> Result<Ticket<Tensor, OpError>, OpError> {
+        self.check("download", handle)?;
+        let tensors = self.tensors().clone();
+        let held = handle.clone();
+        let body = move |engine: &mut CpuEngine| -> Result<Tensor, OpError> {
+            tensors.release_freed(engine);
+            Ok(engine.store().get(held.id())?.clone())
+        };
+        self.submit_op(Op::fallible(body).label("download").after([handle.ready()]))
+    }
+
+    /// `lhs op rhs`, elementwise with NumPy broadcasting. Shapes and types
+    /// are checked here, at the call site.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] naming both shapes or types; the handle errors of
+    /// [`Lane::download`].
+    pub fn binary(
+        &self,
+        op: BinaryOp,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let shape =
+            elementwise::check_binary_meta(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
+        self.produce(
+            op.name(),
+            &[lhs, rhs],
+            lhs.dtype(),
+            shape,
+            move |engine, t| Ok(engine.binary(op, t[0], t[1])?),
+        )
+    }
+
+    /// `lhs + rhs`, broadcast; see [`Lane::binary`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn add(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Add, lhs, rhs)
+    }
+
+    /// `lhs - rhs`, broadcast; see [`Lane::binary`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn sub(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Sub, lhs, rhs)
+    }
+
+    /// `lhs * rhs` elementwise, broadcast; see [`Lane::binary`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn mul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Mul, lhs, rhs)
+    }
+
+    /// `lhs / rhs` elementwise, broadcast; see [`Lane::binary`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn div(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Div, lhs, rhs)
+    }
+
+    /// `lhs @ rhs` (batched, batch axes broadcast) through faer over the
+    /// domain's pool. Shapes are checked here, at the call site.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] naming both shapes; the handle errors of
+    /// [`Lane::download`].
+    pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        if lhs.dtype() != rhs.dtype() {
+            return Err(TensorError::MixedDTypes {
+                op: "matmul",
+                lhs: lhs.dtype(),
+                rhs: rhs.dtype(),
+            }
+            .into());
+        }
+        let shape = gemm::matmul_shape(lhs.shape(), rhs.shape())?;
+        self.produce(
+            "matmul",
+            &[lhs, rhs],
+            lhs.dtype(),
+            shape,
+            move |engine, t| Ok(engine.matmul(t[0], t[1])?),
+        )
+    }
+
+    /// The number of tensors resident in this lane's domain and their bytes,
+    /// after freeing those whose handles are all gone.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn resident(&self) -> Result<Ticket<(usize, usize)>, OpError> {
+        let tensors = self.tensors().clone();
+        self.submit_op(Op::new(move |engine: &mut CpuEngine| {
+            tensors.release_freed(engine);
+            (engine.store().len(), engine.store().bytes())
+        }))
+    }
+}

@@ -1,0 +1,236 @@
+//! Tensor ops through lanes: handles returned at submission, ordering by
+//! events, checks at the call site, failures carried to dependents, and
+//! tensors freed when their handles are gone.
+
+use weft::{c64, FailureCause, OpError, Runtime, Tensor, TensorError, TicketError};
+use weft_tests::{wait, wait_ok, Hold};
+
+fn one_domain() -> Runtime {
+    Runtime::builder().split(1).build().expect("runtime")
+}
+
+fn matrix(rows: usize, cols: usize, seed: f64) -> Tensor {
+    let values = (0..rows * cols)
+        .map(|i| ((i as f64) * 0.3 + seed).sin())
+        .collect();
+    Tensor::from_vec::<f64>(values, &[rows, cols]).expect("fits")
+}
+
+/// Reference: the triple loop.
+fn matmul_ref(a: &Tensor, b: &Tensor) -> Vec<f64> {
+    let (m, k, n) = (a.shape()[0], a.shape()[1], b.shape()[1]);
+    let (va, vb) = (a.as_slice::<f64>().unwrap(), b.as_slice::<f64>().unwrap());
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k).map(|p| va[i * k + p] * vb[p * n + j]).sum();
+        }
+    }
+    c
+}
+
+fn close(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
+
+#[test]
+fn smoke_pipeline_submitted_without_waiting() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let (a, b, bias) = (matrix(6, 4, 0.1), matrix(4, 5, 0.7), matrix(1, 5, 2.0));
+    let ha = lane.upload(a.clone()).expect("upload");
+    let hb = lane.upload(b.clone()).expect("upload");
+    let hbias = lane.upload(bias.clone()).expect("upload");
+    let prod = lane.matmul(&ha, &hb).expect("matmul");
+    assert_eq!(prod.shape(), [6, 5]);
+    let out = lane.add(&prod, &hbias).expect("add");
+    let got = wait_ok(lane.download(&out).expect("download"));
+    let bias = bias.as_slice::<f64>().unwrap();
+    let want: Vec<f64> = matmul_ref(&a, &b)
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x + bias[i % 5])
+        .collect();
+    close(got.as_slice::<f64>().unwrap(), &want);
+}
+
+#[test]
+fn consumer_on_another_lane_waits_for_its_producer() {
+    let rt = one_domain();
+    let producer = rt.lane(0).expect("lane");
+    let consumer = rt.lane(0).expect("lane");
+    let hold = Hold::on(&producer);
+    let x = producer.upload(matrix(3, 3, 0.0)).expect("upload");
+    let y = producer.mul(&x, &x).expect("mul");
+    // The consumer lane is free, but its op is ordered after `y`.
+    let z = consumer.add(&y, &x).expect("add");
+    let ticket = consumer.download(&z).expect("download");
+    assert!(!ticket.is_ready());
+    wait_ok(hold.release());
+    let got = wait_ok(ticket);
+    let xs = matrix(3, 3, 0.0);
+    let want: Vec<f64> = xs
+        .as_slice::<f64>()
+        .unwrap()
+        .iter()
+        .map(|v| v * v + v)
+        .collect();
+    close(got.as_slice::<f64>().unwrap(), &want);
+}
+
+#[test]
+fn complex_matmul() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let a = Tensor::from_vec(vec![c64::new(1.0, 1.0), c64::new(0.0, 2.0)], &[1, 2]).unwrap();
+    let b = Tensor::from_vec(vec![c64::new(2.0, 0.0), c64::new(0.0, -1.0)], &[2, 1]).unwrap();
+    let (ha, hb) = (lane.upload(a).unwrap(), lane.upload(b).unwrap());
+    let got = wait_ok(lane.download(&lane.matmul(&ha, &hb).unwrap()).unwrap());
+    // (1+i)*2 + (2i)(-i) = 2+2i + 2
+    assert_eq!(got.as_slice::<c64>().unwrap(), &[c64::new(4.0, 2.0)]);
+}
+
+#[test]
+fn bad_input_is_refused_at_the_call_site_and_loses_nothing() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let a = lane.upload(matrix(2, 3, 0.0)).unwrap();
+    let b = lane.upload(matrix(4, 2, 0.0)).unwrap();
+    let f32s = lane
+        .upload(Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap())
+        .unwrap();
+    let err = lane.add(&a, &b).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "add: shapes [2, 3] and [4, 2] do not broadcast (axis 0 from the right: 3 vs 2)"
+    );
+    let err = lane.matmul(&a, &a).unwrap_err();
+    assert!(
+        matches!(err, OpError::Tensor(TensorError::MatmulShapes { .. })),
+        "{err}"
+    );
+    assert!(err.to_string().contains("[2, 3] and [2, 3]"), "{err}");
+    let err = lane.mul(&a, &f32s).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "mul: operands have different element types f64 and f32"
+    );
+
+    let other = one_domain();
+    let foreign = other.lane(0).unwrap().upload(matrix(2, 3, 0.0)).unwrap();
+    let err = lane.add(&a, &foreign).unwrap_err();
+    assert!(
+        matches!(err, OpError::ForeignHandle { op: "add", .. }),
+        "{err}"
+    );
+
+    // Nothing resident was lost.
+    let got = wait_ok(lane.download(&a).unwrap());
+    assert_eq!(got, matrix(2, 3, 0.0));
+}
+
+/// Two domains on any machine: a layout over two CPU ids, unpinned.
+fn two_domains_unpinned() -> Runtime {
+    let topology = weft::Topology::builder()
+        .allowed(weft::CpuSet::range(0..2))
+        .split(2)
+        .build()
+        .expect("layout");
+    Runtime::builder()
+        .topology(topology)
+        .pinning(weft::Pinning::None)
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn wrong_domain_is_refused() {
+    let rt = two_domains_unpinned();
+    let h = rt.lane(0).unwrap().upload(matrix(2, 2, 0.0)).unwrap();
+    let err = rt.lane(1).unwrap().add(&h, &h).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "add: the tensor lives in CPU domain 0, this lane feeds domain 1"
+    );
+    let err = rt.lane(1).unwrap().download(&h).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::WrongDomain {
+                handle: 0,
+                lane: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_op_fails_exactly_its_dependents() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let x = lane.upload(matrix(2, 2, 0.0)).unwrap();
+    let y = lane.upload(matrix(2, 2, 1.0)).unwrap();
+    // Take `x` out of the store behind its handle's back: the next op that
+    // reads it fails on the actor, not at the call site.
+    let id = x.id();
+    wait_ok(
+        lane.run(move |e| e.store_mut().remove(id).is_some())
+            .unwrap(),
+    );
+    let bad = lane.add(&x, &y).expect("submitted: shapes are fine");
+    let worse = lane.mul(&bad, &y).expect("submitted");
+    let fine = lane.mul(&y, &y).expect("submitted");
+    let err = wait(lane.download(&worse).unwrap()).unwrap_err();
+    let first = err.dependency().expect("a dependency failure");
+    assert_eq!(first.op, "add");
+    assert!(
+        matches!(&first.cause, FailureCause::Error(m) if m.contains("not resident")),
+        "{first}"
+    );
+    let err = wait(lane.download(&bad).unwrap()).unwrap_err();
+    assert!(matches!(err, TicketError::DependencyFailed(_)), "{err:?}");
+    // Ops not depending on the failure, and resident inputs, are intact.
+    assert!(wait(lane.download(&fine).unwrap()).is_ok());
+    assert_eq!(wait_ok(lane.download(&y).unwrap()), matrix(2, 2, 1.0));
+}
+
+#[test]
+fn dropped_handles_free_their_tensors() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let keep = lane.upload(matrix(4, 4, 0.0)).unwrap();
+    let (base, base_bytes) = wait_ok(lane.resident().unwrap());
+    assert_eq!((base, base_bytes), (1, 128));
+    {
+        // Handles dropped before their producers even run.
+        let hold = Hold::on(&lane);
+        for i in 0..50 {
+            let t = lane.upload(matrix(4, 4, i as f64)).unwrap();
+            let u = lane.add(&t, &keep).expect("add");
+            drop((t, u));
+        }
+        wait_ok(hold.release());
+    }
+    // All freed: the temporaries are gone, `keep` is still there.
+    assert_eq!(wait_ok(lane.resident().unwrap()), (1, 128));
+    assert_eq!(wait_ok(lane.download(&keep).unwrap()), matrix(4, 4, 0.0));
+}
+
+#[test]
+fn ops_after_shutdown_are_refused() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let h = lane.upload(matrix(1, 1, 0.0)).unwrap();
+    rt.shutdown().expect("joined");
+    let err = lane.add(&h, &h).unwrap_err();
+    assert!(matches!(err, OpError::Closed(_)), "{err}");
+    assert!(matches!(
+        lane.upload(matrix(1, 1, 0.0)),
+        Err(OpError::Closed(_))
+    ));
+}
