@@ -234,3 +234,44 @@ fn ops_after_shutdown_are_refused() {
         Err(OpError::Closed(_))
     ));
 }
+
+#[test]
+fn unary_ops_and_generic_apply() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let x = matrix(3, 4, 0.5);
+    let hx = lane.upload(x.clone()).unwrap();
+    let e = lane.unary(weft::UnaryOp::Exp, &hx).unwrap();
+    let back = lane.unary(weft::UnaryOp::Log, &e).unwrap();
+    let got = wait_ok(lane.download(&back).unwrap());
+    close(got.as_slice::<f64>().unwrap(), x.as_slice::<f64>().unwrap());
+    let abs = wait_ok(
+        lane.download(&lane.unary(weft::UnaryOp::Abs, &hx).unwrap())
+            .unwrap(),
+    );
+    let want: Vec<f64> = x
+        .as_slice::<f64>()
+        .unwrap()
+        .iter()
+        .map(|v| v.abs())
+        .collect();
+    assert_eq!(abs.as_slice::<f64>().unwrap(), &want[..]);
+
+    let err = lane.apply(weft::TensorOp::Matmul, &[&hx]).unwrap_err();
+    assert_eq!(err.to_string(), "matmul takes 2 input(s), got 1");
+    let z = lane
+        .upload(Tensor::from_vec(vec![c64::new(3.0, 4.0)], &[1]).unwrap())
+        .unwrap();
+    let m = lane.unary(weft::UnaryOp::Abs, &z).unwrap();
+    assert_eq!(
+        m.dtype(),
+        weft::DType::F64,
+        "abs of complex is real, known at submission"
+    );
+    assert_eq!(
+        wait_ok(lane.download(&m).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        &[5.0]
+    );
+}

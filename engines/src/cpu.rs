@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
 
-use crate::elementwise::{self, BinaryOp};
-use crate::gemm;
+use crate::elementwise::PARALLEL_THRESHOLD;
+use crate::op::{Meta, TensorOp};
 use crate::store::Store;
 use crate::tensor::{element_count, Tensor, TensorError};
 
@@ -292,30 +292,29 @@ impl CpuEngine {
         &mut self.store
     }
 
-    /// `lhs op rhs` with broadcasting; in the domain's pool above
-    /// [`elementwise::PARALLEL_THRESHOLD`] output elements, inline below.
+    /// Runs `op` on resident `inputs`: checked again here, then inline on
+    /// the actor for small outputs, over the domain's pool above
+    /// [`PARALLEL_THRESHOLD`] output elements (and for large products).
     ///
     /// # Errors
     ///
-    /// As [`elementwise::binary`].
-    pub fn binary(&self, op: BinaryOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
-        let out = elementwise::check_binary(op, lhs, rhs)?;
-        if element_count(&out).unwrap_or(0) >= elementwise::PARALLEL_THRESHOLD {
-            self.pool
-                .install(|| elementwise::binary(op, lhs, rhs, true))
+    /// As [`TensorOp::infer`].
+    pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Tensor, TensorError> {
+        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
+        let out = op.infer(&metas)?;
+        let elements = element_count(&out.shape).unwrap_or(usize::MAX);
+        let work = match op {
+            TensorOp::Matmul => {
+                elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1))
+            }
+            _ => elements,
+        };
+        if work >= PARALLEL_THRESHOLD {
+            let threads = self.domain.threads;
+            self.pool.install(|| op.run(inputs, threads))
         } else {
-            elementwise::binary(op, lhs, rhs, false)
+            op.run(inputs, 1)
         }
-    }
-
-    /// `lhs @ rhs` through faer over the domain's pool.
-    ///
-    /// # Errors
-    ///
-    /// As [`gemm::matmul`].
-    pub fn matmul(&self, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
-        let threads = self.domain.threads;
-        self.pool.install(|| gemm::matmul(lhs, rhs, threads))
     }
 }
 

@@ -7,8 +7,10 @@
 //! - [`CpuEngine`]: a CPU domain's engine, a rayon pool whose workers are
 //!   pinned to the domain's CPUs, with the actor thread itself as worker 0,
 //!   and the domain's resident [`Store`] of tensors.
-//! - [`Tensor`]: dense, row-major tensors of `f32`, `f64`, [`c32`], [`c64`];
-//!   elementwise ops with NumPy broadcasting ([`elementwise`]) and matrix
+//! - [`Tensor`]: dense, row-major tensors of `f32`, `f64`, [`c32`], [`c64`].
+//! - [`TensorOp`]: the op vocabulary as values, checked before they run
+//!   ([`TensorOp::infer`]) and run by [`CpuEngine::execute`]: elementwise
+//!   ops with NumPy broadcasting ([`elementwise`], [`unary`]) and matrix
 //!   products through faer ([`gemm`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
@@ -16,10 +18,14 @@
 mod cpu;
 pub mod elementwise;
 pub mod gemm;
+mod op;
 mod store;
 mod tensor;
+pub mod unary;
 
 pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning};
 pub use elementwise::BinaryOp;
+pub use op::{Meta, TensorOp};
 pub use store::{NotResident, Store, TensorId};
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};
+pub use unary::UnaryOp;

@@ -219,6 +219,16 @@ pub enum TensorError {
         /// The element type.
         dtype: DType,
     },
+    /// An op was given the wrong number of inputs.
+    #[error("{op} takes {expected} input(s), got {got}")]
+    Arity {
+        /// The op.
+        op: &'static str,
+        /// Inputs it takes.
+        expected: usize,
+        /// Inputs given.
+        got: usize,
+    },
     /// A shape's element count overflows `usize`.
     #[error("shape {shape:?} has more elements than fit in memory")]
     TooLarge {

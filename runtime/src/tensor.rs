@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_channel::{Receiver, Sender};
 use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
 use weft_engines::{
-    elementwise, gemm, BinaryOp, CpuEngine, DType, NotResident, Tensor, TensorError, TensorId,
+    BinaryOp, CpuEngine, DType, Meta, NotResident, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
 };
 
 use crate::lane::Lane;
@@ -192,29 +192,51 @@ impl Lane {
         Ok(())
     }
 
-    /// Submits an op that produces a tensor of `dtype` and `shape` from
-    /// `inputs`; `compute` runs on the actor with the inputs resident.
+    /// Submits `op` on `inputs`: checked here (types, shapes, handles), run
+    /// on the actor once the inputs' producers are done.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] naming the bad shape or type; the handle errors of
+    /// [`Lane::download`].
+    pub fn apply(&self, op: TensorOp, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
+        for input in inputs {
+            self.check(op.name(), input)?;
+        }
+        let metas: Vec<Meta> = inputs
+            .iter()
+            .map(|h| Meta {
+                dtype: h.dtype(),
+                shape: h.shape().to_vec(),
+            })
+            .collect();
+        let out = op.infer(&metas)?;
+        let label = op.name();
+        self.produce(label, inputs, out, move |engine, tensors| {
+            Ok(engine.execute(&op, tensors)?)
+        })
+    }
+
+    /// Submits an op that produces a tensor described by `out` from
+    /// `inputs` (already checked); `compute` runs on the actor with the
+    /// inputs resident.
     fn produce<F>(
         &self,
-        op: &'static str,
+        label: &'static str,
         inputs: &[&TensorHandle],
-        dtype: DType,
-        shape: Vec<usize>,
+        out: Meta,
         compute: F,
     ) -> Result<TensorHandle, OpError>
     where
         F: FnOnce(&CpuEngine, &[&Tensor]) -> Result<Tensor, OpError> + Send + 'static,
     {
-        for input in inputs {
-            self.check(op, input)?;
-        }
         let tensors = self.tensors().clone();
         let out = Arc::new(HandleInner {
             runtime: tensors.runtime,
             domain: tensors.domain,
             id: TensorId(tensors.next_id.fetch_add(1, Ordering::Relaxed)),
-            dtype,
-            shape,
+            dtype: out.dtype,
+            shape: out.shape,
             ready: OnceLock::new(),
             frees: tensors.frees.clone(),
         });
@@ -238,7 +260,7 @@ impl Lane {
             // `held` and `keep` are dropped with this closure, after the op.
             Ok(())
         };
-        let ticket = self.submit_op(Op::fallible(body).label(op).after(after))?;
+        let ticket = self.submit_op(Op::fallible(body).label(label).after(after))?;
         out.ready
             .set(ticket.event())
             .unwrap_or_else(|_| unreachable!("set once, here"));
@@ -263,8 +285,8 @@ impl Lane {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
-        let (dtype, shape) = (tensor.dtype(), tensor.shape().to_vec());
-        self.produce("upload", &[], dtype, shape, move |_, _| Ok(tensor))
+        let out = Meta::of(&tensor);
+        self.produce("upload", &[], out, move |_, _| Ok(tensor))
     }
 
     /// A copy of the tensor, back on the host. The ticket fails with
@@ -272,7 +294,8 @@ impl Lane {
     ///
     /// # Errors
     ///
-    /// [`OpError::ForeignHandle`], [`OpError::WrongDomain`], [`OpError::Closed`].
+    /// [`OpError::ForeignHandle`], [`OpError::WrongDomain`], [`OpError::Closed`],
+    /// [`OpError::WouldDeadlock`].
     pub fn download(&self, handle: &TensorHandle) -> Result<Ticket<Tensor, OpError>, OpError> {
         self.check("download", handle)?;
         let tensors = self.tensors().clone();
@@ -284,28 +307,27 @@ impl Lane {
         self.submit_op(Op::fallible(body).label("download").after([handle.ready()]))
     }
 
-    /// `lhs op rhs`, elementwise with NumPy broadcasting. Shapes and types
-    /// are checked here, at the call site.
+    /// `lhs op rhs`, elementwise with NumPy broadcasting; see [`Lane::apply`].
     ///
     /// # Errors
     ///
-    /// [`OpError::Tensor`] naming both shapes or types; the handle errors of
-    /// [`Lane::download`].
+    /// As [`Lane::apply`].
     pub fn binary(
         &self,
         op: BinaryOp,
         lhs: &TensorHandle,
         rhs: &TensorHandle,
     ) -> Result<TensorHandle, OpError> {
-        let shape =
-            elementwise::check_binary_meta(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
-        self.produce(
-            op.name(),
-            &[lhs, rhs],
-            lhs.dtype(),
-            shape,
-            move |engine, t| Ok(engine.binary(op, t[0], t[1])?),
-        )
+        self.apply(TensorOp::Binary(op), &[lhs, rhs])
+    }
+
+    /// `op(x)` elementwise; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn unary(&self, op: UnaryOp, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Unary(op), &[x])
     }
 
     /// `lhs + rhs`, broadcast; see [`Lane::binary`].
@@ -345,29 +367,13 @@ impl Lane {
     }
 
     /// `lhs @ rhs` (batched, batch axes broadcast) through faer over the
-    /// domain's pool. Shapes are checked here, at the call site.
+    /// domain's pool; see [`Lane::apply`].
     ///
     /// # Errors
     ///
-    /// [`OpError::Tensor`] naming both shapes; the handle errors of
-    /// [`Lane::download`].
+    /// As [`Lane::apply`].
     pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
-        if lhs.dtype() != rhs.dtype() {
-            return Err(TensorError::MixedDTypes {
-                op: "matmul",
-                lhs: lhs.dtype(),
-                rhs: rhs.dtype(),
-            }
-            .into());
-        }
-        let shape = gemm::matmul_shape(lhs.shape(), rhs.shape())?;
-        self.produce(
-            "matmul",
-            &[lhs, rhs],
-            lhs.dtype(),
-            shape,
-            move |engine, t| Ok(engine.matmul(t[0], t[1])?),
-        )
+        self.apply(TensorOp::Matmul, &[lhs, rhs])
     }
 
     /// The number of tensors resident in this lane's domain and their bytes,

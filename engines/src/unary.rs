@@ -1,0 +1,312 @@
+//! Elementwise unary ops.
+
+use rayon::prelude::*;
+
+use crate::elementwise::PARALLEL_THRESHOLD;
+use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
+
+/// An elementwise unary op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `|x|`; of a complex tensor, a real one.
+    Abs,
+    /// `x / |x|`, and 0 at 0.
+    Sign,
+    /// The complex conjugate (the identity on real tensors).
+    Conj,
+    /// `e^x`
+    Exp,
+    /// The natural logarithm.
+    Log,
+    /// `e^x - 1`
+    Expm1,
+    /// `ln(1 + x)`
+    Log1p,
+    /// The square root (principal branch).
+    Sqrt,
+    /// `1 / sqrt(x)`
+    Rsqrt,
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// Hyperbolic tangent.
+    Tanh,
+}
+
+/// Every unary op, for tests and tables.
+pub const UNARY_OPS: [UnaryOp; 13] = [
+    UnaryOp::Neg,
+    UnaryOp::Abs,
+    UnaryOp::Sign,
+    UnaryOp::Conj,
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Expm1,
+    UnaryOp::Log1p,
+    UnaryOp::Sqrt,
+    UnaryOp::Rsqrt,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+    UnaryOp::Tanh,
+];
+
+impl UnaryOp {
+    /// The op's name in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Conj => "conj",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Tanh => "tanh",
+        }
+    }
+
+    /// The element type of the result for an input of `dtype`.
+    ///
+    /// # Errors
+    ///
+    /// None today; kept fallible for ops defined on some types only.
+    pub fn output_dtype(self, dtype: DType) -> Result<DType, TensorError> {
+        Ok(match (self, dtype) {
+            (UnaryOp::Abs, DType::C32) => DType::F32,
+            (UnaryOp::Abs, DType::C64) => DType::F64,
+            (_, dtype) => dtype,
+        })
+    }
+}
+
+/// The math of one element type.
+trait Math: Element {
+    /// The real type of `|x|`.
+    type Magnitude: Element;
+    fn magnitude(self) -> Self::Magnitude;
+    fn map(self, op: UnaryOp) -> Self;
+}
+
+macro_rules! real_math {
+    ($t:ty) => {
+        impl Math for $t {
+            type Magnitude = $t;
+
+            fn magnitude(self) -> $t {
+                <$t>::abs(self)
+            }
+
+            fn map(self, op: UnaryOp) -> $t {
+                match op {
+                    UnaryOp::Neg => -self,
+                    UnaryOp::Abs => <$t>::abs(self),
+                    UnaryOp::Sign => {
+                        if self > 0.0 {
+                            1.0
+                        } else if self < 0.0 {
+                            -1.0
+                        } else {
+                            self // 0, -0 or NaN
+                        }
+                    }
+                    UnaryOp::Conj => self,
+                    UnaryOp::Exp => self.exp(),
+                    UnaryOp::Log => self.ln(),
+                    UnaryOp::Expm1 => self.exp_m1(),
+                    UnaryOp::Log1p => self.ln_1p(),
+                    UnaryOp::Sqrt => self.sqrt(),
+                    UnaryOp::Rsqrt => 1.0 / self.sqrt(),
+                    UnaryOp::Sin => self.sin(),
+                    UnaryOp::Cos => self.cos(),
+                    UnaryOp::Tanh => self.tanh(),
+                }
+            }
+        }
+    };
+}
+
+macro_rules! complex_math {
+    ($t:ty, $r:ty) => {
+        impl Math for $t {
+            type Magnitude = $r;
+
+            fn magnitude(self) -> $r {
+                self.norm()
+            }
+
+            fn map(self, op: UnaryOp) -> $t {
+                let one = <$t>::new(1.0, 0.0);
+                match op {
+                    UnaryOp::Neg => -self,
+                    UnaryOp::Abs => <$t>::new(self.norm(), 0.0),
+                    UnaryOp::Sign => {
+                        let n = self.norm();
+                        if n == 0.0 {
+                            self
+                        } else {
+                            self / n
+                        }
+                    }
+                    UnaryOp::Conj => self.conj(),
+                    UnaryOp::Exp => self.exp(),
+                    UnaryOp::Log => self.ln(),
+                    UnaryOp::Expm1 => self.exp() - one,
+                    UnaryOp::Log1p => (one + self).ln(),
+                    UnaryOp::Sqrt => self.sqrt(),
+                    UnaryOp::Rsqrt => one / self.sqrt(),
+                    UnaryOp::Sin => self.sin(),
+                    UnaryOp::Cos => self.cos(),
+                    UnaryOp::Tanh => self.tanh(),
+                }
+            }
+        }
+    };
+}
+
+real_math!(f32);
+real_math!(f64);
+complex_math!(c32, f32);
+complex_math!(c64, f64);
+
+/// Applies `op` to every element; `parallel` spreads large tensors over the
+/// current rayon pool.
+///
+/// # Errors
+///
+/// As [`UnaryOp::output_dtype`].
+pub fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, TensorError> {
+    let parallel = parallel && input.len() >= PARALLEL_THRESHOLD;
+    let data = match (op, input.data()) {
+        (UnaryOp::Abs, Data::C32(v)) => Data::F32(map(v, parallel, |&x| x.magnitude())),
+        (UnaryOp::Abs, Data::C64(v)) => Data::F64(map(v, parallel, |&x| x.magnitude())),
+        (_, Data::F32(v)) => Data::F32(map(v, parallel, |&x| x.map(op))),
+        (_, Data::F64(v)) => Data::F64(map(v, parallel, |&x| x.map(op))),
+        (_, Data::C32(v)) => Data::C32(map(v, parallel, |&x| x.map(op))),
+        (_, Data::C64(v)) => Data::C64(map(v, parallel, |&x| x.map(op))),
+    };
+    Tensor::from_data(data, input.shape())
+}
+
+fn map<T: Sync, U: Send>(values: &[T], parallel: bool, f: impl Fn(&T) -> U + Sync + Send) -> Vec<U>
+where
+    T: Copy,
+{
+    if parallel {
+        values.par_iter().with_min_len(1 << 12).map(&f).collect()
+    } else {
+        values.iter().map(f).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference values for real inputs: the standard library, called
+    /// directly per element.
+    fn reference(op: UnaryOp, x: f64) -> f64 {
+        match op {
+            UnaryOp::Neg => -x,
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Sign => {
+                if x == 0.0 {
+                    0.0
+                } else {
+                    x.signum()
+                }
+            }
+            UnaryOp::Conj => x,
+            UnaryOp::Exp => x.exp(),
+            UnaryOp::Log => x.ln(),
+            UnaryOp::Expm1 => x.exp_m1(),
+            UnaryOp::Log1p => x.ln_1p(),
+            UnaryOp::Sqrt => x.sqrt(),
+            UnaryOp::Rsqrt => x.sqrt().recip(),
+            UnaryOp::Sin => x.sin(),
+            UnaryOp::Cos => x.cos(),
+            UnaryOp::Tanh => x.tanh(),
+        }
+    }
+
+    fn same(a: f64, b: f64) -> bool {
+        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-12 * (1.0 + b.abs())
+    }
+
+    #[test]
+    fn real_ops_match_std() {
+        let xs = vec![-2.5, -1.0, -0.0, 0.0, 0.25, 1.0, 3.5, 1e-9];
+        let t = Tensor::from_vec(xs.clone(), &[2, 4]).unwrap();
+        let big = Tensor::from_vec(
+            (0..50_000).map(|i| i as f64 * 1e-3).collect::<Vec<_>>(),
+            &[50_000],
+        )
+        .unwrap();
+        for op in UNARY_OPS {
+            let got = apply(op, &t, false).unwrap();
+            assert_eq!(got.shape(), &[2, 4]);
+            for (g, &x) in got.as_slice::<f64>().unwrap().iter().zip(&xs) {
+                assert!(same(*g, reference(op, x)), "{op:?}({x}) = {g}");
+            }
+            let par = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap()
+                .install(|| apply(op, &big, true).unwrap());
+            assert_eq!(par, apply(op, &big, false).unwrap(), "{op:?}");
+        }
+        let f = Tensor::from_vec(vec![4.0f32], &[]).unwrap();
+        assert_eq!(
+            apply(UnaryOp::Rsqrt, &f, false)
+                .unwrap()
+                .as_slice::<f32>()
+                .unwrap(),
+            &[0.5]
+        );
+    }
+
+    #[test]
+    fn complex_ops_satisfy_their_identities() {
+        let zs = vec![
+            c64::new(1.0, 2.0),
+            c64::new(-0.5, 0.25),
+            c64::new(0.0, -3.0),
+            c64::new(2.0, 0.0),
+        ];
+        let t = Tensor::from_vec(zs.clone(), &[4]).unwrap();
+        let get = |op| apply(op, &t, false).unwrap().into_vec::<c64>().unwrap();
+        let close = |a: c64, b: c64| (a - b).norm() <= 1e-12 * (1.0 + b.norm());
+        let (exp, log, sqrt, sin, cos) = (
+            get(UnaryOp::Exp),
+            get(UnaryOp::Log),
+            get(UnaryOp::Sqrt),
+            get(UnaryOp::Sin),
+            get(UnaryOp::Cos),
+        );
+        for (i, &z) in zs.iter().enumerate() {
+            // e^(a+bi) = e^a (cos b + i sin b)
+            let e = c64::new(z.re.exp() * z.im.cos(), z.re.exp() * z.im.sin());
+            assert!(close(exp[i], e), "exp {z}");
+            assert!(close(log[i].exp(), z), "log {z}");
+            assert!(close(sqrt[i] * sqrt[i], z) && sqrt[i].re >= 0.0, "sqrt {z}");
+            assert!(
+                close(sin[i] * sin[i] + cos[i] * cos[i], c64::new(1.0, 0.0)),
+                "sin/cos {z}"
+            );
+        }
+        let abs = apply(UnaryOp::Abs, &t, false).unwrap();
+        assert_eq!(abs.dtype(), DType::F64);
+        assert_eq!(abs.as_slice::<f64>().unwrap()[2], 3.0);
+        let conj = get(UnaryOp::Conj);
+        assert_eq!(conj[0], c64::new(1.0, -2.0));
+        let sign = get(UnaryOp::Sign);
+        assert!(close(sign[2], c64::new(0.0, -1.0)));
+    }
+}
