@@ -195,10 +195,11 @@ pub fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, Tens
     Tensor::from_data(data, input.shape())
 }
 
-fn map<T: Sync, U: Send>(values: &[T], parallel: bool, f: impl Fn(&T) -> U + Sync + Send) -> Vec<U>
-where
-    T: Copy,
-{
+fn map<T: Copy + Sync, U: Send>(
+    values: &[T],
+    parallel: bool,
+    f: impl Fn(&T) -> U + Sync + Send,
+) -> Vec<U> {
     if parallel {
         values.par_iter().with_min_len(1 << 12).map(&f).collect()
     } else {
