@@ -275,3 +275,85 @@ fn unary_ops_and_generic_apply() {
         &[5.0]
     );
 }
+
+#[test]
+fn creation_reduction_and_structure_through_lanes() {
+    use weft::{DType, ReduceOp, Scalar};
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let r = lane.arange(DType::F64, 0.0, 1.0, 12).unwrap();
+    let m = lane.reshape(&r, &[3, 4]).unwrap();
+    let t = lane.transpose(&m).unwrap();
+    assert_eq!(t.shape(), [4, 3]);
+    let rows = lane.reduce(ReduceOp::Sum, &t, &[0], false).unwrap();
+    assert_eq!(rows.shape(), [3]);
+    assert_eq!(
+        wait_ok(lane.download(&rows).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        &[6.0, 22.0, 38.0]
+    );
+    let total = lane.sum_all(&m).unwrap();
+    assert_eq!(total.shape(), [] as [usize; 0]);
+    assert_eq!(
+        wait_ok(lane.download(&total).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        &[66.0]
+    );
+
+    let i = lane.eye(DType::F64, 4, 4).unwrap();
+    let same = lane
+        .matmul(&t, &lane.eye(DType::F64, 3, 3).unwrap())
+        .unwrap();
+    assert_eq!(
+        wait_ok(lane.download(&same).unwrap()),
+        wait_ok(lane.download(&t).unwrap())
+    );
+    let twos = lane.full(DType::F64, &[4, 4], Scalar::Real(2.0)).unwrap();
+    let d = lane.mul(&i, &twos).unwrap();
+    let trace = lane.sum_all(&d).unwrap();
+    assert_eq!(
+        wait_ok(lane.download(&trace).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        &[8.0]
+    );
+
+    let err = lane.reduce(ReduceOp::Sum, &m, &[2], false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "sum: axis 2 of a rank-2 tensor is out of range"
+    );
+    let err = lane.reshape(&m, &[5, 2]).unwrap_err();
+    assert!(err.to_string().contains("cannot reshape [3, 4]"), "{err}");
+    let err = lane.transpose(&r).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::Tensor(TensorError::Permutation { rank: 1, .. })
+        ),
+        "{err}"
+    );
+    let err = lane.arange(DType::C64, 0.0, 1.0, 3).unwrap_err();
+    assert_eq!(err.to_string(), "arange is not defined for c64 tensors");
+    let err = lane.zeros(DType::F32, &[usize::MAX, 4]).unwrap_err();
+    assert!(
+        matches!(err, OpError::Tensor(TensorError::TooLarge { .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn same_seed_same_data_on_every_domain() {
+    use weft::{DType, Distribution};
+    let rt = two_domains_unpinned();
+    let draw = |d: usize| {
+        let lane = rt.lane(d).unwrap();
+        let h = lane
+            .random(DType::C64, &[257, 3], Distribution::Normal, 2026)
+            .unwrap();
+        wait_ok(lane.download(&h).unwrap())
+    };
+    assert_eq!(draw(0), draw(1));
+}

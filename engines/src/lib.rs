@@ -16,16 +16,21 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod cpu;
+pub mod create;
 pub mod elementwise;
 pub mod gemm;
 mod op;
+pub mod reduce;
 mod store;
+pub mod structural;
 mod tensor;
 pub mod unary;
 
 pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning};
+pub use create::{Distribution, Scalar};
 pub use elementwise::BinaryOp;
 pub use op::{Meta, TensorOp};
+pub use reduce::ReduceOp;
 pub use store::{NotResident, Store, TensorId};
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};
 pub use unary::UnaryOp;

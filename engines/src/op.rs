@@ -2,9 +2,12 @@
 //! runs it. Being values, ops can be checked before they run, logged,
 //! traced, and replayed.
 
+use crate::create::{self, Distribution, Scalar};
 use crate::elementwise::{self, BinaryOp};
 use crate::gemm;
-use crate::tensor::{DType, Tensor, TensorError};
+use crate::reduce::{self, ReduceOp};
+use crate::structural;
+use crate::tensor::{element_count, DType, Tensor, TensorError};
 use crate::unary::{self, UnaryOp};
 
 /// The element type and shape of a tensor, known before it exists.
@@ -27,6 +30,59 @@ pub enum TensorOp {
     Unary(UnaryOp),
     /// `a @ b`, batched, batch axes broadcast.
     Matmul,
+    /// A reduction over `axes`, keeping them as extent 1 if `keep_dims`.
+    Reduce {
+        /// The reduction.
+        op: ReduceOp,
+        /// The axes reduced.
+        axes: Vec<usize>,
+        /// Whether reduced axes stay, with extent 1.
+        keep_dims: bool,
+    },
+    /// The same elements in a new shape.
+    Reshape(Vec<usize>),
+    /// The axes reordered: output axis `i` is input axis `perm[i]`.
+    Permute(Vec<usize>),
+    /// A tensor with every element `value`.
+    Full {
+        /// Element type.
+        dtype: DType,
+        /// Shape.
+        shape: Vec<usize>,
+        /// The value.
+        value: Scalar,
+    },
+    /// The `rows × cols` identity.
+    Eye {
+        /// Element type.
+        dtype: DType,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// `start + step * i` for `i` in `0..len`, 1-D, real types.
+    Arange {
+        /// Element type.
+        dtype: DType,
+        /// First value.
+        start: f64,
+        /// Increment.
+        step: f64,
+        /// Number of elements.
+        len: usize,
+    },
+    /// A seeded random tensor: the same seed gives the same data anywhere.
+    Random {
+        /// Element type.
+        dtype: DType,
+        /// Shape.
+        shape: Vec<usize>,
+        /// Distribution.
+        distribution: Distribution,
+        /// Seed.
+        seed: u64,
+    },
 }
 
 impl TensorOp {
@@ -36,13 +92,27 @@ impl TensorOp {
             TensorOp::Binary(op) => op.name(),
             TensorOp::Unary(op) => op.name(),
             TensorOp::Matmul => "matmul",
+            TensorOp::Reduce { op, .. } => op.name(),
+            TensorOp::Reshape(_) => "reshape",
+            TensorOp::Permute(_) => "permute",
+            TensorOp::Full { .. } => "full",
+            TensorOp::Eye { .. } => "eye",
+            TensorOp::Arange { .. } => "arange",
+            TensorOp::Random { .. } => "random",
         }
     }
 
     /// Number of input tensors.
     pub fn arity(&self) -> usize {
         match self {
-            TensorOp::Unary(_) => 1,
+            TensorOp::Full { .. }
+            | TensorOp::Eye { .. }
+            | TensorOp::Arange { .. }
+            | TensorOp::Random { .. } => 0,
+            TensorOp::Unary(_)
+            | TensorOp::Reduce { .. }
+            | TensorOp::Reshape(_)
+            | TensorOp::Permute(_) => 1,
             TensorOp::Binary(_) | TensorOp::Matmul => 2,
         }
     }
@@ -92,6 +162,43 @@ impl TensorOp {
                     shape: gemm::matmul_shape(&a.shape, &b.shape)?,
                 })
             }
+            TensorOp::Reduce {
+                op,
+                axes,
+                keep_dims,
+            } => {
+                let a = &inputs[0];
+                let (dtype, shape) = reduce::reduce_meta(*op, a.dtype, &a.shape, axes, *keep_dims)?;
+                Ok(Meta { dtype, shape })
+            }
+            TensorOp::Reshape(to) => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: structural::reshape_meta(&inputs[0].shape, to)?,
+            }),
+            TensorOp::Permute(perm) => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: structural::permute_meta(&inputs[0].shape, perm)?,
+            }),
+            TensorOp::Full {
+                dtype,
+                shape,
+                value,
+            } => {
+                // Refuse a complex value for a real type here, not on the actor.
+                value.to_data(*dtype, 0)?;
+                created(*dtype, shape.clone())
+            }
+            TensorOp::Eye { dtype, rows, cols } => created(*dtype, vec![*rows, *cols]),
+            TensorOp::Arange { dtype, len, .. } => {
+                if dtype.is_complex() {
+                    return Err(TensorError::Unsupported {
+                        op: "arange",
+                        dtype: *dtype,
+                    });
+                }
+                created(*dtype, vec![*len])
+            }
+            TensorOp::Random { dtype, shape, .. } => created(*dtype, shape.clone()),
         }
     }
 
@@ -107,8 +214,41 @@ impl TensorOp {
             TensorOp::Binary(op) => elementwise::binary(*op, inputs[0], inputs[1], parallel),
             TensorOp::Unary(op) => unary::apply(*op, inputs[0], parallel),
             TensorOp::Matmul => gemm::matmul(inputs[0], inputs[1], threads),
+            TensorOp::Reduce {
+                op,
+                axes,
+                keep_dims,
+            } => reduce::reduce(*op, inputs[0], axes, *keep_dims),
+            TensorOp::Reshape(to) => structural::reshape(inputs[0], to),
+            TensorOp::Permute(perm) => structural::permute(inputs[0], perm),
+            TensorOp::Full {
+                dtype,
+                shape,
+                value,
+            } => create::full(*dtype, shape, *value),
+            TensorOp::Eye { dtype, rows, cols } => create::eye(*dtype, *rows, *cols),
+            TensorOp::Arange {
+                dtype,
+                start,
+                step,
+                len,
+            } => create::arange(*dtype, *start, *step, *len),
+            TensorOp::Random {
+                dtype,
+                shape,
+                distribution,
+                seed,
+            } => create::random(*dtype, shape, *distribution, *seed),
         }
     }
+}
+
+/// The meta of a created tensor, refusing shapes too large to exist.
+fn created(dtype: DType, shape: Vec<usize>) -> Result<Meta, TensorError> {
+    if element_count(&shape).is_none() {
+        return Err(TensorError::TooLarge { shape });
+    }
+    Ok(Meta { dtype, shape })
 }
 
 impl Meta {

@@ -103,6 +103,8 @@ pub trait Element:
     + std::ops::Mul<Output = Self>
     + std::ops::Div<Output = Self>
     + std::ops::Neg<Output = Self>
+    + std::ops::AddAssign
+    + std::ops::MulAssign
     + 'static
 {
     /// The tag of this type.
@@ -218,6 +220,44 @@ pub enum TensorError {
         op: &'static str,
         /// The element type.
         dtype: DType,
+    },
+    /// An axis argument that does not fit the tensor.
+    #[error("{op}: axis {axis} of a rank-{rank} tensor is {reason}")]
+    Axis {
+        /// The op.
+        op: &'static str,
+        /// The axis given.
+        axis: usize,
+        /// The tensor's rank.
+        rank: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A reduction with no identity over no elements.
+    #[error("{op} over no elements (shape {shape:?}) is undefined")]
+    EmptyReduction {
+        /// The op.
+        op: &'static str,
+        /// The input's shape.
+        shape: Vec<usize>,
+    },
+    /// A reshape to a shape with another element count.
+    #[error("cannot reshape {from:?} ({} elements) to {to:?} ({} elements)",
+        element_count(from).map_or("too many".to_owned(), |n| n.to_string()),
+        element_count(to).map_or("too many".to_owned(), |n| n.to_string()))]
+    Reshape {
+        /// The input's shape.
+        from: Vec<usize>,
+        /// The shape asked for.
+        to: Vec<usize>,
+    },
+    /// An axis order that is not a permutation of the axes.
+    #[error("{perm:?} is not a permutation of the {rank} axes")]
+    Permutation {
+        /// The order given.
+        perm: Vec<usize>,
+        /// The tensor's rank.
+        rank: usize,
     },
     /// An op was given the wrong number of inputs.
     #[error("{op} takes {expected} input(s), got {got}")]

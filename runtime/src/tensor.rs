@@ -20,7 +20,8 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_channel::{Receiver, Sender};
 use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
 use weft_engines::{
-    BinaryOp, CpuEngine, DType, Meta, NotResident, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    BinaryOp, CpuEngine, DType, Distribution, Meta, NotResident, ReduceOp, Scalar, Tensor,
+    TensorError, TensorId, TensorOp, UnaryOp,
 };
 
 use crate::lane::Lane;
@@ -374,6 +375,171 @@ impl Lane {
     /// As [`Lane::apply`].
     pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
         self.apply(TensorOp::Matmul, &[lhs, rhs])
+    }
+
+    /// A reduction of `x` over `axes`; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: an axis out of range or given twice, max/min of
+    /// complex or empty tensors.
+    pub fn reduce(
+        &self,
+        op: ReduceOp,
+        x: &TensorHandle,
+        axes: &[usize],
+        keep_dims: bool,
+    ) -> Result<TensorHandle, OpError> {
+        let axes = axes.to_vec();
+        self.apply(
+            TensorOp::Reduce {
+                op,
+                axes,
+                keep_dims,
+            },
+            &[x],
+        )
+    }
+
+    /// The sum of all elements of `x`, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn sum_all(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        let axes: Vec<usize> = (0..x.shape().len()).collect();
+        self.reduce(ReduceOp::Sum, x, &axes, false)
+    }
+
+    /// `x` with shape `shape`; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a shape with another element count.
+    pub fn reshape(&self, x: &TensorHandle, shape: &[usize]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Reshape(shape.to_vec()), &[x])
+    }
+
+    /// `x` with axes reordered: output axis `i` is input axis `perm[i]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: not a permutation of the axes.
+    pub fn permute(&self, x: &TensorHandle, perm: &[usize]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Permute(perm.to_vec()), &[x])
+    }
+
+    /// `x` with its last two axes swapped.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: fewer than two axes.
+    pub fn transpose(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        let rank = x.shape().len();
+        let mut perm: Vec<usize> = (0..rank).collect();
+        if rank >= 2 {
+            perm.swap(rank - 2, rank - 1);
+        } else {
+            perm = vec![0, 1]; // refused by the check, naming the rank
+        }
+        self.permute(x, &perm)
+    }
+
+    /// A tensor of `shape` with every element `value`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a complex value for a real type.
+    pub fn full(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        value: Scalar,
+    ) -> Result<TensorHandle, OpError> {
+        let shape = shape.to_vec();
+        self.apply(
+            TensorOp::Full {
+                dtype,
+                shape,
+                value,
+            },
+            &[],
+        )
+    }
+
+    /// A tensor of zeros.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn zeros(&self, dtype: DType, shape: &[usize]) -> Result<TensorHandle, OpError> {
+        self.full(dtype, shape, Scalar::Real(0.0))
+    }
+
+    /// A tensor of ones.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn ones(&self, dtype: DType, shape: &[usize]) -> Result<TensorHandle, OpError> {
+        self.full(dtype, shape, Scalar::Real(1.0))
+    }
+
+    /// The `rows × cols` identity.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn eye(&self, dtype: DType, rows: usize, cols: usize) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Eye { dtype, rows, cols }, &[])
+    }
+
+    /// `start + step * i` for `i` in `0..len` (real types).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a complex type.
+    pub fn arange(
+        &self,
+        dtype: DType,
+        start: f64,
+        step: f64,
+        len: usize,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(
+            TensorOp::Arange {
+                dtype,
+                start,
+                step,
+                len,
+            },
+            &[],
+        )
+    }
+
+    /// A seeded random tensor: the same seed gives the same data on any
+    /// domain.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn random(
+        &self,
+        dtype: DType,
+        shape: &[usize],
+        distribution: Distribution,
+        seed: u64,
+    ) -> Result<TensorHandle, OpError> {
+        let shape = shape.to_vec();
+        self.apply(
+            TensorOp::Random {
+                dtype,
+                shape,
+                distribution,
+                seed,
+            },
+            &[],
+        )
     }
 
     /// The number of tensors resident in this lane's domain and their bytes,

@@ -1,0 +1,549 @@
+//! Reductions over any set of axes.
+
+use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
+
+/// A reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Product.
+    Prod,
+    /// Largest element (real types; undefined on empty input).
+    Max,
+    /// Smallest element (real types; undefined on empty input).
+    Min,
+    /// Arithmetic mean (NaN on empty input).
+    Mean,
+    /// Euclidean norm, `sqrt(sum |x|^2)`; real for complex input.
+    Norm,
+}
+
+impl ReduceOp {
+    /// The op's name in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Norm => "norm",
+        }
+    }
+}
+
+/// Checks a reduction of a `dtype` tensor of `shape` over `axes`; returns
+/// the result's type and shape.
+///
+/// # Errors
+///
+/// [`TensorError::Axis`] for an axis out of range or given twice;
+/// [`TensorError::Unsupported`] for max/min of complex tensors;
+/// [`TensorError::EmptyReduction`] for max/min over no elements.
+pub fn reduce_meta(
+    op: ReduceOp,
+    dtype: DType,
+    shape: &[usize],
+    axes: &[usize],
+    keep_dims: bool,
+) -> Result<(DType, Vec<usize>), TensorError> {
+    let rank = shape.len();
+    let mut seen = vec![false; rank];
+    for &axis in axes {
+        if axis >= rank {
+            return Err(TensorError::Axis {
+                op: op.name(),
+                axis,
+                rank,
+                reason: "out of range",
+            });
+        }
+        if std::mem::replace(&mut seen[axis], true) {
+            return Err(TensorError::Axis {
+                op: op.name(),
+                axis,
+                rank,
+                reason: "given twice",
+            });
+        }
+    }
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        if dtype.is_complex() {
+            return Err(TensorError::Unsupported {
+                op: op.name(),
+                dtype,
+            });
+        }
+        if axes.iter().any(|&a| shape[a] == 0) {
+            return Err(TensorError::EmptyReduction {
+                op: op.name(),
+                shape: shape.to_vec(),
+            });
+        }
+    }
+    let out_dtype = match (op, dtype) {
+        (ReduceOp::Norm, DType::C32) => DType::F32,
+        (ReduceOp::Norm, DType::C64) => DType::F64,
+        (_, d) => d,
+    };
+    let out_shape = (0..rank)
+        .filter_map(|i| match (seen[i], keep_dims) {
+            (false, _) => Some(shape[i]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    Ok((out_dtype, out_shape))
+}
+
+/// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`).
+///
+/// # Errors
+///
+/// As [`reduce_meta`].
+pub fn reduce(
+    op: ReduceOp,
+    input: &Tensor,
+    axes: &[usize],
+    keep_dims: bool,
+) -> Result<Tensor, TensorError> {
+    let (_, out_shape) = reduce_meta(op, input.dtype(), input.shape(), axes, keep_dims)?;
+    let plan = Plan::new(input.shape(), axes);
+    let data = match input.data() {
+        Data::F32(v) => real(op, v, &plan),
+        Data::F64(v) => real(op, v, &plan),
+        Data::C32(v) => complex(op, v, &plan),
+        Data::C64(v) => complex(op, v, &plan),
+    };
+    Tensor::from_data(data, &out_shape)
+}
+
+/// The iteration of a reduction: output elements over the kept axes, and
+/// for each the reduced elements, as offsets into the input.
+struct Plan {
+    kept: Vec<(usize, usize)>,
+    reduced: Vec<(usize, usize)>,
+    /// Reduced elements per output element.
+    count: usize,
+    /// Whether the reduced elements of one output are one contiguous run.
+    contiguous: bool,
+}
+
+impl Plan {
+    fn new(shape: &[usize], axes: &[usize]) -> Plan {
+        let mut strides = vec![1; shape.len()];
+        for i in (0..shape.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * shape[i + 1];
+        }
+        let (mut kept, mut reduced) = (Vec::new(), Vec::new());
+        for i in 0..shape.len() {
+            let axis = (shape[i], strides[i]);
+            if axes.contains(&i) {
+                reduced.push(axis);
+            } else {
+                kept.push(axis);
+            }
+        }
+        let count = reduced.iter().map(|&(n, _)| n).product();
+        // Contiguous: the reduced axes are exactly the trailing ones.
+        let contiguous = axes.iter().all(|&a| a + axes.len() >= shape.len());
+        Plan {
+            kept,
+            reduced,
+            count,
+            contiguous,
+        }
+    }
+
+    /// Calls `f(base)` with the input offset of each output element's first
+    /// reduced element, in output order.
+    fn outputs(&self, mut f: impl FnMut(usize)) {
+        odometer(&self.kept, &mut f);
+    }
+
+    /// The offsets of the reduced elements from a base, in order.
+    fn reduced(&self, base: usize, mut f: impl FnMut(usize)) {
+        odometer(&self.reduced, |o| f(base + o));
+    }
+}
+
+/// Visits every offset of a strided index space, last axis fastest.
+fn odometer(axes: &[(usize, usize)], mut f: impl FnMut(usize)) {
+    if axes.iter().any(|&(n, _)| n == 0) {
+        return;
+    }
+    let mut index = vec![0; axes.len()];
+    let mut offset = 0;
+    loop {
+        f(offset);
+        let mut axis = axes.len();
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            let (n, stride) = axes[axis];
+            index[axis] += 1;
+            offset += stride;
+            if index[axis] < n {
+                break;
+            }
+            offset -= stride * n;
+            index[axis] = 0;
+        }
+    }
+}
+
+/// Sums a contiguous run with four accumulators, so that the additions do
+/// not wait on each other (one accumulator runs at a fraction of the
+/// memory bandwidth).
+fn sum4<T: Element>(run: &[T]) -> T {
+    let mut acc = [T::ZERO; 4];
+    let mut chunks = run.chunks_exact(4);
+    for c in &mut chunks {
+        acc[0] += c[0];
+        acc[1] += c[1];
+        acc[2] += c[2];
+        acc[3] += c[3];
+    }
+    let mut total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for &x in chunks.remainder() {
+        total += x;
+    }
+    total
+}
+
+/// Folds the reduced elements of every output with `fold`, handing it the
+/// contiguous run when there is one.
+fn each<T: Element, U>(
+    values: &[T],
+    plan: &Plan,
+    mut run: impl FnMut(&[T]) -> U,
+    mut strided: impl FnMut(&mut dyn FnMut(&mut dyn FnMut(T))) -> U,
+) -> Vec<U> {
+    let mut out = Vec::new();
+    plan.outputs(|base| {
+        if plan.contiguous {
+            out.push(run(&values[base..base + plan.count]));
+        } else {
+            out.push(strided(&mut |visit: &mut dyn FnMut(T)| {
+                plan.reduced(base, |o| visit(values[o]))
+            }));
+        }
+    });
+    out
+}
+
+fn sum<T: Element>(values: &[T], plan: &Plan) -> Vec<T> {
+    each(values, plan, sum4, |visit| {
+        let mut acc = T::ZERO;
+        visit(&mut |x| acc += x);
+        acc
+    })
+}
+
+fn prod<T: Element>(values: &[T], plan: &Plan) -> Vec<T> {
+    each(
+        values,
+        plan,
+        |run| run.iter().fold(T::ONE, |a, &x| a * x),
+        |visit| {
+            let mut acc = T::ONE;
+            visit(&mut |x| acc *= x);
+            acc
+        },
+    )
+}
+
+fn real<T: Element + PartialOrd + Into<f64>>(op: ReduceOp, values: &[T], plan: &Plan) -> Data
+where
+    f64: IntoElement<T>,
+{
+    let n = plan.count as f64;
+    let pick = |better: fn(T, T) -> bool| {
+        move |run: &[T]| {
+            run.iter()
+                .copied()
+                .reduce(|a, x| if is_nan(&x) || better(x, a) { x } else { a })
+                .expect("checked: max/min over at least one element")
+        }
+    };
+    let out: Vec<T> = match op {
+        ReduceOp::Sum => sum(values, plan),
+        ReduceOp::Prod => prod(values, plan),
+        ReduceOp::Mean => sum(values, plan)
+            .into_iter()
+            .map(|s| <f64 as IntoElement<T>>::convert(s.into() / n))
+            .collect(),
+        ReduceOp::Norm => sum_sq(values, plan, |x| {
+            let x: f64 = x.into();
+            x * x
+        })
+        .into_iter()
+        .map(|s| <f64 as IntoElement<T>>::convert(s.sqrt()))
+        .collect(),
+        ReduceOp::Max | ReduceOp::Min => {
+            let better: fn(T, T) -> bool = if op == ReduceOp::Max {
+                |x, a| x > a
+            } else {
+                |x, a| x < a
+            };
+            let f = pick(better);
+            each(values, plan, f, |visit| {
+                let mut best: Option<T> = None;
+                visit(&mut |x| {
+                    best = Some(match best {
+                        Some(a) if !(is_nan(&x) || better(x, a)) => a,
+                        _ => x,
+                    })
+                });
+                best.expect("checked: at least one element")
+            })
+        }
+    };
+    T::wrap(out)
+}
+
+fn complex<T: Element + Magnitude>(op: ReduceOp, values: &[T], plan: &Plan) -> Data {
+    let n = plan.count as f64;
+    match op {
+        ReduceOp::Sum => T::wrap(sum(values, plan)),
+        ReduceOp::Prod => T::wrap(prod(values, plan)),
+        ReduceOp::Mean => T::wrap(
+            sum(values, plan)
+                .into_iter()
+                .map(|s| s.scale(1.0 / n))
+                .collect(),
+        ),
+        ReduceOp::Norm => {
+            let norms: Vec<f64> = sum_sq(values, plan, |z| z.norm_sq())
+                .into_iter()
+                .map(f64::sqrt)
+                .collect();
+            T::real_data(norms)
+        }
+        ReduceOp::Max | ReduceOp::Min => unreachable!("checked: real types only"),
+    }
+}
+
+/// `sum f(x)` in f64 over the reduced elements of every output.
+fn sum_sq<T: Element>(values: &[T], plan: &Plan, f: impl Fn(T) -> f64 + Copy) -> Vec<f64> {
+    each(
+        values,
+        plan,
+        |run| {
+            let mut acc = [0.0f64; 4];
+            let mut chunks = run.chunks_exact(4);
+            for c in &mut chunks {
+                for k in 0..4 {
+                    acc[k] += f(c[k]);
+                }
+            }
+            (acc[0] + acc[1])
+                + (acc[2] + acc[3])
+                + chunks.remainder().iter().map(|&x| f(x)).sum::<f64>()
+        },
+        |visit| {
+            let mut acc = 0.0;
+            visit(&mut |x| acc += f(x));
+            acc
+        },
+    )
+}
+
+/// Conversion of an f64 result back to a real element type.
+trait IntoElement<T> {
+    fn convert(self) -> T;
+}
+
+impl IntoElement<f32> for f64 {
+    fn convert(self) -> f32 {
+        self as f32
+    }
+}
+
+impl IntoElement<f64> for f64 {
+    fn convert(self) -> f64 {
+        self
+    }
+}
+
+/// NaN is the one value unequal to itself, whatever the element type.
+#[allow(clippy::eq_op)]
+fn is_nan<T: PartialEq>(x: &T) -> bool {
+    x != x
+}
+
+/// What complex reductions need of their element type.
+trait Magnitude: Copy {
+    fn norm_sq(self) -> f64;
+    fn scale(self, by: f64) -> Self;
+    fn real_data(values: Vec<f64>) -> Data;
+}
+
+impl Magnitude for c32 {
+    fn norm_sq(self) -> f64 {
+        f64::from(self.norm_sqr())
+    }
+    fn scale(self, by: f64) -> Self {
+        self * by as f32
+    }
+    fn real_data(values: Vec<f64>) -> Data {
+        Data::F32(values.into_iter().map(|x| x as f32).collect())
+    }
+}
+
+impl Magnitude for c64 {
+    fn norm_sq(self) -> f64 {
+        self.norm_sqr()
+    }
+    fn scale(self, by: f64) -> Self {
+        self * by
+    }
+    fn real_data(values: Vec<f64>) -> Data {
+        Data::F64(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(shape: &[usize]) -> Tensor {
+        let n = shape.iter().product();
+        Tensor::from_vec::<f64>((0..n).map(|i| ((i * 7 % 11) as f64) - 4.5).collect(), shape)
+            .unwrap()
+    }
+
+    /// Reference: for every output index, loop over the whole input and
+    /// pick the elements whose kept coordinates match.
+    fn reference(op: ReduceOp, t: &Tensor, axes: &[usize]) -> Vec<f64> {
+        let shape = t.shape();
+        let v = t.as_slice::<f64>().unwrap();
+        let coords = |mut k: usize| {
+            let mut c = vec![0; shape.len()];
+            for i in (0..shape.len()).rev() {
+                c[i] = k % shape[i];
+                k /= shape[i];
+            }
+            c
+        };
+        let kept: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).collect();
+        let outputs: usize = kept.iter().map(|&a| shape[a]).product();
+        let kept_shape: Vec<usize> = kept.iter().map(|&a| shape[a]).collect();
+        (0..outputs)
+            .map(|o| {
+                let mut oc = vec![0; kept.len()];
+                let mut r = o;
+                for i in (0..kept.len()).rev() {
+                    oc[i] = r % kept_shape[i];
+                    r /= kept_shape[i];
+                }
+                let xs: Vec<f64> = (0..v.len())
+                    .filter(|&k| {
+                        let c = coords(k);
+                        kept.iter().zip(&oc).all(|(&a, &x)| c[a] == x)
+                    })
+                    .map(|k| v[k])
+                    .collect();
+                match op {
+                    ReduceOp::Sum => xs.iter().sum(),
+                    ReduceOp::Prod => xs.iter().product(),
+                    ReduceOp::Max => xs.iter().cloned().fold(f64::MIN, f64::max),
+                    ReduceOp::Min => xs.iter().cloned().fold(f64::MAX, f64::min),
+                    ReduceOp::Mean => xs.iter().sum::<f64>() / xs.len() as f64,
+                    ReduceOp::Norm => xs.iter().map(|x| x * x).sum::<f64>().sqrt(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_reduction_over_every_axis_set() {
+        let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[2, 1, 3, 2]];
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Prod,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::Mean,
+            ReduceOp::Norm,
+        ];
+        for shape in shapes {
+            let t = tensor(shape);
+            let rank = shape.len();
+            for mask in 0..(1u32 << rank) {
+                let axes: Vec<usize> = (0..rank).filter(|i| mask & (1 << i) != 0).collect();
+                for op in ops {
+                    let got = reduce(op, &t, &axes, false).unwrap();
+                    let want = reference(op, &t, &axes);
+                    let got = got.as_slice::<f64>().unwrap();
+                    assert_eq!(got.len(), want.len(), "{op:?} {shape:?} {axes:?}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!(
+                            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+                            "{op:?} {shape:?} {axes:?}: {g} vs {w}"
+                        );
+                    }
+                    let kept = reduce(op, &t, &axes, true).unwrap();
+                    assert_eq!(kept.shape().len(), rank);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn long_sums_use_several_accumulators_and_stay_exact() {
+        let t = Tensor::from_vec((0..1001).map(|i| i as f64).collect::<Vec<_>>(), &[1001]).unwrap();
+        let s = reduce(ReduceOp::Sum, &t, &[0], false).unwrap();
+        assert_eq!(s.as_slice::<f64>().unwrap(), &[500_500.0]);
+        assert_eq!(s.shape(), &[] as &[usize]);
+    }
+
+    #[test]
+    fn complex_and_empty_and_bad_axes() {
+        let z = Tensor::from_vec(vec![c64::new(3.0, 4.0), c64::new(0.0, 1.0)], &[2]).unwrap();
+        let n = reduce(ReduceOp::Norm, &z, &[0], false).unwrap();
+        assert_eq!(
+            (n.dtype(), n.as_slice::<f64>().unwrap()),
+            (DType::F64, &[26f64.sqrt()][..])
+        );
+        let m = reduce(ReduceOp::Mean, &z, &[0], false).unwrap();
+        assert_eq!(m.as_slice::<c64>().unwrap(), &[c64::new(1.5, 2.5)]);
+        let e = Tensor::from_vec(Vec::<f64>::new(), &[2, 0]).unwrap();
+        assert_eq!(
+            reduce(ReduceOp::Sum, &e, &[1], false)
+                .unwrap()
+                .as_slice::<f64>()
+                .unwrap(),
+            &[0.0, 0.0]
+        );
+        assert_eq!(
+            reduce(ReduceOp::Prod, &e, &[1], false)
+                .unwrap()
+                .as_slice::<f64>()
+                .unwrap(),
+            &[1.0, 1.0]
+        );
+        let err = reduce(ReduceOp::Max, &e, &[1], false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "max over no elements (shape [2, 0]) is undefined"
+        );
+        let err = reduce(ReduceOp::Sum, &e, &[2], false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sum: axis 2 of a rank-2 tensor is out of range"
+        );
+        let err = reduce(ReduceOp::Sum, &e, &[0, 0], false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sum: axis 0 of a rank-2 tensor is given twice"
+        );
+        assert!(matches!(
+            reduce(ReduceOp::Max, &z, &[0], false),
+            Err(TensorError::Unsupported { .. })
+        ));
+    }
+}
