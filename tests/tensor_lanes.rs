@@ -357,3 +357,74 @@ fn same_seed_same_data_on_every_domain() {
     };
     assert_eq!(draw(0), draw(1));
 }
+
+#[test]
+fn transfer_between_domains_without_waiting() {
+    let rt = two_domains_unpinned();
+    let (zero, one) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
+    let hold = Hold::on(&zero);
+    let a = zero.upload(matrix(3, 3, 0.2)).unwrap();
+    let a2 = zero.mul(&a, &a).unwrap();
+    // Submitted while domain 0 is still busy: nobody waits.
+    let moved = zero.transfer(&a2, 1).unwrap();
+    assert_eq!((moved.domain(), moved.shape()), (1, &[3, 3][..]));
+    let b = one.upload(matrix(3, 3, 1.0)).unwrap();
+    let c = one.add(&moved, &b).unwrap();
+    let back = one.transfer(&c, 0).unwrap();
+    let ticket = zero.download(&back).unwrap();
+    assert!(!ticket.is_ready());
+    wait_ok(hold.release());
+    let got = wait_ok(ticket);
+    let (av, bv) = (matrix(3, 3, 0.2), matrix(3, 3, 1.0));
+    let want: Vec<f64> = av
+        .as_slice::<f64>()
+        .unwrap()
+        .iter()
+        .zip(bv.as_slice::<f64>().unwrap())
+        .map(|(x, y)| x * x + y)
+        .collect();
+    close(got.as_slice::<f64>().unwrap(), &want);
+    // Using the moved handle on its old domain is refused.
+    let err = zero.add(&moved, &a).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::WrongDomain {
+                handle: 1,
+                lane: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = zero.transfer(&a, 9).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::NoSuchDomain {
+                domain: 9,
+                count: 2
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn with_reads_resident_tensors() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let a = lane.upload(matrix(2, 2, 0.0)).unwrap();
+    let b = lane.ones(weft::DType::F64, &[2, 2]).unwrap();
+    let dims = wait_ok(
+        lane.with(&[&a, &b], |engine, t| {
+            (
+                t[0].shape().to_vec(),
+                t[1].as_slice::<f64>().unwrap().iter().sum::<f64>(),
+                engine.store().len(),
+            )
+        })
+        .unwrap(),
+    );
+    assert_eq!(dims, (vec![2, 2], 4.0, 2));
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use weft_engines::CpuEngine;
 
+use crate::runtime::WeakRuntime;
 use crate::tensor::DomainTensors;
 
 /// An ordered, bounded stream of ops into one CPU domain's actor.
@@ -18,11 +19,24 @@ use crate::tensor::DomainTensors;
 pub struct Lane {
     lane: weft_actors::Lane<CpuEngine>,
     tensors: Arc<DomainTensors>,
+    runtime: WeakRuntime,
 }
 
 impl Lane {
-    pub(crate) fn new(lane: weft_actors::Lane<CpuEngine>, tensors: Arc<DomainTensors>) -> Lane {
-        Lane { lane, tensors }
+    pub(crate) fn new(
+        lane: weft_actors::Lane<CpuEngine>,
+        tensors: Arc<DomainTensors>,
+        runtime: WeakRuntime,
+    ) -> Lane {
+        Lane {
+            lane,
+            tensors,
+            runtime,
+        }
+    }
+
+    pub(crate) fn runtime(&self) -> &WeakRuntime {
+        &self.runtime
     }
 
     /// The CPU domain this lane feeds.

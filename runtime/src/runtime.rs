@@ -240,6 +240,17 @@ fn start_domain(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>,
         })
 }
 
+/// A runtime reference that does not keep the runtime alive: lanes hold
+/// one to reach other domains (for transfers).
+#[derive(Clone)]
+pub(crate) struct WeakRuntime(std::sync::Weak<Inner>);
+
+impl WeakRuntime {
+    pub(crate) fn upgrade(&self) -> Option<Runtime> {
+        self.0.upgrade().map(|inner| Runtime { inner })
+    }
+}
+
 /// What every actor of a runtime did, from its shutdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeReport {
@@ -321,7 +332,11 @@ impl Runtime {
     /// shutdown.
     pub fn lane(&self, domain: usize) -> Result<Lane, RuntimeError> {
         let lane = self.actor(domain)?.lane()?;
-        Ok(Lane::new(lane, self.inner.tensors[domain].clone()))
+        Ok(Lane::new(
+            lane,
+            self.inner.tensors[domain].clone(),
+            WeakRuntime(Arc::downgrade(&self.inner)),
+        ))
     }
 
     /// This runtime's id; handles of other runtimes are refused.

@@ -98,6 +98,14 @@ pub enum OpError {
     /// The tensor is not resident (it was removed behind its handle's back).
     #[error(transparent)]
     NotResident(#[from] NotResident),
+    /// There is no CPU domain with this index.
+    #[error("no CPU domain {domain}: this runtime has {count}")]
+    NoSuchDomain {
+        /// The index asked for.
+        domain: usize,
+        /// How many domains there are.
+        count: usize,
+    },
     /// The domain's actor is shut down.
     #[error(transparent)]
     Closed(#[from] ActorClosed),
@@ -213,7 +221,7 @@ impl Lane {
             .collect();
         let out = op.infer(&metas)?;
         let label = op.name();
-        self.produce(label, inputs, out, move |engine, tensors| {
+        self.produce(label, inputs, Vec::new(), out, move |engine, tensors| {
             Ok(engine.execute(&op, tensors)?)
         })
     }
@@ -225,6 +233,7 @@ impl Lane {
         &self,
         label: &'static str,
         inputs: &[&TensorHandle],
+        mut after: Vec<Event>,
         out: Meta,
         compute: F,
     ) -> Result<TensorHandle, OpError>
@@ -242,7 +251,7 @@ impl Lane {
             frees: tensors.frees.clone(),
         });
         let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
-        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
+        after.extend(held.iter().map(TensorHandle::ready));
         let keep = out.clone();
         let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
             tensors.release_freed(engine);
@@ -287,7 +296,7 @@ impl Lane {
     /// [`OpError::Closed`] after shutdown.
     pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
         let out = Meta::of(&tensor);
-        self.produce("upload", &[], out, move |_, _| Ok(tensor))
+        self.produce("upload", &[], Vec::new(), out, move |_, _| Ok(tensor))
     }
 
     /// A copy of the tensor, back on the host. The ticket fails with
@@ -375,6 +384,88 @@ impl Lane {
     /// As [`Lane::apply`].
     pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
         self.apply(TensorOp::Matmul, &[lhs, rhs])
+    }
+
+    /// Runs `f` on the actor with read access to the resident `inputs`
+    /// (after their producers), returning what it computes: the escape
+    /// hatch for work the vocabulary does not name.
+    ///
+    /// # Errors
+    ///
+    /// The handle errors of [`Lane::download`].
+    pub fn with<R, F>(&self, inputs: &[&TensorHandle], f: F) -> Result<Ticket<R, OpError>, OpError>
+    where
+        F: FnOnce(&CpuEngine, &[&Tensor]) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        for input in inputs {
+            self.check("with", input)?;
+        }
+        let tensors = self.tensors().clone();
+        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
+        let body = move |engine: &mut CpuEngine| -> Result<R, OpError> {
+            tensors.release_freed(engine);
+            let resident = held
+                .iter()
+                .map(|h| engine.store().get(h.id()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(f(engine, &resident))
+        };
+        self.submit_op(Op::fallible(body).label("with").after(after))
+    }
+
+    /// Moves a copy of `handle`'s tensor to CPU domain `to` and returns its
+    /// handle there. The destination's actor makes the copy it keeps, so
+    /// its memory is first touched, and placed, on the destination's NUMA
+    /// node. Neither actor waits for the other: the destination's op is
+    /// ordered after the source's by an event.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::NoSuchDomain`], and the handle errors of [`Lane::download`].
+    pub fn transfer(&self, handle: &TensorHandle, to: usize) -> Result<TensorHandle, OpError> {
+        self.check("transfer", handle)?;
+        if to == self.tensors().domain {
+            return Ok(handle.clone());
+        }
+        let closed = || {
+            OpError::Closed(ActorClosed {
+                actor: format!("weft-cpu-{to}"),
+            })
+        };
+        let runtime = self.runtime().upgrade().ok_or_else(closed)?;
+        let dest = runtime.lane(to).map_err(|e| match e {
+            crate::RuntimeError::NoSuchDomain { domain, count } => {
+                OpError::NoSuchDomain { domain, count }
+            }
+            _ => closed(),
+        })?;
+        let handoff = Arc::new(parking_lot::Mutex::new(None::<Tensor>));
+        let (tensors, held, put) = (self.tensors().clone(), handle.clone(), handoff.clone());
+        let out = self.submit_op(
+            Op::fallible(move |engine: &mut CpuEngine| -> Result<(), OpError> {
+                tensors.release_freed(engine);
+                *put.lock() = Some(engine.store().get(held.id())?.clone());
+                Ok(())
+            })
+            .label("transfer out")
+            .after([handle.ready()]),
+        )?;
+        let meta = Meta {
+            dtype: handle.dtype(),
+            shape: handle.shape().to_vec(),
+        };
+        dest.produce("transfer in", &[], vec![out.event()], meta, move |_, _| {
+            let sent = handoff
+                .lock()
+                .take()
+                .expect("the transfer-out op ran before this one");
+            // Copy on the destination's thread: first touch places the
+            // pages on its node. The source's copy is freed here.
+            let (shape, data) = sent.into_parts();
+            Ok(Tensor::from_data(data.clone(), &shape)?)
+        })
     }
 
     /// A reduction of `x` over `axes`; see [`Lane::apply`].
