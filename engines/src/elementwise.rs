@@ -120,46 +120,65 @@ pub fn binary(
     parallel: bool,
 ) -> Result<Tensor, TensorError> {
     let out_shape = check_binary(op, lhs, rhs)?;
+    let (a_shape, b_shape, out) = (lhs.shape(), rhs.shape(), &out_shape[..]);
     let data = match (lhs.data(), rhs.data()) {
         (Data::F32(a), Data::F32(b)) => Data::F32(real(
             op,
-            a,
-            lhs.shape(),
-            b,
-            rhs.shape(),
-            &out_shape,
-            parallel,
+            &Operands {
+                a,
+                a_shape,
+                b,
+                b_shape,
+                out,
+                parallel,
+            },
         )),
         (Data::F64(a), Data::F64(b)) => Data::F64(real(
             op,
-            a,
-            lhs.shape(),
-            b,
-            rhs.shape(),
-            &out_shape,
-            parallel,
+            &Operands {
+                a,
+                a_shape,
+                b,
+                b_shape,
+                out,
+                parallel,
+            },
         )),
-        (Data::C32(a), Data::C32(b)) => Data::C32(kernel(
-            field(op),
-            a,
-            lhs.shape(),
-            b,
-            rhs.shape(),
-            &out_shape,
-            parallel,
+        (Data::C32(a), Data::C32(b)) => Data::C32(field(
+            op,
+            &Operands {
+                a,
+                a_shape,
+                b,
+                b_shape,
+                out,
+                parallel,
+            },
         )),
-        (Data::C64(a), Data::C64(b)) => Data::C64(kernel(
-            field(op),
-            a,
-            lhs.shape(),
-            b,
-            rhs.shape(),
-            &out_shape,
-            parallel,
+        (Data::C64(a), Data::C64(b)) => Data::C64(field(
+            op,
+            &Operands {
+                a,
+                a_shape,
+                b,
+                b_shape,
+                out,
+                parallel,
+            },
         )),
         _ => unreachable!("checked: both operands have one element type"),
     };
     Tensor::from_data(data, &out_shape)
+}
+
+/// The operands of one elementwise kernel call.
+struct Operands<'a, T> {
+    a: &'a [T],
+    a_shape: &'a [usize],
+    b: &'a [T],
+    b_shape: &'a [usize],
+    out: &'a [usize],
+    parallel: bool,
 }
 
 /// Checks operand types and shapes; returns the output shape.
@@ -199,47 +218,46 @@ pub fn check_binary_meta(
     broadcast_shapes(op.name(), lhs, rhs)
 }
 
-fn field<T: Element>(op: BinaryOp) -> fn(T, T) -> T {
+/// The ops every element type has. Each arm passes its own closure, so
+/// the kernel is compiled (and vectorized) per op.
+fn field<T: Element>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
     match op {
-        BinaryOp::Add => |a, b| a + b,
-        BinaryOp::Sub => |a, b| a - b,
-        BinaryOp::Mul => |a, b| a * b,
-        BinaryOp::Div => |a, b| a / b,
+        BinaryOp::Add => kernel(|a, b| a + b, x),
+        BinaryOp::Sub => kernel(|a, b| a - b, x),
+        BinaryOp::Mul => kernel(|a, b| a * b, x),
+        BinaryOp::Div => kernel(|a, b| a / b, x),
         BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("checked: real types only"),
     }
 }
 
-fn real<T: Element + PartialOrd + num_nan::IsNan>(
-    op: BinaryOp,
-    a: &[T],
-    a_shape: &[usize],
-    b: &[T],
-    b_shape: &[usize],
-    out: &[usize],
-    parallel: bool,
-) -> Vec<T> {
-    let f: fn(T, T) -> T = match op {
-        BinaryOp::Maximum => |a, b| {
-            if a.is_nan() || b.is_nan() {
-                T::nan()
-            } else if a >= b {
-                a
-            } else {
-                b
-            }
-        },
-        BinaryOp::Minimum => |a, b| {
-            if a.is_nan() || b.is_nan() {
-                T::nan()
-            } else if a <= b {
-                a
-            } else {
-                b
-            }
-        },
-        _ => field(op),
-    };
-    kernel(f, a, a_shape, b, b_shape, out, parallel)
+fn real<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
+    match op {
+        BinaryOp::Maximum => kernel(
+            |a: T, b: T| {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else if a >= b {
+                    a
+                } else {
+                    b
+                }
+            },
+            x,
+        ),
+        BinaryOp::Minimum => kernel(
+            |a: T, b: T| {
+                if a.is_nan() || b.is_nan() {
+                    T::nan()
+                } else if a <= b {
+                    a
+                } else {
+                    b
+                }
+            },
+            x,
+        ),
+        _ => field(op, x),
+    }
 }
 
 /// NaN for the real element types.
@@ -268,21 +286,29 @@ mod num_nan {
     }
 }
 
-fn kernel<T: Element>(
-    f: fn(T, T) -> T,
-    a: &[T],
-    a_shape: &[usize],
-    b: &[T],
-    b_shape: &[usize],
-    out: &[usize],
-    parallel: bool,
-) -> Vec<T> {
+fn kernel<T: Element, F: Fn(T, T) -> T + Copy + Send + Sync>(f: F, x: &Operands<'_, T>) -> Vec<T> {
+    let Operands {
+        a,
+        b,
+        out,
+        parallel,
+        ..
+    } = *x;
     let n = element_count(out).expect("checked: the output shape fits");
+    let same = a.len() == n && b.len() == n;
+    if same && parallel && n >= PARALLEL_THRESHOLD {
+        // Collect in place: no zero-filled buffer to write twice.
+        return a
+            .par_iter()
+            .zip(b)
+            .with_min_len(CHUNK)
+            .map(|(&x, &y)| f(x, y))
+            .collect();
+    }
     let mut result = vec![T::ZERO; n];
     if n == 0 {
         return result;
     }
-    let same = a.len() == n && b.len() == n;
     let fill = |start: usize, chunk: &mut [T]| {
         if same {
             for ((o, &x), &y) in chunk.iter_mut().zip(&a[start..]).zip(&b[start..]) {
@@ -295,7 +321,7 @@ fn kernel<T: Element>(
                     *o = f(x, y);
                 }
             } else {
-                strided(f, a, a_shape, b, b_shape, out, start, chunk);
+                strided(f, x, start, chunk);
             }
         } else if a.len() == 1 && b.len() == n {
             let x = a[0];
@@ -303,7 +329,7 @@ fn kernel<T: Element>(
                 *o = f(x, y);
             }
         } else {
-            strided(f, a, a_shape, b, b_shape, out, start, chunk);
+            strided(f, x, start, chunk);
         }
     };
     if parallel && n >= PARALLEL_THRESHOLD {
@@ -320,17 +346,15 @@ fn kernel<T: Element>(
 /// The general broadcast loop over output elements `start..start + len`:
 /// an odometer over the output index, with each input's offset advanced by
 /// its (possibly zero) strides.
-#[allow(clippy::too_many_arguments)]
-fn strided<T: Element>(
-    f: fn(T, T) -> T,
-    a: &[T],
-    a_shape: &[usize],
-    b: &[T],
-    b_shape: &[usize],
-    out: &[usize],
-    start: usize,
-    chunk: &mut [T],
-) {
+fn strided<T: Element>(f: impl Fn(T, T) -> T, x: &Operands<'_, T>, start: usize, chunk: &mut [T]) {
+    let Operands {
+        a,
+        a_shape,
+        b,
+        b_shape,
+        out,
+        ..
+    } = *x;
     let rank = out.len();
     let (sa, sb) = (strides_in(a_shape, out), strides_in(b_shape, out));
     let mut index = vec![0; rank];

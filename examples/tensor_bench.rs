@@ -1,0 +1,128 @@
+//! Tensor ops through a lane against the same work done directly, in one
+//! process: GEMM against faer, a large add against a plain rayon loop, and
+//! the per-op cost of a chain of small ops.
+//!
+//! `cargo run --release -p weft-examples --example tensor_bench`
+
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use weft::{Runtime, Tensor};
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn time(reps: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    median(
+        (0..reps)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn random(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let rt = Runtime::builder().split(1).build()?;
+    let threads = rt.domains()[0].cpus().len();
+    println!("{}; {threads} thread(s) per domain\n", rt.topology());
+    let lane = rt.lane(0)?;
+    let direct_pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+
+    for n in [512, 1024, 2048] {
+        let a = Tensor::from_vec(random(n * n, 1), &[n, n])?;
+        let b = Tensor::from_vec(random(n * n, 2), &[n, n])?;
+        let (ha, hb) = (lane.upload(a.clone())?, lane.upload(b.clone())?);
+        let reps = if n >= 2048 { 3 } else { 7 };
+        let weft = time(reps, || {
+            let c = lane.matmul(&ha, &hb).expect("submitted");
+            lane.with(&[&c], |_, _| ())
+                .expect("submitted")
+                .wait()
+                .expect("ran");
+        });
+        let direct = time(reps, || {
+            let mut c = vec![0.0; n * n];
+            direct_pool.install(|| {
+                faer::linalg::matmul::matmul(
+                    faer::MatMut::from_row_major_slice_mut(&mut c, n, n),
+                    faer::Accum::Replace,
+                    a.as_mat::<f64>().expect("2-D"),
+                    b.as_mat::<f64>().expect("2-D"),
+                    1.0,
+                    faer::Par::rayon(threads),
+                )
+            });
+        });
+        let gflops = |d: Duration| 2.0 * (n as f64).powi(3) / d.as_secs_f64() / 1e9;
+        println!(
+            "f64 GEMM n={n:<5} weft {:>8.2} ms ({:>5.1} GFLOP/s)   faer direct {:>8.2} ms ({:>5.1} GFLOP/s)   weft/direct speed {:.3}",
+            weft.as_secs_f64() * 1e3,
+            gflops(weft),
+            direct.as_secs_f64() * 1e3,
+            gflops(direct),
+            direct.as_secs_f64() / weft.as_secs_f64()
+        );
+    }
+
+    let n = 64 * 1024 * 1024 / 8;
+    let (x, y) = (random(n, 3), random(n, 4));
+    let (hx, hy) = (
+        lane.upload(Tensor::from_vec(x.clone(), &[n])?)?,
+        lane.upload(Tensor::from_vec(y.clone(), &[n])?)?,
+    );
+    let weft = time(7, || {
+        let c = lane.add(&hx, &hy).expect("submitted");
+        lane.with(&[&c], |_, _| ())
+            .expect("submitted")
+            .wait()
+            .expect("ran");
+    });
+    let direct = time(7, || {
+        let c: Vec<f64> =
+            direct_pool.install(|| x.par_iter().zip(&y).map(|(a, b)| a + b).collect());
+        std::hint::black_box(c);
+    });
+    println!(
+        "c = a + b, 64 MiB f64   weft {:>8.2} ms   rayon loop {:>8.2} ms   weft/direct speed {:.3}",
+        weft.as_secs_f64() * 1e3,
+        direct.as_secs_f64() * 1e3,
+        direct.as_secs_f64() / weft.as_secs_f64()
+    );
+
+    let small = lane.upload(Tensor::from_vec(random(64, 5), &[64])?)?;
+    let chain = time(11, || {
+        let mut h = small.clone();
+        for _ in 0..1000 {
+            h = lane.add(&h, &small).expect("submitted");
+        }
+        lane.with(&[&h], |_, _| ())
+            .expect("submitted")
+            .wait()
+            .expect("ran");
+    });
+    println!(
+        "chain of 1000 small ops (64 f64): {:.3} µs per op (submitted, waited once)",
+        chain.as_secs_f64() * 1e6 / 1000.0
+    );
+    Ok(())
+}
