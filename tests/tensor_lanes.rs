@@ -428,3 +428,54 @@ fn with_reads_resident_tensors() {
     );
     assert_eq!(dims, (vec![2, 2], 4.0, 2));
 }
+
+#[test]
+fn decompositions_through_a_lane() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let a = lane.upload(matrix(5, 3, 0.4)).unwrap();
+    let (q, r) = lane.qr(&a).unwrap();
+    assert_eq!((q.shape(), r.shape()), (&[5, 3][..], &[3, 3][..]));
+    let qr = lane.matmul(&q, &r).unwrap();
+    close(
+        wait_ok(lane.download(&qr).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        matrix(5, 3, 0.4).as_slice::<f64>().unwrap(),
+    );
+    let (u, s, vh) = lane.svd(&a).unwrap();
+    assert_eq!(
+        (u.shape(), s.shape(), vh.shape()),
+        (&[5, 3][..], &[3][..], &[3, 3][..])
+    );
+    let us = lane.mul(&u, &s).unwrap(); // scale columns: broadcast over rows
+    let usv = lane.matmul(&us, &vh).unwrap();
+    close(
+        wait_ok(lane.download(&usv).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        matrix(5, 3, 0.4).as_slice::<f64>().unwrap(),
+    );
+
+    // A failed factorization fails its op and dependents, not the call.
+    let bad = lane
+        .upload(Tensor::from_vec(vec![1.0, 2.0, 2.0, 1.0], &[2, 2]).unwrap())
+        .unwrap();
+    let l = lane.cholesky(&bad).expect("submitted");
+    let ll = lane.matmul(&l, &l).expect("submitted");
+    let err = wait(lane.download(&ll).unwrap()).unwrap_err();
+    let first = err.dependency().expect("dependency");
+    assert_eq!(first.op, "cholesky");
+    let err = lane.eigh(&a).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "eigh needs a square matrix, got shape [5, 3]"
+    );
+    let err = lane
+        .apply(weft::TensorOp::Linalg(weft::Linalg::Qr), &[&a])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "qr has 2 outputs; submit it with apply_many"
+    );
+}

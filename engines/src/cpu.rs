@@ -299,14 +299,18 @@ impl CpuEngine {
     /// # Errors
     ///
     /// As [`TensorOp::infer`].
-    pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Tensor, TensorError> {
+    pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
-        let out = op.infer(&metas)?;
-        let elements = element_count(&out.shape).unwrap_or(usize::MAX);
+        let outputs = op.infer(&metas)?;
+        let elements: usize = outputs
+            .iter()
+            .map(|m| element_count(&m.shape).unwrap_or(usize::MAX))
+            .fold(0, usize::saturating_add);
         let work = match op {
             TensorOp::Matmul => {
                 elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1))
             }
+            TensorOp::Linalg(_) => usize::MAX,
             _ => elements,
         };
         if work >= PARALLEL_THRESHOLD {

@@ -5,6 +5,7 @@
 use crate::create::{self, Distribution, Scalar};
 use crate::elementwise::{self, BinaryOp};
 use crate::gemm;
+use crate::linalg::Linalg;
 use crate::reduce::{self, ReduceOp};
 use crate::structural;
 use crate::tensor::{element_count, DType, Tensor, TensorError};
@@ -20,7 +21,7 @@ pub struct Meta {
 }
 
 /// An op of the tensor vocabulary that reads resident tensors and produces
-/// one new tensor.
+/// new ones (one, except for the decompositions).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum TensorOp {
@@ -30,6 +31,8 @@ pub enum TensorOp {
     Unary(UnaryOp),
     /// `a @ b`, batched, batch axes broadcast.
     Matmul,
+    /// A decomposition or solve through faer.
+    Linalg(Linalg),
     /// A reduction over `axes`, keeping them as extent 1 if `keep_dims`.
     Reduce {
         /// The reduction.
@@ -92,6 +95,7 @@ impl TensorOp {
             TensorOp::Binary(op) => op.name(),
             TensorOp::Unary(op) => op.name(),
             TensorOp::Matmul => "matmul",
+            TensorOp::Linalg(op) => op.name(),
             TensorOp::Reduce { op, .. } => op.name(),
             TensorOp::Reshape(_) => "reshape",
             TensorOp::Permute(_) => "permute",
@@ -114,16 +118,17 @@ impl TensorOp {
             | TensorOp::Reshape(_)
             | TensorOp::Permute(_) => 1,
             TensorOp::Binary(_) | TensorOp::Matmul => 2,
+            TensorOp::Linalg(op) => op.arity(),
         }
     }
 
-    /// The output the op produces from inputs of these types and shapes,
+    /// The outputs the op produces from inputs of these types and shapes,
     /// or why it cannot: this is the check made at the call site.
     ///
     /// # Errors
     ///
     /// The [`TensorError`] naming the bad shape, type or argument.
-    pub fn infer(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
+    pub fn infer(&self, inputs: &[Meta]) -> Result<Vec<Meta>, TensorError> {
         if inputs.len() != self.arity() {
             return Err(TensorError::Arity {
                 op: self.name(),
@@ -131,7 +136,15 @@ impl TensorOp {
                 got: inputs.len(),
             });
         }
+        if let TensorOp::Linalg(op) = self {
+            return op.infer(inputs);
+        }
+        self.infer_one(inputs).map(|meta| vec![meta])
+    }
+
+    fn infer_one(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
         match self {
+            TensorOp::Linalg(_) => unreachable!("decompositions have their own infer"),
             TensorOp::Binary(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
                 let shape =
@@ -208,9 +221,17 @@ impl TensorOp {
     /// # Errors
     ///
     /// As [`TensorOp::infer`] (which the caller should have asked first).
-    pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+    pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
+        if let TensorOp::Linalg(op) = self {
+            return op.run(inputs);
+        }
+        self.run_one(inputs, threads).map(|t| vec![t])
+    }
+
+    fn run_one(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
         let parallel = threads > 1;
         match self {
+            TensorOp::Linalg(_) => unreachable!("decompositions run on their own"),
             TensorOp::Binary(op) => elementwise::binary(*op, inputs[0], inputs[1], parallel),
             TensorOp::Unary(op) => unary::apply(*op, inputs[0], parallel),
             TensorOp::Matmul => gemm::matmul(inputs[0], inputs[1], threads),

@@ -259,6 +259,38 @@ pub enum TensorError {
         /// The tensor's rank.
         rank: usize,
     },
+    /// An op that needs a matrix got another rank.
+    #[error("{op} needs a 2-D tensor, got shape {shape:?}")]
+    NotMatrix {
+        /// The op.
+        op: &'static str,
+        /// The shape given.
+        shape: Vec<usize>,
+    },
+    /// An op that needs a square matrix got another.
+    #[error("{op} needs a square matrix, got shape {shape:?}")]
+    NotSquare {
+        /// The op.
+        op: &'static str,
+        /// The shape given.
+        shape: Vec<usize>,
+    },
+    /// A matrix that does not admit the factorization.
+    #[error("{op} failed: {reason}")]
+    Factorization {
+        /// The op.
+        op: &'static str,
+        /// Why, as the factorization reports it.
+        reason: String,
+    },
+    /// An op with several outputs was submitted where one was expected.
+    #[error("{op} has {outputs} outputs; submit it with apply_many")]
+    Outputs {
+        /// The op.
+        op: &'static str,
+        /// How many outputs it has.
+        outputs: usize,
+    },
     /// An op was given the wrong number of inputs.
     #[error("{op} takes {expected} input(s), got {got}")]
     Arity {

@@ -42,7 +42,8 @@ pub use weft_actors::{
 };
 pub use weft_engines::{
     c32, c64, BinaryOp, CpuEngine, DType, Data, Distribution, DomainInfo, Element, EngineError,
-    Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    Linalg, Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp,
+    UnaryOp,
 };
 pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,

@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_channel::{Receiver, Sender};
 use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
 use weft_engines::{
-    BinaryOp, CpuEngine, DType, Distribution, Meta, NotResident, ReduceOp, Scalar, Tensor,
+    BinaryOp, CpuEngine, DType, Distribution, Linalg, Meta, NotResident, ReduceOp, Scalar, Tensor,
     TensorError, TensorId, TensorOp, UnaryOp,
 };
 
@@ -206,9 +206,38 @@ impl Lane {
     ///
     /// # Errors
     ///
-    /// [`OpError::Tensor`] naming the bad shape or type; the handle errors of
+    /// [`OpError::Tensor`] naming the bad shape or type (or an op with more
+    /// than one output: use [`Lane::apply_many`]); the handle errors of
     /// [`Lane::download`].
     pub fn apply(&self, op: TensorOp, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
+        let outputs = self.check_op(&op, inputs)?;
+        if outputs.len() != 1 {
+            return Err(TensorError::Outputs {
+                op: op.name(),
+                outputs: outputs.len(),
+            }
+            .into());
+        }
+        let mut handles = self.submit_tensor_op(op, inputs, outputs)?;
+        Ok(handles.pop().expect("one output"))
+    }
+
+    /// Like [`Lane::apply`], for ops with several outputs (the
+    /// decompositions); all outputs share the op's completion event.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn apply_many(
+        &self,
+        op: TensorOp,
+        inputs: &[&TensorHandle],
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let outputs = self.check_op(&op, inputs)?;
+        self.submit_tensor_op(op, inputs, outputs)
+    }
+
+    fn check_op(&self, op: &TensorOp, inputs: &[&TensorHandle]) -> Result<Vec<Meta>, OpError> {
         for input in inputs {
             self.check(op.name(), input)?;
         }
@@ -219,62 +248,88 @@ impl Lane {
                 shape: h.shape().to_vec(),
             })
             .collect();
-        let out = op.infer(&metas)?;
-        let label = op.name();
-        self.produce(label, inputs, Vec::new(), out, move |engine, tensors| {
-            Ok(engine.execute(&op, tensors)?)
-        })
+        Ok(op.infer(&metas)?)
     }
 
-    /// Submits an op that produces a tensor described by `out` from
-    /// `inputs` (already checked); `compute` runs on the actor with the
-    /// inputs resident.
+    fn submit_tensor_op(
+        &self,
+        op: TensorOp,
+        inputs: &[&TensorHandle],
+        outputs: Vec<Meta>,
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let label = op.name();
+        self.produce(
+            label,
+            inputs,
+            Vec::new(),
+            outputs,
+            move |engine, tensors| Ok(engine.execute(&op, tensors)?),
+        )
+    }
+
+    /// Submits an op that produces tensors described by `outputs` from
+    /// `inputs` (already checked), after `inputs`' producers and `after`;
+    /// `compute` runs on the actor with the inputs resident.
     fn produce<F>(
         &self,
         label: &'static str,
         inputs: &[&TensorHandle],
         mut after: Vec<Event>,
-        out: Meta,
+        outputs: Vec<Meta>,
         compute: F,
-    ) -> Result<TensorHandle, OpError>
+    ) -> Result<Vec<TensorHandle>, OpError>
     where
-        F: FnOnce(&CpuEngine, &[&Tensor]) -> Result<Tensor, OpError> + Send + 'static,
+        F: FnOnce(&CpuEngine, &[&Tensor]) -> Result<Vec<Tensor>, OpError> + Send + 'static,
     {
         let tensors = self.tensors().clone();
-        let out = Arc::new(HandleInner {
-            runtime: tensors.runtime,
-            domain: tensors.domain,
-            id: TensorId(tensors.next_id.fetch_add(1, Ordering::Relaxed)),
-            dtype: out.dtype,
-            shape: out.shape,
-            ready: OnceLock::new(),
-            frees: tensors.frees.clone(),
-        });
+        let outs: Vec<Arc<HandleInner>> = outputs
+            .into_iter()
+            .map(|meta| {
+                Arc::new(HandleInner {
+                    runtime: tensors.runtime,
+                    domain: tensors.domain,
+                    id: TensorId(tensors.next_id.fetch_add(1, Ordering::Relaxed)),
+                    dtype: meta.dtype,
+                    shape: meta.shape,
+                    ready: OnceLock::new(),
+                    frees: tensors.frees.clone(),
+                })
+            })
+            .collect();
         let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
         after.extend(held.iter().map(TensorHandle::ready));
-        let keep = out.clone();
+        let keep = outs.clone();
         let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
             tensors.release_freed(engine);
-            let result = {
+            let results = {
                 let resident = held
                     .iter()
                     .map(|h| engine.store().get(h.id()))
                     .collect::<Result<Vec<_>, _>>()?;
                 compute(engine, &resident)?
             };
-            debug_assert_eq!(
-                (result.dtype(), result.shape()),
-                (keep.dtype, &keep.shape[..])
-            );
-            engine.store_mut().insert(keep.id, result);
+            debug_assert_eq!(results.len(), keep.len());
+            for (out, result) in keep.iter().zip(results) {
+                debug_assert_eq!(
+                    (result.dtype(), result.shape()),
+                    (out.dtype, &out.shape[..])
+                );
+                engine.store_mut().insert(out.id, result);
+            }
             // `held` and `keep` are dropped with this closure, after the op.
             Ok(())
         };
         let ticket = self.submit_op(Op::fallible(body).label(label).after(after))?;
-        out.ready
-            .set(ticket.event())
-            .unwrap_or_else(|_| unreachable!("set once, here"));
-        Ok(TensorHandle { inner: out })
+        let event = ticket.event();
+        Ok(outs
+            .into_iter()
+            .map(|out| {
+                out.ready
+                    .set(event.clone())
+                    .unwrap_or_else(|_| unreachable!("set once, here"));
+                TensorHandle { inner: out }
+            })
+            .collect())
     }
 
     fn submit_op<B>(&self, op: Op<B>) -> Result<weft_actors::TicketFor<B, CpuEngine>, OpError>
@@ -295,8 +350,10 @@ impl Lane {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
-        let out = Meta::of(&tensor);
-        self.produce("upload", &[], Vec::new(), out, move |_, _| Ok(tensor))
+        let out = vec![Meta::of(&tensor)];
+        let mut handles =
+            self.produce("upload", &[], Vec::new(), out, move |_, _| Ok(vec![tensor]))?;
+        Ok(handles.pop().expect("one output"))
     }
 
     /// A copy of the tensor, back on the host. The ticket fails with
@@ -456,16 +513,23 @@ impl Lane {
             dtype: handle.dtype(),
             shape: handle.shape().to_vec(),
         };
-        dest.produce("transfer in", &[], vec![out.event()], meta, move |_, _| {
-            let sent = handoff
-                .lock()
-                .take()
-                .expect("the transfer-out op ran before this one");
-            // Copy on the destination's thread: first touch places the
-            // pages on its node. The source's copy is freed here.
-            let (shape, data) = sent.into_parts();
-            Ok(Tensor::from_data(data.clone(), &shape)?)
-        })
+        let mut handles = dest.produce(
+            "transfer in",
+            &[],
+            vec![out.event()],
+            vec![meta],
+            move |_, _| {
+                let sent = handoff
+                    .lock()
+                    .take()
+                    .expect("the transfer-out op ran before this one");
+                // Copy on the destination's thread: first touch places the
+                // pages on its node. The source's copy is freed here.
+                let (shape, data) = sent.into_parts();
+                Ok(vec![Tensor::from_data(data.clone(), &shape)?])
+            },
+        )?;
+        Ok(handles.pop().expect("one output"))
     }
 
     /// A reduction of `x` over `axes`; see [`Lane::apply`].
@@ -631,6 +695,69 @@ impl Lane {
             },
             &[],
         )
+    }
+
+    /// `A = Q R`, thin; returns `(Q, R)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not 2-D.
+    pub fn qr(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Qr), &[a])?
+            .into_iter();
+        Ok((out.next().expect("Q"), out.next().expect("R")))
+    }
+
+    /// `A = U diag(S) Vᴴ`, thin; returns `(U, S, Vᴴ)` with `S` real.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not 2-D. A failure to converge fails the op.
+    pub fn svd(
+        &self,
+        a: &TensorHandle,
+    ) -> Result<(TensorHandle, TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Svd), &[a])?
+            .into_iter();
+        Ok((
+            out.next().expect("U"),
+            out.next().expect("S"),
+            out.next().expect("Vh"),
+        ))
+    }
+
+    /// Eigenvalues (real, ascending) and eigenvectors of Hermitian `a`
+    /// (its lower triangle is read); returns `(W, V)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square.
+    pub fn eigh(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Eigh), &[a])?
+            .into_iter();
+        Ok((out.next().expect("W"), out.next().expect("V")))
+    }
+
+    /// `L` with `A = L Lᴴ`. A matrix that is not positive definite fails the
+    /// op (and its dependents), not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square.
+    pub fn cholesky(&self, a: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Cholesky), &[a])
+    }
+
+    /// `X` with `A X = B`. A singular `A` fails the op, not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square, `b` of another type or row count.
+    pub fn solve(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
     }
 
     /// The number of tensors resident in this lane's domain and their bytes,
