@@ -310,7 +310,7 @@ impl CpuEngine {
             TensorOp::Matmul => {
                 elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1))
             }
-            TensorOp::Linalg(_) => usize::MAX,
+            TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
             _ => elements,
         };
         if work >= PARALLEL_THRESHOLD {

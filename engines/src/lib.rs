@@ -17,6 +17,7 @@
 
 mod cpu;
 pub mod create;
+pub mod einsum;
 pub mod elementwise;
 pub mod gemm;
 pub mod linalg;
@@ -29,6 +30,7 @@ pub mod unary;
 
 pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning};
 pub use create::{Distribution, Scalar};
+pub use einsum::Spec as EinsumSpec;
 pub use elementwise::BinaryOp;
 pub use linalg::Linalg;
 pub use op::{Meta, TensorOp};

@@ -3,6 +3,7 @@
 //! traced, and replayed.
 
 use crate::create::{self, Distribution, Scalar};
+use crate::einsum::Spec;
 use crate::elementwise::{self, BinaryOp};
 use crate::gemm;
 use crate::linalg::Linalg;
@@ -33,6 +34,8 @@ pub enum TensorOp {
     Matmul,
     /// A decomposition or solve through faer.
     Linalg(Linalg),
+    /// `einsum` over the operands, as the parsed specification says.
+    Einsum(Spec),
     /// A reduction over `axes`, keeping them as extent 1 if `keep_dims`.
     Reduce {
         /// The reduction.
@@ -96,6 +99,7 @@ impl TensorOp {
             TensorOp::Unary(op) => op.name(),
             TensorOp::Matmul => "matmul",
             TensorOp::Linalg(op) => op.name(),
+            TensorOp::Einsum(_) => "einsum",
             TensorOp::Reduce { op, .. } => op.name(),
             TensorOp::Reshape(_) => "reshape",
             TensorOp::Permute(_) => "permute",
@@ -119,6 +123,7 @@ impl TensorOp {
             | TensorOp::Permute(_) => 1,
             TensorOp::Binary(_) | TensorOp::Matmul => 2,
             TensorOp::Linalg(op) => op.arity(),
+            TensorOp::Einsum(spec) => spec.arity(),
         }
     }
 
@@ -145,6 +150,7 @@ impl TensorOp {
     fn infer_one(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
         match self {
             TensorOp::Linalg(_) => unreachable!("decompositions have their own infer"),
+            TensorOp::Einsum(spec) => spec.infer(inputs),
             TensorOp::Binary(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
                 let shape =
@@ -232,6 +238,7 @@ impl TensorOp {
         let parallel = threads > 1;
         match self {
             TensorOp::Linalg(_) => unreachable!("decompositions run on their own"),
+            TensorOp::Einsum(spec) => spec.run(inputs, threads),
             TensorOp::Binary(op) => elementwise::binary(*op, inputs[0], inputs[1], parallel),
             TensorOp::Unary(op) => unary::apply(*op, inputs[0], parallel),
             TensorOp::Matmul => gemm::matmul(inputs[0], inputs[1], threads),

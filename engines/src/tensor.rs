@@ -283,6 +283,14 @@ pub enum TensorError {
         /// Why, as the factorization reports it.
         reason: String,
     },
+    /// An einsum specification that is malformed or does not fit its operands.
+    #[error("einsum `{spec}`: {reason}")]
+    Einsum {
+        /// The specification.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// An op with several outputs was submitted where one was expected.
     #[error("{op} has {outputs} outputs; submit it with apply_many")]
     Outputs {

@@ -20,8 +20,8 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_channel::{Receiver, Sender};
 use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
 use weft_engines::{
-    BinaryOp, CpuEngine, DType, Distribution, Linalg, Meta, NotResident, ReduceOp, Scalar, Tensor,
-    TensorError, TensorId, TensorOp, UnaryOp,
+    BinaryOp, CpuEngine, DType, Distribution, EinsumSpec, Linalg, Meta, NotResident, ReduceOp,
+    Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
 };
 
 use crate::lane::Lane;
@@ -695,6 +695,19 @@ impl Lane {
             },
             &[],
         )
+    }
+
+    /// `einsum` with NumPy subscripts (`"ij,jk->ik"`, traces and repeated
+    /// labels included), lowered to permutations and batched GEMM with a
+    /// greedy contraction order. The spec is parsed and checked against the
+    /// operands here, at the call site.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
+    /// as [`Lane::apply`].
+    pub fn einsum(&self, spec: &str, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Einsum(EinsumSpec::parse(spec)?), inputs)
     }
 
     /// `A = Q R`, thin; returns `(Q, R)`.
