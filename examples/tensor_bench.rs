@@ -47,8 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let direct_pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
+    // `--only gemm|add|chain` runs one part (for profiling).
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
 
-    for n in [512, 1024, 2048] {
+    for n in [512, 1024, 2048].into_iter().filter(|_| wants("gemm")) {
         let a = Tensor::from_vec(random(n * n, 1), &[n, n])?;
         let b = Tensor::from_vec(random(n * n, 2), &[n, n])?;
         let (ha, hb) = (lane.upload(a.clone())?, lane.upload(b.clone())?);
@@ -84,6 +87,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
+    if wants("add") {
+        add(&lane, &direct_pool)?;
+    }
+    if wants("chain") {
+        chain(&lane)?;
+    }
+    Ok(())
+}
+
+fn add(
+    lane: &weft::Lane,
+    direct_pool: &rayon::ThreadPool,
+) -> Result<(), Box<dyn std::error::Error>> {
     let n = 64 * 1024 * 1024 / 8;
     let (x, y) = (random(n, 3), random(n, 4));
     let (hx, hy) = (
@@ -108,7 +124,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         direct.as_secs_f64() * 1e3,
         direct.as_secs_f64() / weft.as_secs_f64()
     );
+    Ok(())
+}
 
+fn chain(lane: &weft::Lane) -> Result<(), Box<dyn std::error::Error>> {
     let small = lane.upload(Tensor::from_vec(random(64, 5), &[64])?)?;
     let chain = time(11, || {
         let mut h = small.clone();

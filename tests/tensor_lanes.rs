@@ -485,18 +485,33 @@ fn einsum_through_a_lane() {
     let rt = one_domain();
     let lane = rt.lane(0).expect("lane");
     let (a, b) = (matrix(3, 4, 0.1), matrix(4, 5, 0.2));
-    let (ha, hb) = (lane.upload(a.clone()).unwrap(), lane.upload(b.clone()).unwrap());
+    let (ha, hb) = (
+        lane.upload(a.clone()).unwrap(),
+        lane.upload(b.clone()).unwrap(),
+    );
     let c = lane.einsum("ij,jk->ik", &[&ha, &hb]).unwrap();
     assert_eq!(c.shape(), [3, 5]);
     close(
-        wait_ok(lane.download(&c).unwrap()).as_slice::<f64>().unwrap(),
+        wait_ok(lane.download(&c).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
         &matmul_ref(&a, &b),
     );
-    let tr = lane.einsum("ij,ji->", &[&ha, &lane.transpose(&ha).unwrap()]).unwrap();
+    let tr = lane
+        .einsum("ij,ji->", &[&ha, &lane.transpose(&ha).unwrap()])
+        .unwrap();
     let want: f64 = a.as_slice::<f64>().unwrap().iter().map(|x| x * x).sum();
-    close(wait_ok(lane.download(&tr).unwrap()).as_slice::<f64>().unwrap(), &[want]);
+    close(
+        wait_ok(lane.download(&tr).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        &[want],
+    );
     let err = lane.einsum("ij,jk->ik", &[&ha, &ha]).unwrap_err();
-    assert_eq!(err.to_string(), "einsum `ij,jk->ik`: label `j` has extents 4 and 3");
+    assert_eq!(
+        err.to_string(),
+        "einsum `ij,jk->ik`: label `j` has extents 4 and 3"
+    );
     let err = lane.einsum("ij,jk->ik", &[&ha]).unwrap_err();
     assert_eq!(err.to_string(), "einsum takes 2 input(s), got 1");
 }

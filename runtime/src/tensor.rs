@@ -262,8 +262,8 @@ impl Lane {
             label,
             inputs,
             Vec::new(),
-            outputs,
-            move |engine, tensors| Ok(engine.execute(&op, tensors)?),
+            outputs.clone(),
+            move |engine, tensors| Ok(engine.execute_inferred(&op, tensors, &outputs)?),
         )
     }
 
