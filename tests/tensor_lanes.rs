@@ -515,3 +515,29 @@ fn einsum_through_a_lane() {
     let err = lane.einsum("ij,jk->ik", &[&ha]).unwrap_err();
     assert_eq!(err.to_string(), "einsum takes 2 input(s), got 1");
 }
+
+#[test]
+fn pipeline_keeps_order_bounds_flight_and_isolates_failures() {
+    use weft::{DType, Pipeline, Scalar};
+    let rt = two_domains_unpinned();
+    let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
+        // Item 3 is not positive definite: its factorization fails.
+        let v = if i == 3 { -1.0 } else { (i + 1) as f64 };
+        lane.full(DType::F64, &[1, 1], Scalar::Real(v))
+    })
+    .stage("factor", 1, |lane, x| lane.cholesky(x))
+    .stage("square", 0, |lane, l| lane.matmul(l, l))
+    .in_flight(3);
+    assert_eq!(pipeline.layout(), [("make", 0), ("factor", 1), ("square", 0)]);
+    let run = pipeline.run(8).expect("ran");
+    assert!(run.peak_in_flight <= 3);
+    for (i, out) in run.outputs.into_iter().enumerate() {
+        if i == 3 {
+            let err = out.unwrap_err();
+            assert_eq!(err.dependency().expect("dependency").op, "cholesky");
+        } else {
+            let v = out.expect("ran").as_slice::<f64>().unwrap()[0];
+            assert!((v - (i + 1) as f64).abs() < 1e-12, "item {i}: {v}");
+        }
+    }
+}

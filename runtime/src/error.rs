@@ -47,4 +47,7 @@ pub enum RuntimeError {
     /// The OS refused an application thread.
     #[error("cannot start application thread: {0}")]
     Thread(std::io::Error),
+    /// A tensor op was refused.
+    #[error(transparent)]
+    Op(#[from] crate::tensor::OpError),
 }

@@ -23,12 +23,14 @@
 
 mod error;
 mod lane;
+mod pipeline;
 mod runtime;
 mod scope;
 mod tensor;
 
 pub use error::{BuildError, RuntimeError};
 pub use lane::Lane;
+pub use pipeline::{Pipeline, PipelineRun};
 pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
 pub use tensor::{OpError, RuntimeId, TensorHandle};
