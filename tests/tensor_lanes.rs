@@ -528,7 +528,10 @@ fn pipeline_keeps_order_bounds_flight_and_isolates_failures() {
     .stage("factor", 1, |lane, x| lane.cholesky(x))
     .stage("square", 0, |lane, l| lane.matmul(l, l))
     .in_flight(3);
-    assert_eq!(pipeline.layout(), [("make", 0), ("factor", 1), ("square", 0)]);
+    assert_eq!(
+        pipeline.layout(),
+        [("make", 0), ("factor", 1), ("square", 0)]
+    );
     let run = pipeline.run(8).expect("ran");
     assert!(run.peak_in_flight <= 3);
     for (i, out) in run.outputs.into_iter().enumerate() {
@@ -540,4 +543,54 @@ fn pipeline_keeps_order_bounds_flight_and_isolates_failures() {
             assert!((v - (i + 1) as f64).abs() < 1e-12, "item {i}: {v}");
         }
     }
+}
+
+#[test]
+fn masks_selects_and_structural_ops_through_a_lane() {
+    use weft::{c64, BinaryOp, CmpOp, DType, Scalar, SliceAxis};
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let get = |h: &weft::TensorHandle| wait_ok(lane.download(h).unwrap());
+    let x = lane.arange(DType::F64, -2.0, 1.0, 5).unwrap(); // [-2, -1, 0, 1, 2]
+    let zero = lane.zeros(DType::F64, &[]).unwrap();
+    let pos = lane.compare(CmpOp::Gt, &x, &zero).unwrap();
+    assert_eq!(get(&pos).as_slice::<f64>().unwrap(), &[0.0, 0.0, 0.0, 1.0, 1.0]);
+    let relu = lane.select(&pos, &x, &zero).unwrap();
+    assert_eq!(get(&relu).as_slice::<f64>().unwrap(), &[0.0, 0.0, 0.0, 1.0, 2.0]);
+    let sq = lane.binary_scalar(BinaryOp::Pow, &x, Scalar::Real(2.0)).unwrap();
+    assert_eq!(get(&sq).as_slice::<f64>().unwrap(), &[4.0, 1.0, 0.0, 1.0, 4.0]);
+    let c = lane.clamp(&x, -1.0, 1.0).unwrap();
+    assert_eq!(get(&c).as_slice::<f64>().unwrap(), &[-1.0, -1.0, 0.0, 1.0, 1.0]);
+    let s = lane.slice(&x, &[SliceAxis { start: 1, stop: 5, step: 2 }]).unwrap();
+    assert_eq!(get(&s).as_slice::<f64>().unwrap(), &[-1.0, 1.0]);
+    let r = lane.reverse(&x, &[0]).unwrap();
+    assert_eq!(get(&r).as_slice::<f64>().unwrap(), &[2.0, 1.0, 0.0, -1.0, -2.0]);
+    let both = lane.concatenate(&[&x, &r], 0).unwrap();
+    assert_eq!(both.shape(), [10]);
+    let p = lane.pad(&s, &[(1, 1)], Scalar::Real(7.0)).unwrap();
+    assert_eq!(get(&p).as_slice::<f64>().unwrap(), &[7.0, -1.0, 1.0, 7.0]);
+    let m = lane.reshape(&lane.arange(DType::F64, 0.0, 1.0, 9).unwrap(), &[3, 3]).unwrap();
+    assert_eq!(get(&lane.diagonal(&m).unwrap()).as_slice::<f64>().unwrap(), &[0.0, 4.0, 8.0]);
+    let up = lane.triu(&m, 0).unwrap();
+    let low = lane.tril(&m, -1).unwrap();
+    assert_eq!(get(&lane.add(&up, &low).unwrap()), get(&m));
+    let b = lane.broadcast_to(&lane.diagonal(&m).unwrap(), &[2, 3]).unwrap();
+    assert_eq!(b.shape(), [2, 3]);
+    let z = lane
+        .upload(Tensor::from_vec(vec![c64::new(1.0, 1.0), c64::new(0.0, 2.0)], &[2]).unwrap())
+        .unwrap();
+    let v = lane.vdot(&z, &z).unwrap();
+    assert_eq!(get(&v).as_slice::<c64>().unwrap(), &[c64::new(6.0, 0.0)]);
+    let d = lane.dot(&z, &z).unwrap();
+    assert_eq!(get(&d).as_slice::<c64>().unwrap(), &[c64::new(-4.0, 2.0)]);
+    let zr = lane.cast(&z, DType::F32).unwrap();
+    assert_eq!(get(&zr).as_slice::<f32>().unwrap(), &[1.0, 0.0]);
+    // Call-site errors.
+    assert!(lane.compare(CmpOp::Lt, &z, &z).is_err());
+    assert!(lane.clamp(&z, 0.0, 1.0).is_err());
+    assert!(lane.concatenate(&[&x, &m], 0).is_err());
+    assert!(lane.diagonal(&x).is_err());
+    assert!(lane.dot(&x, &s).is_err());
+    assert!(lane.slice(&x, &[SliceAxis { start: 9, stop: 10, step: 1 }]).is_err());
+    assert!(lane.binary_scalar(BinaryOp::Add, &x, Scalar::Complex(c64::new(0.0, 1.0))).is_err());
 }

@@ -26,6 +26,8 @@ pub enum BinaryOp {
     Maximum,
     /// The smaller of `a` and `b`; NaN if either is (real types only).
     Minimum,
+    /// `a` to the power `b` (principal branch for complex types).
+    Pow,
 }
 
 impl BinaryOp {
@@ -38,6 +40,7 @@ impl BinaryOp {
             BinaryOp::Div => "div",
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
+            BinaryOp::Pow => "pow",
         }
     }
 
@@ -226,6 +229,7 @@ fn field<T: Element>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
         BinaryOp::Sub => kernel(|a, b| a - b, x),
         BinaryOp::Mul => kernel(|a, b| a * b, x),
         BinaryOp::Div => kernel(|a, b| a / b, x),
+        BinaryOp::Pow => kernel(|a: T, b: T| a.pow(b), x),
         BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("checked: real types only"),
     }
 }
@@ -516,5 +520,238 @@ mod tests {
         let z = Tensor::scalar(c64::new(1.0, 0.0));
         let err = binary(BinaryOp::Maximum, &z, &z, false).unwrap_err();
         assert_eq!(err.to_string(), "maximum is not defined for c64 tensors");
+    }
+}
+
+/// A comparison direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    /// `a == b`
+    Eq,
+    /// `a != b`
+    Ne,
+    /// `a < b` (real types)
+    Lt,
+    /// `a <= b` (real types)
+    Le,
+    /// `a > b` (real types)
+    Gt,
+    /// `a >= b` (real types)
+    Ge,
+}
+
+impl CmpOp {
+    /// The op's name in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+/// The real type masks of `dtype` tensors use (1 for true, 0 for false).
+pub fn mask_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::C32 | DType::F32 => DType::F32,
+        DType::C64 | DType::F64 => DType::F64,
+    }
+}
+
+/// Checks a comparison; returns the mask's shape.
+///
+/// # Errors
+///
+/// [`TensorError::MixedDTypes`], [`TensorError::Broadcast`], and
+/// [`TensorError::Unsupported`] for an ordering of complex tensors.
+pub fn check_compare(
+    op: CmpOp,
+    lhs: DType,
+    lhs_shape: &[usize],
+    rhs: DType,
+    rhs_shape: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    if lhs != rhs {
+        return Err(TensorError::MixedDTypes {
+            op: op.name(),
+            lhs,
+            rhs,
+        });
+    }
+    if lhs.is_complex() && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+        return Err(TensorError::Unsupported {
+            op: op.name(),
+            dtype: lhs,
+        });
+    }
+    broadcast_shapes(op.name(), lhs_shape, rhs_shape)
+}
+
+/// `lhs op rhs` elementwise with broadcasting, as a 0/1 mask.
+///
+/// # Errors
+///
+/// As [`check_compare`].
+pub fn compare(op: CmpOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
+    let out = check_compare(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
+    let (a, b) = (
+        crate::structural::broadcast_to(lhs, &out)?,
+        crate::structural::broadcast_to(rhs, &out)?,
+    );
+    fn test<T: PartialEq + PartialOrd + Copy>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| match op {
+                CmpOp::Eq => x == y,
+                CmpOp::Ne => x != y,
+                CmpOp::Lt => x < y,
+                CmpOp::Le => x <= y,
+                CmpOp::Gt => x > y,
+                CmpOp::Ge => x >= y,
+            })
+            .collect()
+    }
+    fn eq_only<T: PartialEq + Copy>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x == y) == (op == CmpOp::Eq))
+            .collect()
+    }
+    let bits = match (a.data(), b.data()) {
+        (Data::F32(x), Data::F32(y)) => test(op, x, y),
+        (Data::F64(x), Data::F64(y)) => test(op, x, y),
+        (Data::C32(x), Data::C32(y)) => eq_only(op, x, y),
+        (Data::C64(x), Data::C64(y)) => eq_only(op, x, y),
+        _ => unreachable!("checked dtypes"),
+    };
+    let data = match mask_dtype(lhs.dtype()) {
+        DType::F32 => Data::F32(bits.iter().map(|&t| f32::from(u8::from(t))).collect()),
+        _ => Data::F64(bits.iter().map(|&t| f64::from(u8::from(t))).collect()),
+    };
+    Tensor::from_data(data, &out)
+}
+
+/// Checks a select; returns the output's shape.
+///
+/// # Errors
+///
+/// [`TensorError::DType`] for a complex mask, [`TensorError::MixedDTypes`]
+/// for branches of different types, [`TensorError::Broadcast`].
+pub fn check_select(
+    mask: DType,
+    mask_shape: &[usize],
+    a: DType,
+    a_shape: &[usize],
+    b: DType,
+    b_shape: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    if mask.is_complex() {
+        return Err(TensorError::DType {
+            expected: mask_dtype(mask),
+            got: mask,
+        });
+    }
+    if a != b {
+        return Err(TensorError::MixedDTypes {
+            op: "select",
+            lhs: a,
+            rhs: b,
+        });
+    }
+    let ab = broadcast_shapes("select", a_shape, b_shape)?;
+    broadcast_shapes("select", mask_shape, &ab)
+}
+
+/// Where `mask` is nonzero, `a`; elsewhere `b` (all three broadcast).
+///
+/// # Errors
+///
+/// As [`check_select`].
+pub fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorError> {
+    let out = check_select(
+        mask.dtype(),
+        mask.shape(),
+        a.dtype(),
+        a.shape(),
+        b.dtype(),
+        b.shape(),
+    )?;
+    let m = crate::structural::broadcast_to(mask, &out)?;
+    let flags: Vec<bool> = match m.data() {
+        Data::F32(v) => v.iter().map(|&x| x != 0.0).collect(),
+        Data::F64(v) => v.iter().map(|&x| x != 0.0).collect(),
+        _ => unreachable!("checked: real mask"),
+    };
+    let (a, b) = (
+        crate::structural::broadcast_to(a, &out)?,
+        crate::structural::broadcast_to(b, &out)?,
+    );
+    fn pick<T: Copy>(flags: &[bool], a: &[T], b: &[T]) -> Vec<T> {
+        flags
+            .iter()
+            .zip(a.iter().zip(b))
+            .map(|(&f, (&x, &y))| if f { x } else { y })
+            .collect()
+    }
+    let data = match (a.data(), b.data()) {
+        (Data::F32(x), Data::F32(y)) => Data::F32(pick(&flags, x, y)),
+        (Data::F64(x), Data::F64(y)) => Data::F64(pick(&flags, x, y)),
+        (Data::C32(x), Data::C32(y)) => Data::C32(pick(&flags, x, y)),
+        (Data::C64(x), Data::C64(y)) => Data::C64(pick(&flags, x, y)),
+        _ => unreachable!("checked dtypes"),
+    };
+    Tensor::from_data(data, &out)
+}
+
+/// Every element limited to `[lo, hi]` (real types; NaN stays NaN).
+///
+/// # Errors
+///
+/// [`TensorError::Unsupported`] for complex tensors.
+pub fn clamp(input: &Tensor, lo: f64, hi: f64) -> Result<Tensor, TensorError> {
+    let data = match input.data() {
+        Data::F32(v) => Data::F32(v.iter().map(|&x| x.max(lo as f32).min(hi as f32)).collect()),
+        Data::F64(v) => Data::F64(v.iter().map(|&x| x.max(lo).min(hi)).collect()),
+        _ => {
+            return Err(TensorError::Unsupported {
+                op: "clamp",
+                dtype: input.dtype(),
+            })
+        }
+    };
+    Tensor::from_data(data, input.shape())
+}
+
+#[cfg(test)]
+mod select_tests {
+    use super::*;
+
+    #[test]
+    fn compare_select_clamp_pow() {
+        let a = Tensor::from_vec(vec![1.0f64, 5.0, 3.0], &[3]).unwrap();
+        let b = Tensor::scalar(3.0f64);
+        let m = compare(CmpOp::Ge, &a, &b).unwrap();
+        assert_eq!(m.as_slice::<f64>().unwrap(), &[0.0, 1.0, 1.0]);
+        let s = select(&m, &a, &Tensor::scalar(-1.0f64)).unwrap();
+        assert_eq!(s.as_slice::<f64>().unwrap(), &[-1.0, 5.0, 3.0]);
+        let c = clamp(&a, 2.0, 4.0).unwrap();
+        assert_eq!(c.as_slice::<f64>().unwrap(), &[2.0, 4.0, 3.0]);
+        let p = binary(BinaryOp::Pow, &a, &Tensor::scalar(2.0f64), false).unwrap();
+        assert_eq!(p.as_slice::<f64>().unwrap(), &[1.0, 25.0, 9.0]);
+        let z = Tensor::scalar(crate::c64::new(0.0, 1.0));
+        let err = compare(CmpOp::Lt, &z, &z).unwrap_err();
+        assert_eq!(err.to_string(), "lt is not defined for c64 tensors");
+        let eq = compare(CmpOp::Eq, &z, &z).unwrap();
+        assert_eq!(
+            (eq.dtype(), eq.as_slice::<f64>().unwrap()),
+            (DType::F64, &[1.0][..])
+        );
+        assert!(clamp(&z, 0.0, 1.0).is_err());
+        let err = select(&z, &a, &a).unwrap_err();
+        assert!(matches!(err, TensorError::DType { .. }), "{err}");
     }
 }

@@ -4,11 +4,12 @@
 
 use crate::create::{self, Distribution, Scalar};
 use crate::einsum::Spec;
-use crate::elementwise::{self, BinaryOp};
+use crate::elementwise::{self, BinaryOp, CmpOp};
 use crate::gemm;
 use crate::linalg::Linalg;
 use crate::reduce::{self, ReduceOp};
 use crate::structural;
+use crate::structural::SliceAxis;
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 use crate::unary::{self, UnaryOp};
 
@@ -78,6 +79,66 @@ pub enum TensorOp {
         /// Number of elements.
         len: usize,
     },
+    /// `a op b` as a 0/1 mask of the real type (see [`elementwise::mask_dtype`]).
+    Compare(CmpOp),
+    /// Where the first input (a mask) is nonzero the second, else the third.
+    Select,
+    /// Every element limited to `[lo, hi]` (real types).
+    Clamp {
+        /// Lower bound.
+        lo: f64,
+        /// Upper bound.
+        hi: f64,
+    },
+    /// `a op value` (or `value op a` if `scalar_first`), broadcast.
+    BinaryScalar {
+        /// The op.
+        op: BinaryOp,
+        /// The scalar operand.
+        value: Scalar,
+        /// Whether the scalar is the left operand.
+        scalar_first: bool,
+    },
+    /// The elements converted to another type.
+    Cast(DType),
+    /// `a[start..stop:step, …]`, one range per axis.
+    Slice(Vec<SliceAxis>),
+    /// The order along these axes reversed.
+    Reverse(Vec<usize>),
+    /// Repeated along broadcast axes to this shape.
+    BroadcastTo(Vec<usize>),
+    /// The inputs (this many) joined along `axis`.
+    Concatenate {
+        /// The axis.
+        axis: usize,
+        /// Number of inputs.
+        inputs: usize,
+    },
+    /// Padded with `value`, `(before, after)` per axis.
+    Pad {
+        /// Widths per axis.
+        widths: Vec<(usize, usize)>,
+        /// The fill value.
+        value: Scalar,
+    },
+    /// The main diagonals of the last two axes.
+    Diagonal,
+    /// Matrices with the last axis on their diagonals.
+    DiagEmbed,
+    /// The lower (`j ≤ i + k`) or upper (`j ≥ i + k`) triangle of the last
+    /// two axes.
+    Triangle {
+        /// The diagonal offset.
+        k: isize,
+        /// Upper rather than lower.
+        upper: bool,
+    },
+    /// The inner product of two vectors (`conjugate`: of the first one's
+    /// conjugate, `vdot`), as a rank-0 tensor.
+    Dot {
+        /// Whether the first vector is conjugated.
+        conjugate: bool,
+    },
     /// A seeded random tensor: the same seed gives the same data anywhere.
     Random {
         /// Element type.
@@ -107,6 +168,22 @@ impl TensorOp {
             TensorOp::Eye { .. } => "eye",
             TensorOp::Arange { .. } => "arange",
             TensorOp::Random { .. } => "random",
+            TensorOp::Compare(op) => op.name(),
+            TensorOp::Select => "select",
+            TensorOp::Clamp { .. } => "clamp",
+            TensorOp::BinaryScalar { op, .. } => op.name(),
+            TensorOp::Cast(_) => "cast",
+            TensorOp::Slice(_) => "slice",
+            TensorOp::Reverse(_) => "reverse",
+            TensorOp::BroadcastTo(_) => "broadcast_to",
+            TensorOp::Concatenate { .. } => "concatenate",
+            TensorOp::Pad { .. } => "pad",
+            TensorOp::Diagonal => "diagonal",
+            TensorOp::DiagEmbed => "diag_embed",
+            TensorOp::Triangle { upper: false, .. } => "tril",
+            TensorOp::Triangle { upper: true, .. } => "triu",
+            TensorOp::Dot { conjugate: false } => "dot",
+            TensorOp::Dot { conjugate: true } => "vdot",
         }
     }
 
@@ -120,8 +197,23 @@ impl TensorOp {
             TensorOp::Unary(_)
             | TensorOp::Reduce { .. }
             | TensorOp::Reshape(_)
-            | TensorOp::Permute(_) => 1,
-            TensorOp::Binary(_) | TensorOp::Matmul => 2,
+            | TensorOp::Permute(_)
+            | TensorOp::Clamp { .. }
+            | TensorOp::BinaryScalar { .. }
+            | TensorOp::Cast(_)
+            | TensorOp::Slice(_)
+            | TensorOp::Reverse(_)
+            | TensorOp::BroadcastTo(_)
+            | TensorOp::Pad { .. }
+            | TensorOp::Diagonal
+            | TensorOp::DiagEmbed
+            | TensorOp::Triangle { .. } => 1,
+            TensorOp::Binary(_)
+            | TensorOp::Matmul
+            | TensorOp::Compare(_)
+            | TensorOp::Dot { .. } => 2,
+            TensorOp::Select => 3,
+            TensorOp::Concatenate { inputs, .. } => *inputs,
             TensorOp::Linalg(op) => op.arity(),
             TensorOp::Einsum(spec) => spec.arity(),
         }
@@ -218,6 +310,152 @@ impl TensorOp {
                 created(*dtype, vec![*len])
             }
             TensorOp::Random { dtype, shape, .. } => created(*dtype, shape.clone()),
+            TensorOp::Compare(op) => {
+                let (a, b) = (&inputs[0], &inputs[1]);
+                let shape = elementwise::check_compare(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
+                Ok(Meta {
+                    dtype: elementwise::mask_dtype(a.dtype),
+                    shape,
+                })
+            }
+            TensorOp::Select => {
+                let (m, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
+                let shape = elementwise::check_select(
+                    m.dtype, &m.shape, a.dtype, &a.shape, b.dtype, &b.shape,
+                )?;
+                Ok(Meta {
+                    dtype: a.dtype,
+                    shape,
+                })
+            }
+            TensorOp::Clamp { .. } => {
+                let a = &inputs[0];
+                if a.dtype.is_complex() {
+                    return Err(TensorError::Unsupported {
+                        op: "clamp",
+                        dtype: a.dtype,
+                    });
+                }
+                Ok(a.clone())
+            }
+            TensorOp::BinaryScalar { op, value, .. } => {
+                let a = &inputs[0];
+                value.to_data(a.dtype, 0)?;
+                if !op.supports(a.dtype) {
+                    return Err(TensorError::Unsupported {
+                        op: op.name(),
+                        dtype: a.dtype,
+                    });
+                }
+                Ok(a.clone())
+            }
+            TensorOp::Cast(dtype) => Ok(Meta {
+                dtype: *dtype,
+                shape: inputs[0].shape.clone(),
+            }),
+            TensorOp::Slice(axes) => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: structural::slice_meta(&inputs[0].shape, axes)?,
+            }),
+            TensorOp::Reverse(axes) => {
+                structural::check_axes("reverse", inputs[0].shape.len(), axes)?;
+                Ok(inputs[0].clone())
+            }
+            TensorOp::BroadcastTo(shape) => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: structural::broadcast_to_meta(&inputs[0].shape, shape)?,
+            }),
+            TensorOp::Concatenate { axis, .. } => {
+                for m in &inputs[1..] {
+                    if m.dtype != inputs[0].dtype {
+                        return Err(TensorError::MixedDTypes {
+                            op: "concatenate",
+                            lhs: inputs[0].dtype,
+                            rhs: m.dtype,
+                        });
+                    }
+                }
+                let shapes: Vec<&[usize]> = inputs.iter().map(|m| &m.shape[..]).collect();
+                Ok(Meta {
+                    dtype: inputs[0].dtype,
+                    shape: structural::concat_meta(&shapes, *axis)?,
+                })
+            }
+            TensorOp::Pad { widths, value } => {
+                let a = &inputs[0];
+                value.to_data(a.dtype, 0)?;
+                if widths.len() != a.shape.len() {
+                    return Err(TensorError::Slice {
+                        op: "pad",
+                        shape: a.shape.clone(),
+                        reason: format!(
+                            "{} pad widths for a rank-{} tensor",
+                            widths.len(),
+                            a.shape.len()
+                        ),
+                    });
+                }
+                created(
+                    a.dtype,
+                    a.shape
+                        .iter()
+                        .zip(widths)
+                        .map(|(&n, &(b, e))| n.saturating_add(b).saturating_add(e))
+                        .collect(),
+                )
+            }
+            TensorOp::Diagonal | TensorOp::Triangle { .. } => {
+                let a = &inputs[0];
+                let r = a.shape.len();
+                if r < 2 {
+                    return Err(TensorError::NotMatrix {
+                        op: self.name(),
+                        shape: a.shape.clone(),
+                    });
+                }
+                if matches!(self, TensorOp::Triangle { .. }) {
+                    return Ok(a.clone());
+                }
+                let mut shape = a.shape[..r - 2].to_vec();
+                shape.push(a.shape[r - 2].min(a.shape[r - 1]));
+                Ok(Meta {
+                    dtype: a.dtype,
+                    shape,
+                })
+            }
+            TensorOp::DiagEmbed => {
+                let a = &inputs[0];
+                let Some(&n) = a.shape.last() else {
+                    return Err(TensorError::NotMatrix {
+                        op: "diag_embed",
+                        shape: Vec::new(),
+                    });
+                };
+                let mut shape = a.shape.clone();
+                shape.push(n);
+                created(a.dtype, shape)
+            }
+            TensorOp::Dot { .. } => {
+                let (a, b) = (&inputs[0], &inputs[1]);
+                if a.dtype != b.dtype {
+                    return Err(TensorError::MixedDTypes {
+                        op: self.name(),
+                        lhs: a.dtype,
+                        rhs: b.dtype,
+                    });
+                }
+                if a.shape.len() != 1 || a.shape != b.shape {
+                    return Err(TensorError::MatmulShapes {
+                        lhs: a.shape.clone(),
+                        rhs: b.shape.clone(),
+                        reason: "dot needs two vectors of one length",
+                    });
+                }
+                Ok(Meta {
+                    dtype: a.dtype,
+                    shape: Vec::new(),
+                })
+            }
         }
     }
 
@@ -267,6 +505,41 @@ impl TensorOp {
                 distribution,
                 seed,
             } => create::random(*dtype, shape, *distribution, *seed),
+            TensorOp::Compare(op) => elementwise::compare(*op, inputs[0], inputs[1]),
+            TensorOp::Select => elementwise::select(inputs[0], inputs[1], inputs[2]),
+            TensorOp::Clamp { lo, hi } => elementwise::clamp(inputs[0], *lo, *hi),
+            TensorOp::BinaryScalar {
+                op,
+                value,
+                scalar_first,
+            } => {
+                let s = create::full(inputs[0].dtype(), &[], *value)?;
+                let (a, b) = if *scalar_first {
+                    (&s, inputs[0])
+                } else {
+                    (inputs[0], &s)
+                };
+                elementwise::binary(*op, a, b, parallel)
+            }
+            TensorOp::Cast(dtype) => Ok(structural::cast(inputs[0], *dtype)),
+            TensorOp::Slice(axes) => structural::slice(inputs[0], axes),
+            TensorOp::Reverse(axes) => structural::reverse(inputs[0], axes),
+            TensorOp::BroadcastTo(shape) => structural::broadcast_to(inputs[0], shape),
+            TensorOp::Concatenate { axis, .. } => structural::concatenate(inputs, *axis),
+            TensorOp::Pad { widths, value } => structural::pad(inputs[0], widths, *value),
+            TensorOp::Diagonal => structural::diagonal(inputs[0]),
+            TensorOp::DiagEmbed => structural::diag_embed(inputs[0]),
+            TensorOp::Triangle { k, upper } => structural::triangle(inputs[0], *k, *upper),
+            TensorOp::Dot { conjugate } => {
+                let conj;
+                let a = if *conjugate {
+                    conj = unary::apply(UnaryOp::Conj, inputs[0], false)?;
+                    &conj
+                } else {
+                    inputs[0]
+                };
+                crate::einsum::Spec::parse("i,i->")?.run(&[a, inputs[1]], threads)
+            }
         }
     }
 }

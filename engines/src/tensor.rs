@@ -114,6 +114,8 @@ pub trait Element:
     /// One.
     const ONE: Self;
 
+    /// `self` to the power `exponent` (principal branch for complex).
+    fn pow(self, exponent: Self) -> Self;
     /// Wraps elements of this type.
     fn wrap(values: Vec<Self>) -> Data;
     /// The elements, if `data` holds this type.
@@ -123,11 +125,15 @@ pub trait Element:
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident, $zero:expr, $one:expr) => {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr, $pow:ident) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             const ZERO: Self = $zero;
             const ONE: Self = $one;
+
+            fn pow(self, exponent: Self) -> Self {
+                self.$pow(exponent)
+            }
 
             fn wrap(values: Vec<Self>) -> Data {
                 Data::$variant(values)
@@ -150,10 +156,10 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32, 0.0, 1.0);
-element!(f64, F64, 0.0, 1.0);
-element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0));
-element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0));
+element!(f32, F32, 0.0, 1.0, powf);
+element!(f64, F64, 0.0, 1.0, powf);
+element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0), powc);
+element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0), powc);
 
 /// A bad tensor, shape or argument, named in the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -281,6 +287,22 @@ pub enum TensorError {
         /// The op.
         op: &'static str,
         /// Why, as the factorization reports it.
+        reason: String,
+    },
+    /// A slice or pad that does not fit the tensor.
+    #[error("{op} of shape {shape:?}: {reason}")]
+    Slice {
+        /// `slice` or `pad`.
+        op: &'static str,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Inputs that cannot be concatenated.
+    #[error("concatenate: {reason}")]
+    Concat {
+        /// What is wrong.
         reason: String,
     },
     /// An einsum specification that is malformed or does not fit its operands.

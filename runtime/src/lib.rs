@@ -42,6 +42,8 @@ pub use weft_actors::{
     ShutdownMode, ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError,
     TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
 };
+pub use weft_engines::elementwise::CmpOp;
+pub use weft_engines::structural::SliceAxis;
 pub use weft_engines::{
     c32, c64, BinaryOp, CpuEngine, DType, Data, Distribution, DomainInfo, Element, EngineError,
     Linalg, Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp,

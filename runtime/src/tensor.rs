@@ -19,6 +19,8 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::{Receiver, Sender};
 use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
+use weft_engines::elementwise::CmpOp;
+use weft_engines::structural::SliceAxis;
 use weft_engines::{
     BinaryOp, CpuEngine, DType, Distribution, EinsumSpec, Linalg, Meta, NotResident, ReduceOp,
     Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
@@ -708,6 +710,199 @@ impl Lane {
     /// as [`Lane::apply`].
     pub fn einsum(&self, spec: &str, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
         self.apply(TensorOp::Einsum(EinsumSpec::parse(spec)?), inputs)
+    }
+
+    /// `lhs op rhs` as a 0/1 mask of the real type; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: orderings of complex tensors are undefined.
+    pub fn compare(
+        &self,
+        op: CmpOp,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Compare(op), &[lhs, rhs])
+    }
+
+    /// Where `mask` is nonzero `a`, else `b`, all three broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn select(
+        &self,
+        mask: &TensorHandle,
+        a: &TensorHandle,
+        b: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Select, &[mask, a, b])
+    }
+
+    /// Every element limited to `[lo, hi]` (real types).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn clamp(&self, x: &TensorHandle, lo: f64, hi: f64) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Clamp { lo, hi }, &[x])
+    }
+
+    /// `x op value`, the scalar broadcast; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a complex value for a real tensor.
+    pub fn binary_scalar(
+        &self,
+        op: BinaryOp,
+        x: &TensorHandle,
+        value: Scalar,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(
+            TensorOp::BinaryScalar {
+                op,
+                value,
+                scalar_first: false,
+            },
+            &[x],
+        )
+    }
+
+    /// `x ** exponent` elementwise, broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn pow(&self, x: &TensorHandle, exponent: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Pow, x, exponent)
+    }
+
+    /// The elements converted to `dtype`.
+    ///
+    /// # Errors
+    ///
+    /// The handle errors of [`Lane::download`].
+    pub fn cast(&self, x: &TensorHandle, dtype: DType) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Cast(dtype), &[x])
+    }
+
+    /// `x[start..stop:step, …]`, one range per axis.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a range per axis, steps of at least 1, starts
+    /// within the extents.
+    pub fn slice(&self, x: &TensorHandle, axes: &[SliceAxis]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Slice(axes.to_vec()), &[x])
+    }
+
+    /// `x` reversed along `axes`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn reverse(&self, x: &TensorHandle, axes: &[usize]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Reverse(axes.to_vec()), &[x])
+    }
+
+    /// `x` repeated along broadcast axes to `shape`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn broadcast_to(&self, x: &TensorHandle, shape: &[usize]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::BroadcastTo(shape.to_vec()), &[x])
+    }
+
+    /// The tensors joined along `axis`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn concatenate(&self, xs: &[&TensorHandle], axis: usize) -> Result<TensorHandle, OpError> {
+        self.apply(
+            TensorOp::Concatenate {
+                axis,
+                inputs: xs.len(),
+            },
+            xs,
+        )
+    }
+
+    /// `x` padded with `value`, `(before, after)` per axis.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn pad(
+        &self,
+        x: &TensorHandle,
+        widths: &[(usize, usize)],
+        value: Scalar,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(
+            TensorOp::Pad {
+                widths: widths.to_vec(),
+                value,
+            },
+            &[x],
+        )
+    }
+
+    /// The main diagonals of the last two axes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn diagonal(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Diagonal, &[x])
+    }
+
+    /// Matrices with the last axis of `x` on their diagonals.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn diag_embed(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::DiagEmbed, &[x])
+    }
+
+    /// The lower triangle (`j ≤ i + k`) of the last two axes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn tril(&self, x: &TensorHandle, k: isize) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Triangle { k, upper: false }, &[x])
+    }
+
+    /// The upper triangle (`j ≥ i + k`) of the last two axes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn triu(&self, x: &TensorHandle, k: isize) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Triangle { k, upper: true }, &[x])
+    }
+
+    /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn dot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Dot { conjugate: false }, &[a, b])
+    }
+
+    /// `Σ conj(a_i) b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn vdot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Dot { conjugate: true }, &[a, b])
     }
 
     /// `A = Q R`, thin; returns `(Q, R)`.
