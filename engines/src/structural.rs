@@ -267,7 +267,7 @@ fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, TensorError> 
     Ok(v)
 }
 
-/// The shape of a slice; see [`slice`].
+/// The shape of a slice; see [`slice()`].
 ///
 /// # Errors
 ///
