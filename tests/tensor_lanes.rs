@@ -554,27 +554,60 @@ fn masks_selects_and_structural_ops_through_a_lane() {
     let x = lane.arange(DType::F64, -2.0, 1.0, 5).unwrap(); // [-2, -1, 0, 1, 2]
     let zero = lane.zeros(DType::F64, &[]).unwrap();
     let pos = lane.compare(CmpOp::Gt, &x, &zero).unwrap();
-    assert_eq!(get(&pos).as_slice::<f64>().unwrap(), &[0.0, 0.0, 0.0, 1.0, 1.0]);
+    assert_eq!(
+        get(&pos).as_slice::<f64>().unwrap(),
+        &[0.0, 0.0, 0.0, 1.0, 1.0]
+    );
     let relu = lane.select(&pos, &x, &zero).unwrap();
-    assert_eq!(get(&relu).as_slice::<f64>().unwrap(), &[0.0, 0.0, 0.0, 1.0, 2.0]);
-    let sq = lane.binary_scalar(BinaryOp::Pow, &x, Scalar::Real(2.0)).unwrap();
-    assert_eq!(get(&sq).as_slice::<f64>().unwrap(), &[4.0, 1.0, 0.0, 1.0, 4.0]);
+    assert_eq!(
+        get(&relu).as_slice::<f64>().unwrap(),
+        &[0.0, 0.0, 0.0, 1.0, 2.0]
+    );
+    let sq = lane
+        .binary_scalar(BinaryOp::Pow, &x, Scalar::Real(2.0))
+        .unwrap();
+    assert_eq!(
+        get(&sq).as_slice::<f64>().unwrap(),
+        &[4.0, 1.0, 0.0, 1.0, 4.0]
+    );
     let c = lane.clamp(&x, -1.0, 1.0).unwrap();
-    assert_eq!(get(&c).as_slice::<f64>().unwrap(), &[-1.0, -1.0, 0.0, 1.0, 1.0]);
-    let s = lane.slice(&x, &[SliceAxis { start: 1, stop: 5, step: 2 }]).unwrap();
+    assert_eq!(
+        get(&c).as_slice::<f64>().unwrap(),
+        &[-1.0, -1.0, 0.0, 1.0, 1.0]
+    );
+    let s = lane
+        .slice(
+            &x,
+            &[SliceAxis {
+                start: 1,
+                stop: 5,
+                step: 2,
+            }],
+        )
+        .unwrap();
     assert_eq!(get(&s).as_slice::<f64>().unwrap(), &[-1.0, 1.0]);
     let r = lane.reverse(&x, &[0]).unwrap();
-    assert_eq!(get(&r).as_slice::<f64>().unwrap(), &[2.0, 1.0, 0.0, -1.0, -2.0]);
+    assert_eq!(
+        get(&r).as_slice::<f64>().unwrap(),
+        &[2.0, 1.0, 0.0, -1.0, -2.0]
+    );
     let both = lane.concatenate(&[&x, &r], 0).unwrap();
     assert_eq!(both.shape(), [10]);
     let p = lane.pad(&s, &[(1, 1)], Scalar::Real(7.0)).unwrap();
     assert_eq!(get(&p).as_slice::<f64>().unwrap(), &[7.0, -1.0, 1.0, 7.0]);
-    let m = lane.reshape(&lane.arange(DType::F64, 0.0, 1.0, 9).unwrap(), &[3, 3]).unwrap();
-    assert_eq!(get(&lane.diagonal(&m).unwrap()).as_slice::<f64>().unwrap(), &[0.0, 4.0, 8.0]);
+    let m = lane
+        .reshape(&lane.arange(DType::F64, 0.0, 1.0, 9).unwrap(), &[3, 3])
+        .unwrap();
+    assert_eq!(
+        get(&lane.diagonal(&m).unwrap()).as_slice::<f64>().unwrap(),
+        &[0.0, 4.0, 8.0]
+    );
     let up = lane.triu(&m, 0).unwrap();
     let low = lane.tril(&m, -1).unwrap();
     assert_eq!(get(&lane.add(&up, &low).unwrap()), get(&m));
-    let b = lane.broadcast_to(&lane.diagonal(&m).unwrap(), &[2, 3]).unwrap();
+    let b = lane
+        .broadcast_to(&lane.diagonal(&m).unwrap(), &[2, 3])
+        .unwrap();
     assert_eq!(b.shape(), [2, 3]);
     let z = lane
         .upload(Tensor::from_vec(vec![c64::new(1.0, 1.0), c64::new(0.0, 2.0)], &[2]).unwrap())
@@ -591,6 +624,53 @@ fn masks_selects_and_structural_ops_through_a_lane() {
     assert!(lane.concatenate(&[&x, &m], 0).is_err());
     assert!(lane.diagonal(&x).is_err());
     assert!(lane.dot(&x, &s).is_err());
-    assert!(lane.slice(&x, &[SliceAxis { start: 9, stop: 10, step: 1 }]).is_err());
-    assert!(lane.binary_scalar(BinaryOp::Add, &x, Scalar::Complex(c64::new(0.0, 1.0))).is_err());
+    assert!(lane
+        .slice(
+            &x,
+            &[SliceAxis {
+                start: 9,
+                stop: 10,
+                step: 1
+            }]
+        )
+        .is_err());
+    assert!(lane
+        .binary_scalar(BinaryOp::Add, &x, Scalar::Complex(c64::new(0.0, 1.0)))
+        .is_err());
+}
+
+#[test]
+fn dot_general_is_batched_matmul_and_more() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    let a = lane
+        .random(weft::DType::F64, &[2, 3, 4], weft::Distribution::Normal, 1)
+        .unwrap();
+    let b = lane
+        .random(weft::DType::F64, &[2, 4, 5], weft::Distribution::Normal, 2)
+        .unwrap();
+    let via_dg = lane.dot_general(&a, &b, &[(0, 0)], &[(2, 1)]).unwrap();
+    let via_mm = lane.matmul(&a, &b).unwrap();
+    assert_eq!(via_dg.shape(), [2, 3, 5]);
+    close(
+        wait_ok(lane.download(&via_dg).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        wait_ok(lane.download(&via_mm).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+    );
+    // Contract two axes at once, no batch: [2,3,4] x [4,2] over (0,1),(2,0).
+    let c = lane
+        .random(weft::DType::F64, &[4, 2], weft::Distribution::Normal, 3)
+        .unwrap();
+    let d = lane.dot_general(&a, &c, &[], &[(0, 1), (2, 0)]).unwrap();
+    assert_eq!(d.shape(), [3]);
+    let err = lane.dot_general(&a, &b, &[(0, 0)], &[(0, 1)]).unwrap_err();
+    assert!(
+        matches!(err, OpError::Tensor(TensorError::Axis { .. })),
+        "{err}"
+    );
+    let err = lane.dot_general(&a, &b, &[], &[(1, 1)]).unwrap_err();
+    assert!(err.to_string().contains("label"), "{err}");
 }

@@ -905,6 +905,51 @@ impl Lane {
         self.apply(TensorOp::Dot { conjugate: true }, &[a, b])
     }
 
+    /// XLA's `dot_general`: contracts `lhs` and `rhs` over the paired
+    /// `contract` axes, with the paired `batch` axes kept in front; the
+    /// result is `[batch…, lhs free…, rhs free…]`. Lowered to [`Lane::einsum`].
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] for axes out of range or used twice (as
+    /// [`TensorError::Axis`]) and for paired extents that differ.
+    pub fn dot_general(
+        &self,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+        batch: &[(usize, usize)],
+        contract: &[(usize, usize)],
+    ) -> Result<TensorHandle, OpError> {
+        let labels: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
+        let (rl, rr) = (lhs.shape().len(), rhs.shape().len());
+        if rl + rr > labels.len() {
+            return Err(TensorError::Einsum {
+                spec: "dot_general".into(),
+                reason: format!("{} axes in all: at most {}", rl + rr, labels.len()),
+            }
+            .into());
+        }
+        let (l_axes, r_axes): (Vec<usize>, Vec<usize>) =
+            batch.iter().chain(contract).copied().unzip();
+        weft_engines::structural::check_axes("dot_general", rl, &l_axes)?;
+        weft_engines::structural::check_axes("dot_general", rr, &r_axes)?;
+        let mut l: Vec<char> = labels[..rl].to_vec();
+        let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
+        for &(i, j) in batch.iter().chain(contract) {
+            r[j] = l[i];
+        }
+        let mut out: Vec<char> = batch.iter().map(|&(i, _)| l[i]).collect();
+        out.extend((0..rl).filter(|i| !l_axes.contains(i)).map(|i| l[i]));
+        out.extend((0..rr).filter(|j| !r_axes.contains(j)).map(|j| r[j]));
+        let spec = format!(
+            "{},{}->{}",
+            l.iter().collect::<String>(),
+            r.iter().collect::<String>(),
+            out.iter().collect::<String>()
+        );
+        self.einsum(&spec, &[lhs, rhs])
+    }
+
     /// `A = Q R`, thin; returns `(Q, R)`.
     ///
     /// # Errors
