@@ -1,0 +1,108 @@
+//! Differential test: random sequences of tensor ops run through lanes on
+//! two domains, with transfers between them, equal the same sequences run
+//! directly on the engine's kernels in this thread.
+
+use proptest::prelude::*;
+use weft::{BinaryOp, DType, Distribution, Meta, ReduceOp, Runtime, Tensor, TensorOp, UnaryOp};
+use weft_tests::wait_ok;
+
+const N: usize = 4;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Op(TensorOp, usize, usize),
+    Transfer,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let binary = prop_oneof![
+        Just(BinaryOp::Add),
+        Just(BinaryOp::Sub),
+        Just(BinaryOp::Mul),
+        Just(BinaryOp::Maximum),
+    ];
+    let unary = prop_oneof![
+        Just(UnaryOp::Neg),
+        Just(UnaryOp::Tanh),
+        Just(UnaryOp::Abs),
+        Just(UnaryOp::Sin)
+    ];
+    prop_oneof![
+        (binary, 0..8usize, 0..8usize).prop_map(|(op, i, j)| Step::Op(TensorOp::Binary(op), i, j)),
+        (unary, 0..8usize).prop_map(|(op, i)| Step::Op(TensorOp::Unary(op), i, 0)),
+        (0..8usize, 0..8usize).prop_map(|(i, j)| Step::Op(TensorOp::Matmul, i, j)),
+        (0..8usize).prop_map(|i| Step::Op(TensorOp::Permute(vec![1, 0]), i, 0)),
+        (0..8usize).prop_map(|i| Step::Op(
+            TensorOp::Reduce {
+                op: ReduceOp::Sum,
+                axes: vec![0],
+                keep_dims: true
+            },
+            i,
+            0
+        )),
+        Just(Step::Transfer),
+    ]
+}
+
+/// The reduce keeps `[1, N]`; broadcasting keeps every value usable with
+/// every other, so any pair of earlier values is a valid operand pair,
+/// except for matmul, which needs `[N, N]` on the left.
+fn runs(op: &TensorOp, a: &Meta, b: &Meta) -> bool {
+    op.infer(&match op.arity() {
+        1 => vec![a.clone()],
+        _ => vec![a.clone(), b.clone()],
+    })
+    .is_ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn lanes_equal_direct_execution(steps in prop::collection::vec(step(), 1..24), seed in 0u64..1000) {
+        let topology = weft::Topology::builder()
+            .allowed(weft::CpuSet::range(0..2))
+            .split(2)
+            .build()
+            .expect("layout");
+        let rt = Runtime::builder().topology(topology).pinning(weft::Pinning::None).build().expect("runtime");
+        let lanes = [rt.lane(0).unwrap(), rt.lane(1).unwrap()];
+        let start = weft_engines::create::random(DType::F64, &[N, N], Distribution::Normal, seed).unwrap();
+        let mut here = 0;
+        // Handles (where they live) and direct values, in step order.
+        let mut handles = vec![lanes[0].upload(start.clone()).unwrap()];
+        let mut direct = vec![start];
+        for s in &steps {
+            match s {
+                Step::Transfer => {
+                    let to = 1 - here;
+                    let moved: Vec<_> = handles.iter().map(|h| lanes[h.domain()].transfer(h, to).unwrap()).collect();
+                    handles = moved;
+                    here = to;
+                }
+                Step::Op(op, i, j) => {
+                    let (i, j) = (i % direct.len(), j % direct.len());
+                    let (a, b) = (Meta::of(&direct[i]), Meta::of(&direct[j]));
+                    if !runs(op, &a, &b) {
+                        continue;
+                    }
+                    let inputs: Vec<&Tensor> = if op.arity() == 1 { vec![&direct[i]] } else { vec![&direct[i], &direct[j]] };
+                    let want = op.run(&inputs, 1).unwrap().remove(0);
+                    let hs: Vec<&weft::TensorHandle> = if op.arity() == 1 { vec![&handles[i]] } else { vec![&handles[i], &handles[j]] };
+                    let got = lanes[here].apply(op.clone(), &hs).unwrap();
+                    prop_assert_eq!(got.shape(), want.shape());
+                    handles.push(got);
+                    direct.push(want);
+                }
+            }
+        }
+        for (h, want) in handles.iter().zip(&direct) {
+            let got = wait_ok(lanes[h.domain()].download(h).unwrap());
+            let (g, w) = (got.as_slice::<f64>().unwrap(), want.as_slice::<f64>().unwrap());
+            for (x, y) in g.iter().zip(w) {
+                prop_assert!(x == y || (x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{} vs {}", x, y);
+            }
+        }
+    }
+}
