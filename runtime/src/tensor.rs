@@ -933,7 +933,7 @@ impl Lane {
             batch.iter().chain(contract).copied().unzip();
         weft_engines::structural::check_axes("dot_general", rl, &l_axes)?;
         weft_engines::structural::check_axes("dot_general", rr, &r_axes)?;
-        let mut l: Vec<char> = labels[..rl].to_vec();
+        let l: Vec<char> = labels[..rl].to_vec();
         let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
         for &(i, j) in batch.iter().chain(contract) {
             r[j] = l[i];
