@@ -477,6 +477,31 @@ impl Tensor {
     }
 }
 
+#[cfg(feature = "ndarray")]
+impl Tensor {
+    /// A tensor holding `array`'s elements (in row-major order, whatever
+    /// the array's layout).
+    pub fn from_ndarray<T: Element>(array: ndarray::ArrayD<T>) -> Tensor {
+        let shape = array.shape().to_vec();
+        let values: Vec<T> = array.iter().copied().collect();
+        Tensor {
+            shape,
+            data: T::wrap(values),
+        }
+    }
+
+    /// The tensor as an `ndarray` array.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::DType`] if the tensor holds another type.
+    pub fn to_ndarray<T: Element>(&self) -> Result<ndarray::ArrayD<T>, TensorError> {
+        let values = self.as_slice::<T>()?.to_vec();
+        Ok(ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&self.shape), values)
+            .expect("a tensor's elements fit its shape"))
+    }
+}
+
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Tensor<{}>{:?}", self.dtype(), self.shape)
@@ -509,6 +534,23 @@ mod tests {
         assert_eq!((s.shape(), s.len()), (&[][..], 1));
         let e = Tensor::from_vec(Vec::<f32>::new(), &[3, 0, 2]).unwrap();
         assert!(e.is_empty());
+    }
+
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn ndarray_round_trip() {
+        let a = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&[2, 3, 2]), |i| {
+            (i[0] * 100 + i[1] * 10 + i[2]) as f64
+        });
+        let t = Tensor::from_ndarray(a.clone());
+        assert_eq!(t.shape(), &[2, 3, 2]);
+        assert_eq!(t.as_slice::<f64>().unwrap()[3], 11.0);
+        assert_eq!(t.to_ndarray::<f64>().unwrap(), a);
+        // A transposed (non-standard layout) array converts by its logical order.
+        let tt = Tensor::from_ndarray(a.t().to_owned());
+        assert_eq!(tt.shape(), &[2, 3, 2]);
+        assert_eq!(tt.as_slice::<f64>().unwrap()[1], 100.0);
+        assert!(t.to_ndarray::<f32>().is_err());
     }
 
     #[test]
