@@ -497,8 +497,10 @@ impl Tensor {
     /// [`TensorError::DType`] if the tensor holds another type.
     pub fn to_ndarray<T: Element>(&self) -> Result<ndarray::ArrayD<T>, TensorError> {
         let values = self.as_slice::<T>()?.to_vec();
-        Ok(ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&self.shape), values)
-            .expect("a tensor's elements fit its shape"))
+        Ok(
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&self.shape), values)
+                .expect("a tensor's elements fit its shape"),
+        )
     }
 }
 
