@@ -7,7 +7,7 @@ use crate::gemm;
 use crate::op::Meta;
 use crate::reduce::{self, ReduceOp};
 use crate::structural;
-use crate::tensor::{element_count, Data, Tensor, TensorError};
+use crate::tensor::{element_count, Tensor, TensorError};
 
 /// A parsed einsum specification: one label list per operand and the
 /// output's labels.
@@ -240,43 +240,23 @@ impl Term {
                 tensor: t.clone(),
             });
         }
+        // A strided view: each unique label walks the sum of the strides
+        // of the positions it labels.
         let shape = t.shape();
-        let mut strides = vec![1; shape.len()];
-        for i in (0..shape.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * shape[i + 1];
-        }
-        // Each unique label walks the sum of the strides of its positions.
-        let walk: Vec<(usize, usize)> = unique
-            .iter()
-            .map(|c| {
-                let positions = labels.iter().enumerate().filter(|&(_, l)| l == c);
-                let extent = shape[labels.iter().position(|l| l == c).expect("present")];
-                (extent, positions.map(|(i, _)| strides[i]).sum())
-            })
-            .collect();
-        let out_shape: Vec<usize> = walk.iter().map(|&(n, _)| n).collect();
-        fn gather<T: Copy>(v: &[T], walk: &[(usize, usize)]) -> Vec<T> {
-            let n: usize = walk.iter().map(|&(n, _)| n).product();
-            let mut out = Vec::with_capacity(n);
-            for k in 0..n {
-                let (mut rest, mut offset) = (k, 0);
-                for &(extent, stride) in walk.iter().rev() {
-                    offset += (rest % extent) * stride;
-                    rest /= extent;
-                }
-                out.push(v[offset]);
-            }
-            out
-        }
-        let data = match t.data() {
-            Data::F32(v) => Data::F32(gather(v, &walk)),
-            Data::F64(v) => Data::F64(gather(v, &walk)),
-            Data::C32(v) => Data::C32(gather(v, &walk)),
-            Data::C64(v) => Data::C64(gather(v, &walk)),
+        let own = structural::row_major(shape);
+        let mut walk = structural::View {
+            shape: Vec::new(),
+            strides: Vec::new(),
+            base: 0,
         };
+        for c in &unique {
+            let positions: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == *c).collect();
+            walk.shape.push(shape[positions[0]]);
+            walk.strides.push(positions.iter().map(|&i| own[i]).sum());
+        }
         Ok(Term {
             labels: unique,
-            tensor: Tensor::from_data(data, &out_shape)?,
+            tensor: structural::view(t, &walk)?,
         })
     }
 

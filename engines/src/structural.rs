@@ -55,47 +55,18 @@ pub fn reshape(input: &Tensor, to: &[usize]) -> Result<Tensor, TensorError> {
 ///
 /// As [`permute_meta`].
 pub fn permute(input: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
-    let out = permute_meta(input.shape(), perm)?;
-    let shape = input.shape();
-    let mut strides = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1];
-    }
+    let shape = permute_meta(input.shape(), perm)?;
+    let own = row_major(input.shape());
     // Output axis i walks input axis perm[i].
-    let walk: Vec<(usize, usize)> = perm.iter().map(|&p| (shape[p], strides[p])).collect();
-    fn gather<T: Copy>(v: &[T], walk: &[(usize, usize)]) -> Vec<T> {
-        let mut out = Vec::with_capacity(v.len());
-        if walk.iter().any(|&(n, _)| n == 0) {
-            return out;
-        }
-        let mut index = vec![0; walk.len()];
-        let mut offset = 0;
-        loop {
-            out.push(v[offset]);
-            let mut axis = walk.len();
-            loop {
-                if axis == 0 {
-                    return out;
-                }
-                axis -= 1;
-                let (n, stride) = walk[axis];
-                index[axis] += 1;
-                offset += stride;
-                if index[axis] < n {
-                    break;
-                }
-                offset -= stride * n;
-                index[axis] = 0;
-            }
-        }
-    }
-    let data = match input.data() {
-        Data::F32(v) => Data::F32(gather(v, &walk)),
-        Data::F64(v) => Data::F64(gather(v, &walk)),
-        Data::C32(v) => Data::C32(gather(v, &walk)),
-        Data::C64(v) => Data::C64(gather(v, &walk)),
-    };
-    Tensor::from_data(data, &out)
+    let strides = perm.iter().map(|&p| own[p]).collect();
+    view(
+        input,
+        &View {
+            shape,
+            strides,
+            base: 0,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -154,13 +125,13 @@ mod tests {
 /// element `base + Σ index[i] · strides[i]`. Slices, reversals, broadcasts
 /// and diagonals are all such views; [`view`] copies one out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct View {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
-    base: isize,
+pub(crate) struct View {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) strides: Vec<isize>,
+    pub(crate) base: isize,
 }
 
-fn row_major(shape: &[usize]) -> Vec<isize> {
+pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![1isize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
         strides[i] = strides[i + 1] * shape[i + 1] as isize;
@@ -169,7 +140,7 @@ fn row_major(shape: &[usize]) -> Vec<isize> {
 }
 
 /// Copies a view out of `input`.
-fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
+pub(crate) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
     fn gather<T: Copy>(src: &[T], v: &View) -> Vec<T> {
         let n: usize = v.shape.iter().product();
         let mut out = Vec::with_capacity(n);
