@@ -326,6 +326,7 @@ impl CpuEngine {
                 elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1))
             }
             TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
+            TensorOp::Reduce { .. } => inputs[0].len(),
             _ => elements,
         };
         if work >= PARALLEL_THRESHOLD {

@@ -276,7 +276,7 @@ impl Term {
             .collect();
         Ok(Term {
             labels,
-            tensor: reduce::reduce(ReduceOp::Sum, &self.tensor, &axes, false)?,
+            tensor: reduce::reduce(ReduceOp::Sum, &self.tensor, &axes, false, false)?,
         })
     }
 

@@ -484,7 +484,7 @@ impl TensorOp {
                 op,
                 axes,
                 keep_dims,
-            } => reduce::reduce(*op, inputs[0], axes, *keep_dims),
+            } => reduce::reduce(*op, inputs[0], axes, *keep_dims, parallel),
             TensorOp::Reshape(to) => structural::reshape(inputs[0], to),
             TensorOp::Permute(perm) => structural::permute(inputs[0], perm),
             TensorOp::Full {

@@ -1,5 +1,8 @@
 //! Reductions over any set of axes.
 
+use rayon::prelude::*;
+
+use crate::elementwise::PARALLEL_THRESHOLD;
 use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
 
 /// A reduction.
@@ -97,7 +100,8 @@ pub fn reduce_meta(
     Ok((out_dtype, out_shape))
 }
 
-/// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`).
+/// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`);
+/// `parallel` spreads large reductions over the current rayon pool.
 ///
 /// # Errors
 ///
@@ -107,14 +111,15 @@ pub fn reduce(
     input: &Tensor,
     axes: &[usize],
     keep_dims: bool,
+    parallel: bool,
 ) -> Result<Tensor, TensorError> {
     let (_, out_shape) = reduce_meta(op, input.dtype(), input.shape(), axes, keep_dims)?;
     let plan = Plan::new(input.shape(), axes);
     let data = match input.data() {
-        Data::F32(v) => real(op, v, &plan),
-        Data::F64(v) => real(op, v, &plan),
-        Data::C32(v) => complex(op, v, &plan),
-        Data::C64(v) => complex(op, v, &plan),
+        Data::F32(v) => real(op, v, &plan, parallel),
+        Data::F64(v) => real(op, v, &plan, parallel),
+        Data::C32(v) => complex(op, v, &plan, parallel),
+        Data::C64(v) => complex(op, v, &plan, parallel),
     };
     Tensor::from_data(data, &out_shape)
 }
@@ -214,72 +219,109 @@ fn sum4<T: Element>(run: &[T]) -> T {
     total
 }
 
-/// Folds the reduced elements of every output with `fold`, handing it the
-/// contiguous run when there is one.
-fn each<T: Element, U>(
-    values: &[T],
-    plan: &Plan,
-    mut run: impl FnMut(&[T]) -> U,
-    mut strided: impl FnMut(&mut dyn FnMut(&mut dyn FnMut(T))) -> U,
-) -> Vec<U> {
-    let mut out = Vec::new();
-    plan.outputs(|base| {
-        if plan.contiguous {
-            out.push(run(&values[base..base + plan.count]));
-        } else {
-            out.push(strided(&mut |visit: &mut dyn FnMut(T)| {
-                plan.reduced(base, |o| visit(values[o]))
-            }));
+/// Computes every output: `run` on its reduced elements when they are one
+/// contiguous run, `strided` (handed a visitor) when they are not.
+/// `parallel` spreads large reductions over the current rayon pool: across
+/// outputs when there are many, across chunks of each run (joined by
+/// `combine`) when there are few.
+/// Hands a fold every reduced element of one output.
+type Visit<'a, T> = &'a mut dyn FnMut(&mut dyn FnMut(T));
+
+struct Fold<R, C, S> {
+    run: R,
+    combine: C,
+    strided: S,
+}
+
+impl<R, C, S> Fold<R, C, S> {
+    fn each<T: Element, U: Send>(self, values: &[T], plan: &Plan, parallel: bool) -> Vec<U>
+    where
+        R: Fn(&[T]) -> U + Sync,
+        C: Fn(U, U) -> U + Sync,
+        S: Fn(Visit<'_, T>) -> U + Sync,
+    {
+        let mut bases = Vec::new();
+        plan.outputs(|base| bases.push(base));
+        let one = |base: usize| {
+            if plan.contiguous {
+                (self.run)(&values[base..base + plan.count])
+            } else {
+                (self.strided)(&mut |visit: &mut dyn FnMut(T)| {
+                    plan.reduced(base, |o| visit(values[o]))
+                })
+            }
+        };
+        if !parallel || values.len() < PARALLEL_THRESHOLD {
+            return bases.into_iter().map(one).collect();
         }
-    });
-    out
+        if plan.contiguous && bases.len() < rayon::current_num_threads() * 4 {
+            return bases
+                .into_iter()
+                .map(|base| {
+                    values[base..base + plan.count]
+                        .par_chunks(1 << 14)
+                        .map(&self.run)
+                        .reduce_with(&self.combine)
+                        .unwrap_or_else(|| (self.run)(&[]))
+                })
+                .collect();
+        }
+        bases.into_par_iter().map(one).collect()
+    }
 }
 
-fn sum<T: Element>(values: &[T], plan: &Plan) -> Vec<T> {
-    each(values, plan, sum4, |visit| {
-        let mut acc = T::ZERO;
-        visit(&mut |x| acc += x);
-        acc
-    })
+fn sum<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
+    Fold {
+        run: sum4,
+        combine: |a: T, b: T| a + b,
+        strided: |visit: Visit<'_, T>| {
+            let mut acc = T::ZERO;
+            visit(&mut |x| acc += x);
+            acc
+        },
+    }
+    .each(values, plan, parallel)
 }
 
-fn prod<T: Element>(values: &[T], plan: &Plan) -> Vec<T> {
-    each(
-        values,
-        plan,
-        |run| run.iter().fold(T::ONE, |a, &x| a * x),
-        |visit| {
+fn prod<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
+    Fold {
+        run: |run: &[T]| run.iter().fold(T::ONE, |a, &x| a * x),
+        combine: |a: T, b: T| a * b,
+        strided: |visit: Visit<'_, T>| {
             let mut acc = T::ONE;
             visit(&mut |x| acc *= x);
             acc
         },
-    )
+    }
+    .each(values, plan, parallel)
 }
 
-fn real<T: Element + PartialOrd + Into<f64>>(op: ReduceOp, values: &[T], plan: &Plan) -> Data
+fn real<T: Element + PartialOrd + Into<f64>>(
+    op: ReduceOp,
+    values: &[T],
+    plan: &Plan,
+    parallel: bool,
+) -> Data
 where
     f64: IntoElement<T>,
 {
     let n = plan.count as f64;
-    let pick = |better: fn(T, T) -> bool| {
-        move |run: &[T]| {
-            run.iter()
-                .copied()
-                .reduce(|a, x| if is_nan(&x) || better(x, a) { x } else { a })
-                .expect("checked: max/min over at least one element")
-        }
-    };
     let out: Vec<T> = match op {
-        ReduceOp::Sum => sum(values, plan),
-        ReduceOp::Prod => prod(values, plan),
-        ReduceOp::Mean => sum(values, plan)
+        ReduceOp::Sum => sum(values, plan, parallel),
+        ReduceOp::Prod => prod(values, plan, parallel),
+        ReduceOp::Mean => sum(values, plan, parallel)
             .into_iter()
             .map(|s| <f64 as IntoElement<T>>::convert(s.into() / n))
             .collect(),
-        ReduceOp::Norm => sum_sq(values, plan, |x| {
-            let x: f64 = x.into();
-            x * x
-        })
+        ReduceOp::Norm => sum_sq(
+            values,
+            plan,
+            |x| {
+                let x: f64 = x.into();
+                x * x
+            },
+            parallel,
+        )
         .into_iter()
         .map(|s| <f64 as IntoElement<T>>::convert(s.sqrt()))
         .collect(),
@@ -289,35 +331,53 @@ where
             } else {
                 |x, a| x < a
             };
-            let f = pick(better);
-            each(values, plan, f, |visit| {
-                let mut best: Option<T> = None;
-                visit(&mut |x| {
-                    best = Some(match best {
-                        Some(a) if !(is_nan(&x) || better(x, a)) => a,
-                        _ => x,
-                    })
-                });
-                best.expect("checked: at least one element")
-            })
+            // NaN wins, then the better value: associative, so chunks of a
+            // run can be picked from in parallel.
+            let pick = move |a: T, x: T| {
+                if is_nan(&a) || !(is_nan(&x) || better(x, a)) {
+                    a
+                } else {
+                    x
+                }
+            };
+            Fold {
+                run: move |run: &[T]| {
+                    run.iter()
+                        .copied()
+                        .reduce(pick)
+                        .expect("checked: max/min over at least one element")
+                },
+                combine: pick,
+                strided: move |visit: Visit<'_, T>| {
+                    let mut best: Option<T> = None;
+                    visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
+                    best.expect("checked: at least one element")
+                },
+            }
+            .each(values, plan, parallel)
         }
     };
     T::wrap(out)
 }
 
-fn complex<T: Element + Magnitude>(op: ReduceOp, values: &[T], plan: &Plan) -> Data {
+fn complex<T: Element + Magnitude>(
+    op: ReduceOp,
+    values: &[T],
+    plan: &Plan,
+    parallel: bool,
+) -> Data {
     let n = plan.count as f64;
     match op {
-        ReduceOp::Sum => T::wrap(sum(values, plan)),
-        ReduceOp::Prod => T::wrap(prod(values, plan)),
+        ReduceOp::Sum => T::wrap(sum(values, plan, parallel)),
+        ReduceOp::Prod => T::wrap(prod(values, plan, parallel)),
         ReduceOp::Mean => T::wrap(
-            sum(values, plan)
+            sum(values, plan, parallel)
                 .into_iter()
                 .map(|s| s.scale(1.0 / n))
                 .collect(),
         ),
         ReduceOp::Norm => {
-            let norms: Vec<f64> = sum_sq(values, plan, |z| z.norm_sq())
+            let norms: Vec<f64> = sum_sq(values, plan, |z| z.norm_sq(), parallel)
                 .into_iter()
                 .map(f64::sqrt)
                 .collect();
@@ -328,11 +388,14 @@ fn complex<T: Element + Magnitude>(op: ReduceOp, values: &[T], plan: &Plan) -> D
 }
 
 /// `sum f(x)` in f64 over the reduced elements of every output.
-fn sum_sq<T: Element>(values: &[T], plan: &Plan, f: impl Fn(T) -> f64 + Copy) -> Vec<f64> {
-    each(
-        values,
-        plan,
-        |run| {
+fn sum_sq<T: Element>(
+    values: &[T],
+    plan: &Plan,
+    f: impl Fn(T) -> f64 + Copy + Sync,
+    parallel: bool,
+) -> Vec<f64> {
+    Fold {
+        run: |run: &[T]| {
             let mut acc = [0.0f64; 4];
             let mut chunks = run.chunks_exact(4);
             for c in &mut chunks {
@@ -344,12 +407,14 @@ fn sum_sq<T: Element>(values: &[T], plan: &Plan, f: impl Fn(T) -> f64 + Copy) ->
                 + (acc[2] + acc[3])
                 + chunks.remainder().iter().map(|&x| f(x)).sum::<f64>()
         },
-        |visit| {
+        combine: |a: f64, b: f64| a + b,
+        strided: |visit: Visit<'_, T>| {
             let mut acc = 0.0;
             visit(&mut |x| acc += f(x));
             acc
         },
-    )
+    }
+    .each(values, plan, parallel)
 }
 
 /// Conversion of an f64 result back to a real element type.
@@ -476,7 +541,7 @@ mod tests {
             for mask in 0..(1u32 << rank) {
                 let axes: Vec<usize> = (0..rank).filter(|i| mask & (1 << i) != 0).collect();
                 for op in ops {
-                    let got = reduce(op, &t, &axes, false).unwrap();
+                    let got = reduce(op, &t, &axes, false, false).unwrap();
                     let want = reference(op, &t, &axes);
                     let got = got.as_slice::<f64>().unwrap();
                     assert_eq!(got.len(), want.len(), "{op:?} {shape:?} {axes:?}");
@@ -486,7 +551,7 @@ mod tests {
                             "{op:?} {shape:?} {axes:?}: {g} vs {w}"
                         );
                     }
-                    let kept = reduce(op, &t, &axes, true).unwrap();
+                    let kept = reduce(op, &t, &axes, true, false).unwrap();
                     assert_eq!(kept.shape().len(), rank);
                 }
             }
@@ -494,9 +559,51 @@ mod tests {
     }
 
     #[test]
+    fn parallel_reductions_match_serial() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let t = tensor(&[300, 500]);
+        let ops = [
+            ReduceOp::Sum,
+            ReduceOp::Max,
+            ReduceOp::Min,
+            ReduceOp::Mean,
+            ReduceOp::Norm,
+        ];
+        for axes in [vec![0, 1], vec![1], vec![0]] {
+            for op in ops {
+                let serial = reduce(op, &t, &axes, false, false).unwrap();
+                let par = pool.install(|| reduce(op, &t, &axes, false, true).unwrap());
+                assert_eq!(serial.shape(), par.shape());
+                for (s, p) in serial
+                    .as_slice::<f64>()
+                    .unwrap()
+                    .iter()
+                    .zip(par.as_slice::<f64>().unwrap())
+                {
+                    assert!(
+                        (s - p).abs() <= 1e-9 * (1.0 + s.abs()),
+                        "{op:?} {axes:?}: {s} vs {p}"
+                    );
+                }
+            }
+        }
+        let mut v = vec![1.0f64; 100_000];
+        v[77_777] = f64::NAN;
+        let nan = Tensor::from_vec(v, &[100_000]).unwrap();
+        let m = pool.install(|| reduce(ReduceOp::Max, &nan, &[0], false, true).unwrap());
+        assert!(
+            m.as_slice::<f64>().unwrap()[0].is_nan(),
+            "NaN propagates across chunks"
+        );
+    }
+
+    #[test]
     fn long_sums_use_several_accumulators_and_stay_exact() {
         let t = Tensor::from_vec((0..1001).map(|i| i as f64).collect::<Vec<_>>(), &[1001]).unwrap();
-        let s = reduce(ReduceOp::Sum, &t, &[0], false).unwrap();
+        let s = reduce(ReduceOp::Sum, &t, &[0], false, false).unwrap();
         assert_eq!(s.as_slice::<f64>().unwrap(), &[500_500.0]);
         assert_eq!(s.shape(), &[] as &[usize]);
     }
@@ -504,45 +611,45 @@ mod tests {
     #[test]
     fn complex_and_empty_and_bad_axes() {
         let z = Tensor::from_vec(vec![c64::new(3.0, 4.0), c64::new(0.0, 1.0)], &[2]).unwrap();
-        let n = reduce(ReduceOp::Norm, &z, &[0], false).unwrap();
+        let n = reduce(ReduceOp::Norm, &z, &[0], false, false).unwrap();
         assert_eq!(
             (n.dtype(), n.as_slice::<f64>().unwrap()),
             (DType::F64, &[26f64.sqrt()][..])
         );
-        let m = reduce(ReduceOp::Mean, &z, &[0], false).unwrap();
+        let m = reduce(ReduceOp::Mean, &z, &[0], false, false).unwrap();
         assert_eq!(m.as_slice::<c64>().unwrap(), &[c64::new(1.5, 2.5)]);
         let e = Tensor::from_vec(Vec::<f64>::new(), &[2, 0]).unwrap();
         assert_eq!(
-            reduce(ReduceOp::Sum, &e, &[1], false)
+            reduce(ReduceOp::Sum, &e, &[1], false, false)
                 .unwrap()
                 .as_slice::<f64>()
                 .unwrap(),
             &[0.0, 0.0]
         );
         assert_eq!(
-            reduce(ReduceOp::Prod, &e, &[1], false)
+            reduce(ReduceOp::Prod, &e, &[1], false, false)
                 .unwrap()
                 .as_slice::<f64>()
                 .unwrap(),
             &[1.0, 1.0]
         );
-        let err = reduce(ReduceOp::Max, &e, &[1], false).unwrap_err();
+        let err = reduce(ReduceOp::Max, &e, &[1], false, false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "max over no elements (shape [2, 0]) is undefined"
         );
-        let err = reduce(ReduceOp::Sum, &e, &[2], false).unwrap_err();
+        let err = reduce(ReduceOp::Sum, &e, &[2], false, false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "sum: axis 2 of a rank-2 tensor is out of range"
         );
-        let err = reduce(ReduceOp::Sum, &e, &[0, 0], false).unwrap_err();
+        let err = reduce(ReduceOp::Sum, &e, &[0, 0], false, false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "sum: axis 0 of a rank-2 tensor is given twice"
         );
         assert!(matches!(
-            reduce(ReduceOp::Max, &z, &[0], false),
+            reduce(ReduceOp::Max, &z, &[0], false, false),
             Err(TensorError::Unsupported { .. })
         ));
     }
