@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use crate::elementwise::PARALLEL_THRESHOLD;
+use crate::structural::View;
 use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
 
 /// A reduction.
@@ -127,8 +128,8 @@ pub fn reduce(
 /// The iteration of a reduction: output elements over the kept axes, and
 /// for each the reduced elements, as offsets into the input.
 struct Plan {
-    kept: Vec<(usize, usize)>,
-    reduced: Vec<(usize, usize)>,
+    kept: View,
+    reduced: View,
     /// Reduced elements per output element.
     count: usize,
     /// Whether the reduced elements of one output are one contiguous run.
@@ -137,24 +138,12 @@ struct Plan {
 
 impl Plan {
     fn new(shape: &[usize], axes: &[usize]) -> Plan {
-        let mut strides = vec![1; shape.len()];
-        for i in (0..shape.len().saturating_sub(1)).rev() {
-            strides[i] = strides[i + 1] * shape[i + 1];
-        }
-        let (mut kept, mut reduced) = (Vec::new(), Vec::new());
-        for i in 0..shape.len() {
-            let axis = (shape[i], strides[i]);
-            if axes.contains(&i) {
-                reduced.push(axis);
-            } else {
-                kept.push(axis);
-            }
-        }
-        let count = reduced.iter().map(|&(n, _)| n).product();
+        let reduced = View::axes_of(shape, |i| axes.contains(&i));
+        let count = reduced.shape.iter().product();
         // Contiguous: the reduced axes are exactly the trailing ones.
         let contiguous = axes.iter().all(|&a| a + axes.len() >= shape.len());
         Plan {
-            kept,
+            kept: View::axes_of(shape, |i| !axes.contains(&i)),
             reduced,
             count,
             contiguous,
@@ -163,40 +152,13 @@ impl Plan {
 
     /// Calls `f(base)` with the input offset of each output element's first
     /// reduced element, in output order.
-    fn outputs(&self, mut f: impl FnMut(usize)) {
-        odometer(&self.kept, &mut f);
+    fn outputs(&self, f: impl FnMut(usize)) {
+        self.kept.for_each_offset(f);
     }
 
     /// The offsets of the reduced elements from a base, in order.
     fn reduced(&self, base: usize, mut f: impl FnMut(usize)) {
-        odometer(&self.reduced, |o| f(base + o));
-    }
-}
-
-/// Visits every offset of a strided index space, last axis fastest.
-fn odometer(axes: &[(usize, usize)], mut f: impl FnMut(usize)) {
-    if axes.iter().any(|&(n, _)| n == 0) {
-        return;
-    }
-    let mut index = vec![0; axes.len()];
-    let mut offset = 0;
-    loop {
-        f(offset);
-        let mut axis = axes.len();
-        loop {
-            if axis == 0 {
-                return;
-            }
-            axis -= 1;
-            let (n, stride) = axes[axis];
-            index[axis] += 1;
-            offset += stride;
-            if index[axis] < n {
-                break;
-            }
-            offset -= stride * n;
-            index[axis] = 0;
-        }
+        self.reduced.for_each_offset(|o| f(base + o));
     }
 }
 

@@ -131,6 +131,47 @@ pub(crate) struct View {
     pub(crate) base: isize,
 }
 
+impl View {
+    /// A view of the axes of `shape` picked by `keep`, in order, with the
+    /// row-major strides they have in `shape`.
+    pub(crate) fn axes_of(shape: &[usize], keep: impl Fn(usize) -> bool) -> View {
+        let strides = row_major(shape);
+        let picked: Vec<usize> = (0..shape.len()).filter(|&i| keep(i)).collect();
+        View {
+            shape: picked.iter().map(|&i| shape[i]).collect(),
+            strides: picked.iter().map(|&i| strides[i]).collect(),
+            base: 0,
+        }
+    }
+
+    /// Calls `f` with the input offset of every element of the view, last
+    /// axis fastest: the one odometer every strided walk here uses.
+    pub(crate) fn for_each_offset(&self, mut f: impl FnMut(usize)) {
+        if self.shape.contains(&0) {
+            return;
+        }
+        let mut index = vec![0usize; self.shape.len()];
+        let mut offset = self.base;
+        loop {
+            f(usize::try_from(offset).expect("views stay inside their tensor"));
+            let mut axis = self.shape.len();
+            loop {
+                if axis == 0 {
+                    return;
+                }
+                axis -= 1;
+                index[axis] += 1;
+                offset += self.strides[axis];
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                offset -= self.strides[axis] * self.shape[axis] as isize;
+                index[axis] = 0;
+            }
+        }
+    }
+}
+
 pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![1isize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
@@ -142,30 +183,9 @@ pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
 /// Copies a view out of `input`.
 pub(crate) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
     fn gather<T: Copy>(src: &[T], v: &View) -> Vec<T> {
-        let n: usize = v.shape.iter().product();
-        let mut out = Vec::with_capacity(n);
-        if n == 0 {
-            return out;
-        }
-        let mut index = vec![0usize; v.shape.len()];
-        let mut offset = v.base;
-        loop {
-            out.push(src[usize::try_from(offset).expect("views stay inside the input")]);
-            let mut axis = v.shape.len();
-            loop {
-                if axis == 0 {
-                    return out;
-                }
-                axis -= 1;
-                index[axis] += 1;
-                offset += v.strides[axis];
-                if index[axis] < v.shape[axis] {
-                    break;
-                }
-                offset -= v.strides[axis] * v.shape[axis] as isize;
-                index[axis] = 0;
-            }
-        }
+        let mut out = Vec::with_capacity(v.shape.iter().product());
+        v.for_each_offset(|o| out.push(src[o]));
+        out
     }
     let data = match input.data() {
         Data::F32(s) => Data::F32(gather(s, v)),
@@ -561,20 +581,8 @@ pub fn pad(
         base: offset,
     };
     fn scatter<T: Copy>(dst: &mut [T], src: &[T], v: &View) {
-        let mut index = vec![0usize; v.shape.len()];
-        let mut pos = v.base;
-        for &x in src {
-            dst[usize::try_from(pos).expect("inside")] = x;
-            for axis in (0..v.shape.len()).rev() {
-                index[axis] += 1;
-                pos += v.strides[axis];
-                if index[axis] < v.shape[axis] {
-                    break;
-                }
-                pos -= v.strides[axis] * v.shape[axis] as isize;
-                index[axis] = 0;
-            }
-        }
+        let mut values = src.iter();
+        v.for_each_offset(|o| dst[o] = *values.next().expect("one value per offset"));
     }
     match (&mut result, input.data()) {
         (Data::F32(d), Data::F32(s)) => scatter(d, s, &inner),
