@@ -2,7 +2,7 @@
 //! events, checks at the call site, failures carried to dependents, and
 //! tensors freed when their handles are gone.
 
-use weft::{c64, FailureCause, OpError, Runtime, Tensor, TensorError, TicketError};
+use weft::{c64, DType, FailureCause, OpError, Runtime, Tensor, TensorError, TicketError};
 use weft_tests::{wait, wait_ok, Hold};
 
 fn one_domain() -> Runtime {
@@ -219,6 +219,59 @@ fn dropped_handles_free_their_tensors() {
     // All freed: the temporaries are gone, `keep` is still there.
     assert_eq!(wait_ok(lane.resident().unwrap()), (1, 128));
     assert_eq!(wait_ok(lane.download(&keep).unwrap()), matrix(4, 4, 0.0));
+}
+
+#[test]
+fn freed_buffers_are_reused_and_memory_stays_bounded() {
+    // A long stream of ops whose results are dropped as they go: the
+    // domain's buffer pool serves the outputs from the freed inputs, and
+    // neither the store nor the pool grows with the length of the stream.
+    let cap = 1 << 20;
+    let rt = Runtime::builder().split(1).buffer_cap(cap).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let x = lane.upload(matrix(64, 64, 1.0)).unwrap();
+    let mut acc = lane.zeros(DType::F64, &[64, 64]).unwrap();
+    let mut peak = 0;
+    for round in 0..20 {
+        for _ in 0..100 {
+            let y = lane.mul(&x, &x).unwrap();
+            acc = lane.add(&acc, &y).unwrap();
+        }
+        let memory = wait_ok(lane.memory().unwrap());
+        // x, acc, and at most the few temporaries of ops still queued.
+        assert!(memory.tensors <= 4, "round {round}: {memory:?}");
+        assert!(memory.buffers.pooled_bytes <= cap, "{memory:?}");
+        peak = peak.max(memory.buffers.peak_bytes);
+    }
+    let memory = wait_ok(lane.memory().unwrap());
+    let b = memory.buffers;
+    assert!(b.hits >= 3000, "most of 4000 outputs reuse a buffer: {b:?}");
+    assert!(b.misses <= 100, "{b:?}");
+    assert!(peak <= cap);
+    // The values are right: acc = 2000 · x².
+    let expect: Vec<f64> = matrix(64, 64, 1.0)
+        .as_slice::<f64>()
+        .unwrap()
+        .iter()
+        .map(|v| 2000.0 * v * v)
+        .collect();
+    let got = wait_ok(lane.download(&acc).unwrap());
+    for (g, e) in got.as_slice::<f64>().unwrap().iter().zip(&expect) {
+        assert!((g - e).abs() <= 1e-9 * e.abs().max(1.0), "{g} vs {e}");
+    }
+}
+
+#[test]
+fn a_zero_buffer_cap_keeps_nothing() {
+    let rt = Runtime::builder().split(1).buffer_cap(0).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let x = lane.upload(matrix(32, 32, 0.5)).unwrap();
+    for _ in 0..50 {
+        drop(lane.add(&x, &x).unwrap());
+    }
+    let b = wait_ok(lane.memory().unwrap()).buffers;
+    assert_eq!((b.cap_bytes, b.hits, b.kept, b.pooled_bytes), (0, 0, 0, 0), "{b:?}");
+    assert!(b.released >= 49, "{b:?}");
 }
 
 #[test]

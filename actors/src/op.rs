@@ -29,8 +29,12 @@ use crate::ticket::{panic_message, Failure, Slot, SlotCell, TicketError};
 pub struct Op<B> {
     pub(crate) body: B,
     pub(crate) label: &'static str,
-    pub(crate) after: Vec<Event>,
+    pub(crate) after: Events,
 }
+
+/// The events an op waits for: inline up to three (most ops read one or
+/// two tensors), so the op's one allocation holds them.
+pub(crate) type Events = smallvec::SmallVec<[Event; 3]>;
 
 /// The body of an op whose closure returns a plain value.
 #[derive(Debug)]
@@ -89,7 +93,7 @@ impl<F> Op<Call<F>> {
         Op {
             body: Call(f),
             label: "op",
-            after: Vec::new(),
+            after: Events::new(),
         }
     }
 }
@@ -100,7 +104,7 @@ impl<F> Op<TryCall<F>> {
         Op {
             body: TryCall(f),
             label: "op",
-            after: Vec::new(),
+            after: Events::new(),
         }
     }
 }
@@ -130,7 +134,7 @@ impl<B> fmt::Debug for Op<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Op")
             .field("label", &self.label)
-            .field("after", &self.after)
+            .field("after", &&self.after[..])
             .finish_non_exhaustive()
     }
 }
@@ -178,7 +182,7 @@ pub(crate) struct TaskCell<B: OpBody<E>, E> {
 
 struct Queued<B> {
     body: B,
-    after: Vec<Event>,
+    after: Events,
 }
 
 /// What the events of an op say about running it.

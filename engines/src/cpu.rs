@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
 
+use crate::buffer::{BufferPool, BufferStats};
 use crate::elementwise::PARALLEL_THRESHOLD;
 use crate::op::{Meta, TensorOp};
-use crate::store::Store;
+use crate::store::{NotResident, Store, TensorId};
 use crate::tensor::{element_count, Tensor, TensorError};
 
 /// How the threads of a CPU domain are pinned.
@@ -41,6 +42,28 @@ pub struct CpuEngineConfig {
     /// Runs first on every worker thread the pool starts (not on the calling
     /// thread); the runtime marks the worker as working for its actor here.
     pub on_worker_start: Option<Arc<dyn Fn(usize) + Send + Sync>>,
+    /// Bytes of freed buffers the engine keeps for reuse (0: none); see
+    /// [`BufferPool`]. [`DEFAULT_BUFFER_CAP`] by default.
+    pub buffer_cap: usize,
+}
+
+/// The default byte cap of a domain's buffer pool: 256 MiB.
+pub const DEFAULT_BUFFER_CAP: usize = 256 << 20;
+
+impl CpuEngineConfig {
+    /// A configuration for domain `index` on `cpus` with `threads` threads,
+    /// pinned per core, named `weft-cpu-{index}`, with the default buffer cap.
+    pub fn new(index: usize, cpus: CpuSet, threads: usize) -> CpuEngineConfig {
+        CpuEngineConfig {
+            index,
+            cpus,
+            threads,
+            pinning: Pinning::PerCore,
+            name: format!("weft-cpu-{index}"),
+            on_worker_start: None,
+            buffer_cap: DEFAULT_BUFFER_CAP,
+        }
+    }
 }
 
 impl fmt::Debug for CpuEngineConfig {
@@ -51,6 +74,7 @@ impl fmt::Debug for CpuEngineConfig {
             .field("threads", &self.threads)
             .field("pinning", &self.pinning)
             .field("name", &self.name)
+            .field("buffer_cap", &self.buffer_cap)
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +90,17 @@ pub struct DomainInfo {
     pub threads: usize,
     /// How they are pinned.
     pub pinning: Pinning,
+}
+
+/// A resident op could not run: an input is not resident, or the op failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    /// An input id names no resident tensor.
+    #[error(transparent)]
+    NotResident(#[from] NotResident),
+    /// The op failed.
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
 }
 
 /// A CPU engine could not be built.
@@ -121,6 +156,7 @@ struct Exits {
 pub struct CpuEngine {
     domain: DomainInfo,
     store: Store,
+    buffers: BufferPool,
     pool: rayon::ThreadPool,
     worker_cpus: Vec<CpuSet>,
     /// Declared after `pool`: dropped after it, it waits for the workers.
@@ -141,6 +177,7 @@ impl fmt::Debug for CpuEngine {
         f.debug_struct("CpuEngine")
             .field("domain", &self.domain)
             .field("store", &self.store)
+            .field("buffers", &self.buffers.stats())
             .field("worker_cpus", &self.worker_cpus)
             .finish_non_exhaustive()
     }
@@ -213,6 +250,7 @@ impl CpuEngine {
             .map_err(|source| EngineError::Pool { domain, source })?;
         let mut engine = CpuEngine {
             store: Store::default(),
+            buffers: BufferPool::new(config.buffer_cap),
             domain: DomainInfo {
                 index: config.index,
                 cpus: config.cpus.clone(),
@@ -292,50 +330,113 @@ impl CpuEngine {
         &mut self.store
     }
 
-    /// Runs `op` on resident `inputs`: checked again here, then inline on
-    /// the actor for small outputs, over the domain's pool above
-    /// [`PARALLEL_THRESHOLD`] output elements (and for large products).
-    ///
-    /// # Errors
-    ///
-    /// As [`TensorOp::infer`].
-    pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
-        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
-        let outputs = op.infer(&metas)?;
-        self.execute_inferred(op, inputs, &outputs)
+    /// Removes tensor `id` from the store and keeps its buffer for reuse
+    /// (within the pool's cap). Returns whether it was resident.
+    pub fn free(&mut self, id: TensorId) -> bool {
+        match self.store.remove(id) {
+            Some(tensor) => {
+                self.buffers.give(tensor.into_parts().1);
+                true
+            }
+            None => false,
+        }
     }
 
-    /// Runs `op`, whose `outputs` were inferred from these very `inputs`
-    /// (by the runtime at the call site): skips the second check.
+    /// The counters of the engine's buffer pool.
+    pub fn buffer_stats(&self) -> BufferStats {
+        self.buffers.stats()
+    }
+
+    /// Changes the byte cap of the buffer pool (0 turns it off and lets
+    /// every pooled buffer go).
+    pub fn set_buffer_cap(&mut self, cap_bytes: usize) {
+        self.buffers.set_cap(cap_bytes);
+    }
+
+    /// Runs `op` on `inputs` (the caller's tensors, not resident ones):
+    /// checked here, then inline on the calling thread for small outputs,
+    /// over the domain's pool above [`PARALLEL_THRESHOLD`] output elements
+    /// (and for large products). Outputs are drawn from the buffer pool.
     ///
     /// # Errors
     ///
-    /// Failures only the run can find (a factorization that fails).
-    pub fn execute_inferred(
-        &self,
+    /// As [`TensorOp::infer`], and failures only the run can find (a
+    /// factorization that fails).
+    pub fn execute(
+        &mut self,
         op: &TensorOp,
         inputs: &[&Tensor],
-        outputs: &[Meta],
     ) -> Result<Vec<Tensor>, TensorError> {
-        let elements: usize = outputs
-            .iter()
-            .map(|m| element_count(&m.shape).unwrap_or(usize::MAX))
-            .fold(0, usize::saturating_add);
-        let work = match op {
-            TensorOp::Matmul => {
-                elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1))
-            }
-            TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
-            TensorOp::Reduce { .. } => inputs[0].len(),
-            _ => elements,
-        };
+        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
+        let outputs = op.infer(&metas)?;
+        let shapes: Vec<&[usize]> = outputs.iter().map(|m| &m.shape[..]).collect();
+        run(
+            &self.pool,
+            self.domain.threads,
+            &mut self.buffers,
+            op,
+            inputs,
+            &shapes,
+        )
+    }
+
+    /// Runs `op` on the resident tensors `inputs`, which the caller has
+    /// already checked `op` against: `outputs` are the shapes
+    /// [`TensorOp::infer`] gave for them. Returns the outputs; storing them
+    /// is up to the caller.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::NotResident`] for an input not in the store, and the
+    /// failures only the run can find.
+    pub fn execute_resident(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[&[usize]],
+    ) -> Result<Vec<Tensor>, ExecError> {
+        let CpuEngine {
+            store,
+            buffers,
+            pool,
+            domain,
+            ..
+        } = self;
+        let mut resident: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
+        for &id in inputs {
+            resident.push(store.get(id)?);
+        }
+        Ok(run(pool, domain.threads, buffers, op, &resident, outputs)?)
+    }
+}
+
+/// Runs `op` with `buffers` lent to this thread: inline for small work,
+/// over `pool` above [`PARALLEL_THRESHOLD`].
+fn run(
+    pool: &rayon::ThreadPool,
+    threads: usize,
+    buffers: &mut BufferPool,
+    op: &TensorOp,
+    inputs: &[&Tensor],
+    outputs: &[&[usize]],
+) -> Result<Vec<Tensor>, TensorError> {
+    let elements: usize = outputs
+        .iter()
+        .map(|shape| element_count(shape).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add);
+    let work = match op {
+        TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
+        TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
+        TensorOp::Reduce { .. } => inputs[0].len(),
+        _ => elements,
+    };
+    buffers.lend(|| {
         if work >= PARALLEL_THRESHOLD {
-            let threads = self.domain.threads;
-            self.pool.install(|| op.run(inputs, threads))
+            pool.install(|| op.run(inputs, threads))
         } else {
             op.run(inputs, 1)
         }
-    }
+    })
 }
 
 /// Pins the calling thread; where the platform cannot pin, runs unpinned

@@ -1,5 +1,6 @@
 //! Ops that create tensors: constants, identities, ranges, seeded random.
 
+use crate::buffer;
 use crate::tensor::{c32, c64, element_count, DType, Data, Tensor, TensorError};
 
 /// A scalar argument of an op, converted to the op's element type.
@@ -30,10 +31,10 @@ impl Scalar {
             });
         }
         Ok(match dtype {
-            DType::F32 => Data::F32(vec![z.re as f32; len]),
-            DType::F64 => Data::F64(vec![z.re; len]),
-            DType::C32 => Data::C32(vec![c32::new(z.re as f32, z.im as f32); len]),
-            DType::C64 => Data::C64(vec![z; len]),
+            DType::F32 => Data::F32(buffer::filled(len, z.re as f32)),
+            DType::F64 => Data::F64(buffer::filled(len, z.re)),
+            DType::C32 => Data::C32(buffer::filled(len, c32::new(z.re as f32, z.im as f32))),
+            DType::C64 => Data::C64(buffer::filled(len, z)),
         })
     }
 }

@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use crate::buffer;
 use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
 
 /// Below this many output elements an elementwise op runs inline on the
@@ -171,7 +172,7 @@ pub fn binary(
         )),
         _ => unreachable!("checked: both operands have one element type"),
     };
-    Tensor::from_data(data, &out_shape)
+    Tensor::from_parts(out_shape, data)
 }
 
 /// The operands of one elementwise kernel call.
@@ -302,14 +303,16 @@ fn kernel<T: Element, F: Fn(T, T) -> T + Copy + Send + Sync>(f: F, x: &Operands<
     let same = a.len() == n && b.len() == n;
     if same && parallel && n >= PARALLEL_THRESHOLD {
         // Collect in place: no zero-filled buffer to write twice.
-        return a
-            .par_iter()
-            .zip(b)
-            .with_min_len(CHUNK)
-            .map(|(&x, &y)| f(x, y))
-            .collect();
+        let mut result = buffer::take(n);
+        result.par_extend(
+            a.par_iter()
+                .zip(b)
+                .with_min_len(CHUNK)
+                .map(|(&x, &y)| f(x, y)),
+        );
+        return result;
     }
-    let mut result = vec![T::ZERO; n];
+    let mut result = buffer::filled(n, T::ZERO);
     if n == 0 {
         return result;
     }

@@ -2,6 +2,7 @@
 
 use faer::{Accum, MatMut, MatRef, Par};
 
+use crate::buffer;
 use crate::elementwise::broadcast_shapes;
 use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
 
@@ -91,7 +92,7 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, out: &[usize], threads: usize) 
     } else {
         Par::Seq
     };
-    let mut c = vec![T::ZERO; batches * m * n];
+    let mut c = buffer::filled(batches * m * n, T::ZERO);
     if m * n == 0 {
         return c;
     }

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod buffer;
 mod cpu;
 pub mod create;
 pub mod einsum;
@@ -28,7 +29,10 @@ pub mod structural;
 mod tensor;
 pub mod unary;
 
-pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning};
+pub use buffer::{BufferPool, BufferStats};
+pub use cpu::{
+    CpuEngine, CpuEngineConfig, DomainInfo, EngineError, ExecError, Pinning, DEFAULT_BUFFER_CAP,
+};
 pub use create::{Distribution, Scalar};
 pub use einsum::Spec as EinsumSpec;
 pub use elementwise::BinaryOp;

@@ -1,5 +1,6 @@
 //! Structural ops: reshape and axis permutation.
 
+use crate::buffer;
 use crate::create::Scalar;
 use crate::tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};
 
@@ -182,8 +183,8 @@ pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
 
 /// Copies a view out of `input`.
 pub(crate) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
-    fn gather<T: Copy>(src: &[T], v: &View) -> Vec<T> {
-        let mut out = Vec::with_capacity(v.shape.iter().product());
+    fn gather<T: Element>(src: &[T], v: &View) -> Vec<T> {
+        let mut out = buffer::take(v.shape.iter().product());
         v.for_each_offset(|o| out.push(src[o]));
         out
     }

@@ -368,20 +368,26 @@ impl Tensor {
     ///
     /// As [`Tensor::from_vec`].
     pub fn from_data(data: Data, shape: &[usize]) -> Result<Tensor, TensorError> {
-        let expected = element_count(shape).ok_or_else(|| TensorError::TooLarge {
-            shape: shape.to_vec(),
-        })?;
+        Tensor::from_parts(shape.to_vec(), data)
+    }
+
+    /// A tensor of `shape` holding `data`; [`Tensor::into_parts`] undone.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tensor::from_vec`].
+    pub fn from_parts(shape: Vec<usize>, data: Data) -> Result<Tensor, TensorError> {
+        let Some(expected) = element_count(&shape) else {
+            return Err(TensorError::TooLarge { shape });
+        };
         if data.len() != expected {
             return Err(TensorError::ElementCount {
-                shape: shape.to_vec(),
+                shape,
                 expected,
                 got: data.len(),
             });
         }
-        Ok(Tensor {
-            shape: shape.to_vec(),
-            data,
-        })
+        Ok(Tensor { shape, data })
     }
 
     /// A rank-0 tensor holding `value`.

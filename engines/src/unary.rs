@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use crate::buffer;
 use crate::elementwise::PARALLEL_THRESHOLD;
 use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
 
@@ -195,16 +196,18 @@ pub fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, Tens
     Tensor::from_data(data, input.shape())
 }
 
-fn map<T: Copy + Sync, U: Send>(
+fn map<T: Copy + Sync, U: Element>(
     values: &[T],
     parallel: bool,
     f: impl Fn(&T) -> U + Sync + Send,
 ) -> Vec<U> {
+    let mut out = buffer::take(values.len());
     if parallel {
-        values.par_iter().with_min_len(1 << 12).map(&f).collect()
+        out.par_extend(values.par_iter().with_min_len(1 << 12).map(&f));
     } else {
-        values.iter().map(f).collect()
+        out.extend(values.iter().map(f));
     }
+    out
 }
 
 #[cfg(test)]

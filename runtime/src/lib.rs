@@ -33,7 +33,7 @@ pub use lane::Lane;
 pub use pipeline::{Pipeline, PipelineRun};
 pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
-pub use tensor::{OpError, RuntimeId, TensorHandle};
+pub use tensor::{DomainMemory, OpError, RuntimeId, TensorHandle};
 
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
@@ -45,9 +45,9 @@ pub use weft_actors::{
 pub use weft_engines::elementwise::CmpOp;
 pub use weft_engines::structural::SliceAxis;
 pub use weft_engines::{
-    c32, c64, BinaryOp, CpuEngine, DType, Data, Distribution, DomainInfo, Element, EngineError,
-    Linalg, Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp,
-    UnaryOp,
+    c32, c64, BinaryOp, BufferStats, CpuEngine, DType, Data, Distribution, DomainInfo, Element,
+    EngineError, ExecError, Linalg, Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor,
+    TensorError, TensorId, TensorOp, UnaryOp,
 };
 pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,

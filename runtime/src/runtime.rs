@@ -13,7 +13,7 @@ use weft_actors::{
     current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, ShutdownError,
     ShutdownReport, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
-use weft_engines::{CpuEngine, CpuEngineConfig, Pinning};
+use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, DEFAULT_BUFFER_CAP};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
 
 use crate::error::{BuildError, RuntimeError};
@@ -54,6 +54,7 @@ struct Config {
     lane_capacity: usize,
     idle_spin: Duration,
     wait_spin: Duration,
+    buffer_cap: usize,
 }
 
 /// An actor of any engine type, as the runtime manages it.
@@ -95,6 +96,7 @@ impl Default for Builder {
                 lane_capacity: DEFAULT_LANE_CAPACITY,
                 idle_spin: DEFAULT_IDLE_SPIN,
                 wait_spin: DEFAULT_WAIT_SPIN,
+                buffer_cap: DEFAULT_BUFFER_CAP,
             },
         }
     }
@@ -163,6 +165,13 @@ impl Builder {
         self
     }
 
+    /// Bytes of freed tensor buffers each CPU domain keeps for reuse
+    /// (default 256 MiB; 0 turns the pool off). See [`weft_engines::BufferPool`].
+    pub fn buffer_cap(mut self, bytes: usize) -> Self {
+        self.config.buffer_cap = bytes;
+        self
+    }
+
     /// Discovers or validates the layout and starts one actor per domain.
     ///
     /// # Errors
@@ -217,14 +226,15 @@ fn actor_builder(name: String, config: &Config) -> ActorBuilder {
 fn start_domain(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, BuildError> {
     let name = format!("weft-cpu-{}", domain.index());
     let engine_config = CpuEngineConfig {
-        index: domain.index(),
-        cpus: domain.cpus().clone(),
-        threads: config
-            .threads_per_domain
-            .unwrap_or_else(|| domain.cpus().len()),
         pinning: config.pinning,
-        name: name.clone(),
-        on_worker_start: None,
+        buffer_cap: config.buffer_cap,
+        ..CpuEngineConfig::new(
+            domain.index(),
+            domain.cpus().clone(),
+            config
+                .threads_per_domain
+                .unwrap_or_else(|| domain.cpus().len()),
+        )
     };
     actor_builder(name, config)
         .spawn(move || {

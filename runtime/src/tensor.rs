@@ -22,11 +22,16 @@ use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
 use weft_engines::elementwise::CmpOp;
 use weft_engines::structural::SliceAxis;
 use weft_engines::{
-    BinaryOp, CpuEngine, DType, Distribution, EinsumSpec, Linalg, Meta, NotResident, ReduceOp,
-    Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    BinaryOp, BufferStats, CpuEngine, DType, Distribution, EinsumSpec, ExecError, Linalg, Meta,
+    NotResident, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
 };
 
 use crate::lane::Lane;
+
+/// A small op's inputs, inline.
+type Inputs<T> = smallvec::SmallVec<[T; 3]>;
+/// A small op's outputs, inline.
+type Outputs<T> = smallvec::SmallVec<[T; 1]>;
 
 /// Identifies one runtime, so that a handle of another runtime is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,9 +70,20 @@ impl DomainTensors {
     /// Frees the tensors whose last handle is gone. Runs on the actor.
     fn release_freed(&self, engine: &mut CpuEngine) {
         for id in self.freed.try_iter() {
-            engine.store_mut().remove(id);
+            engine.free(id);
         }
     }
+}
+
+/// What a CPU domain holds in memory (see [`Lane::memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DomainMemory {
+    /// Resident tensors.
+    pub tensors: usize,
+    /// Bytes of their elements.
+    pub tensor_bytes: usize,
+    /// The domain's buffer pool: freed buffers kept for reuse.
+    pub buffers: BufferStats,
 }
 
 /// A tensor op refused at the call site, or failed on the actor.
@@ -114,6 +130,15 @@ pub enum OpError {
     /// The lane is full and the caller runs on an actor, which must not block.
     #[error("the lane is full and the caller runs on an actor, which must not block")]
     WouldDeadlock,
+}
+
+impl From<ExecError> for OpError {
+    fn from(error: ExecError) -> Self {
+        match error {
+            ExecError::NotResident(e) => OpError::NotResident(e),
+            ExecError::Tensor(e) => OpError::Tensor(e),
+        }
+    }
 }
 
 /// A name for a tensor resident in one CPU domain. Cheap to clone; the
@@ -260,31 +285,35 @@ impl Lane {
         outputs: Vec<Meta>,
     ) -> Result<Vec<TensorHandle>, OpError> {
         let label = op.name();
-        self.produce(
-            label,
-            inputs,
-            Vec::new(),
-            outputs.clone(),
-            move |engine, tensors| Ok(engine.execute_inferred(&op, tensors, &outputs)?),
-        )
+        self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
+            let shapes: Outputs<&[usize]> = outs.iter().map(|o| &o.shape[..]).collect();
+            Ok(engine.execute_resident(&op, ids, &shapes)?)
+        })
     }
 
     /// Submits an op that produces tensors described by `outputs` from
     /// `inputs` (already checked), after `inputs`' producers and `after`;
-    /// `compute` runs on the actor with the inputs resident.
+    /// `compute` runs on the actor with the inputs' ids (resident by then)
+    /// and the outputs' descriptions.
+    ///
+    /// The op's closure holds the handles inline (no allocation of its own
+    /// for up to three inputs and one output): with the op's one
+    /// allocation, it is all a small op costs the submitting thread.
     fn produce<F>(
         &self,
         label: &'static str,
         inputs: &[&TensorHandle],
-        mut after: Vec<Event>,
+        after: Option<Event>,
         outputs: Vec<Meta>,
         compute: F,
     ) -> Result<Vec<TensorHandle>, OpError>
     where
-        F: FnOnce(&CpuEngine, &[&Tensor]) -> Result<Vec<Tensor>, OpError> + Send + 'static,
+        F: FnOnce(&mut CpuEngine, &[TensorId], &[Arc<HandleInner>]) -> Result<Vec<Tensor>, OpError>
+            + Send
+            + 'static,
     {
         let tensors = self.tensors().clone();
-        let outs: Vec<Arc<HandleInner>> = outputs
+        let outs: Outputs<Arc<HandleInner>> = outputs
             .into_iter()
             .map(|meta| {
                 Arc::new(HandleInner {
@@ -298,18 +327,13 @@ impl Lane {
                 })
             })
             .collect();
-        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
-        after.extend(held.iter().map(TensorHandle::ready));
+        let held: Inputs<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
         let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
             tensors.release_freed(engine);
-            let results = {
-                let resident = held
-                    .iter()
-                    .map(|h| engine.store().get(h.id()))
-                    .collect::<Result<Vec<_>, _>>()?;
-                compute(engine, &resident)?
-            };
+            let ids: Inputs<TensorId> = held.iter().map(TensorHandle::id).collect();
+            let results = compute(engine, &ids, &keep)?;
             debug_assert_eq!(results.len(), keep.len());
             for (out, result) in keep.iter().zip(results) {
                 debug_assert_eq!(
@@ -321,7 +345,7 @@ impl Lane {
             // `held` and `keep` are dropped with this closure, after the op.
             Ok(())
         };
-        let ticket = self.submit_op(Op::fallible(body).label(label).after(after))?;
+        let ticket = self.submit_op(Op::fallible(body).label(label).after(events))?;
         let event = ticket.event();
         Ok(outs
             .into_iter()
@@ -354,7 +378,7 @@ impl Lane {
     pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
         let out = vec![Meta::of(&tensor)];
         let mut handles =
-            self.produce("upload", &[], Vec::new(), out, move |_, _| Ok(vec![tensor]))?;
+            self.produce("upload", &[], None, out, move |_, _, _| Ok(vec![tensor]))?;
         Ok(handles.pop().expect("one output"))
     }
 
@@ -518,9 +542,9 @@ impl Lane {
         let mut handles = dest.produce(
             "transfer in",
             &[],
-            vec![out.event()],
+            Some(out.event()),
             vec![meta],
-            move |_, _| {
+            move |_, _, _| {
                 let sent = handoff
                     .lock()
                     .take()
@@ -1011,6 +1035,24 @@ impl Lane {
     /// As [`Lane::apply`]: `a` not square, `b` of another type or row count.
     pub fn solve(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
         self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
+    }
+
+    /// What this lane's domain holds in memory: its resident tensors and
+    /// its buffer pool, after freeing the tensors whose handles are all gone.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn memory(&self) -> Result<Ticket<DomainMemory>, OpError> {
+        let tensors = self.tensors().clone();
+        self.submit_op(Op::new(move |engine: &mut CpuEngine| {
+            tensors.release_freed(engine);
+            DomainMemory {
+                tensors: engine.store().len(),
+                tensor_bytes: engine.store().bytes(),
+                buffers: engine.buffer_stats(),
+            }
+        }))
     }
 
     /// The number of tensors resident in this lane's domain and their bytes,
