@@ -6,6 +6,10 @@
 
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use rayon::prelude::*;
 use weft::{Runtime, Tensor};
 

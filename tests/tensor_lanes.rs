@@ -227,7 +227,11 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
     // domain's buffer pool serves the outputs from the freed inputs, and
     // neither the store nor the pool grows with the length of the stream.
     let cap = 1 << 20;
-    let rt = Runtime::builder().split(1).buffer_cap(cap).build().expect("runtime");
+    let rt = Runtime::builder()
+        .split(1)
+        .buffer_cap(cap)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane.upload(matrix(64, 64, 1.0)).unwrap();
     let mut acc = lane.zeros(DType::F64, &[64, 64]).unwrap();
@@ -263,14 +267,22 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
 
 #[test]
 fn a_zero_buffer_cap_keeps_nothing() {
-    let rt = Runtime::builder().split(1).buffer_cap(0).build().expect("runtime");
+    let rt = Runtime::builder()
+        .split(1)
+        .buffer_cap(0)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane.upload(matrix(32, 32, 0.5)).unwrap();
     for _ in 0..50 {
         drop(lane.add(&x, &x).unwrap());
     }
     let b = wait_ok(lane.memory().unwrap()).buffers;
-    assert_eq!((b.cap_bytes, b.hits, b.kept, b.pooled_bytes), (0, 0, 0, 0), "{b:?}");
+    assert_eq!(
+        (b.cap_bytes, b.hits, b.kept, b.pooled_bytes),
+        (0, 0, 0, 0),
+        "{b:?}"
+    );
     assert!(b.released >= 49, "{b:?}");
 }
 

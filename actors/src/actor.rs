@@ -17,6 +17,7 @@ use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
 use crate::stats::{ActorGauges, ActorStats, Counters};
 use crate::sync::{channel, thread, CachePadded, Mutex};
 use crate::ticket::panic_message;
+use crate::trace::{Timeline, Trace};
 
 /// A control message to an actor. Data (ops) travel on lanes; the mailbox
 /// only says which lane to look at. It holds at most a few messages per lane
@@ -44,6 +45,8 @@ pub(crate) struct Shared<E> {
     pub(crate) wait_spin: Duration,
     pub(crate) counters: Counters,
     pub(crate) gauges: ActorGauges,
+    /// Where ops are recorded, if the actor is traced.
+    pub(crate) timeline: Option<Arc<Timeline>>,
     next_lane: AtomicU64,
     lanes: Mutex<Vec<Weak<LaneShared>>>,
 }
@@ -125,6 +128,7 @@ pub struct ActorBuilder {
     idle_spin: Duration,
     wait_spin: Duration,
     stack_size: Option<usize>,
+    trace: Option<Trace>,
 }
 
 /// Default number of ops one lane holds before `submit` waits.
@@ -176,6 +180,7 @@ impl ActorBuilder {
             idle_spin: DEFAULT_IDLE_SPIN,
             wait_spin: DEFAULT_WAIT_SPIN,
             stack_size: None,
+            trace: None,
         }
     }
 
@@ -195,6 +200,12 @@ impl ActorBuilder {
     /// How long `Ticket::wait` spins before it parks.
     pub fn wait_spin(mut self, spin: Duration) -> Self {
         self.wait_spin = spin;
+        self
+    }
+
+    /// Records every op of the actor in `trace` (see [`Trace`]).
+    pub fn trace(mut self, trace: &Trace) -> Self {
+        self.trace = Some(trace.clone());
         self
     }
 
@@ -233,6 +244,7 @@ impl ActorBuilder {
             wait_spin: self.wait_spin,
             counters: Counters::default(),
             gauges: ActorGauges::default(),
+            timeline: self.trace.as_ref().map(|t| t.timeline(&self.name)),
             next_lane: AtomicU64::new(0),
             lanes: Mutex::new(Vec::new()),
         });
@@ -247,6 +259,9 @@ impl ActorBuilder {
         let thread = builder
             .spawn(move || {
                 mark_current_thread(thread_shared.id);
+                #[cfg(feature = "tracing")]
+                let _span = tracing::info_span!("weft_actor", name = %name, id = %thread_shared.id)
+                    .entered();
                 let engine = match catch_unwind(AssertUnwindSafe(factory)) {
                     Ok(Ok(engine)) => engine,
                     Ok(Err(error)) => {

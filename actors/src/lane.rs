@@ -292,7 +292,8 @@ impl<E: 'static> Lane<E> {
             .counters
             .submitted
             .load(Relaxed)
-            .is_multiple_of(QUEUE_WAIT_SAMPLING);
+            .is_multiple_of(QUEUE_WAIT_SAMPLING)
+            || handle.actor.timeline.is_some();
         let envelope = Envelope {
             task: cell.clone(),
             submitted_at: sampled.then(Instant::now),
@@ -305,6 +306,7 @@ impl<E: 'static> Lane<E> {
         match sent {
             Ok(()) => {
                 handle.lane.counters.submitted.fetch_add(1, Relaxed);
+                handle.actor.counters.submitted.fetch_add(1, Relaxed);
                 handle.notify();
                 drop(entry);
                 Ok(ticket)

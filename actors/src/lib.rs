@@ -40,6 +40,7 @@ mod shutdown;
 mod stats;
 mod sync;
 mod ticket;
+mod trace;
 
 pub use actor::{
     Actor, ActorBuilder, ActorClosed, SpawnError, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
@@ -50,5 +51,6 @@ pub use event::{Event, EventState};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
-pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime};
+pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime, HISTOGRAM_BUCKETS};
 pub use ticket::{Failure, FailureCause, Ticket, TicketError, TryWaitError, WaitTimeoutError};
+pub use trace::{ActorTimeline, Flow, Outcome, Record, Trace, DEFAULT_TRACE_CAPACITY};

@@ -10,6 +10,7 @@ use crate::context::ActorId;
 use crate::event::{Dependent, Event, EventSource, EventState};
 use crate::sync::Mutex;
 use crate::ticket::{panic_message, Failure, Slot, SlotCell, TicketError};
+use crate::trace::Flow;
 
 /// An op: a closure to run with exclusive access to the actor's engine, a
 /// label for stats and error messages, and the events it must wait for.
@@ -30,6 +31,7 @@ pub struct Op<B> {
     pub(crate) body: B,
     pub(crate) label: &'static str,
     pub(crate) after: Events,
+    pub(crate) flow: Option<Flow>,
 }
 
 /// The events an op waits for: inline up to three (most ops read one or
@@ -94,6 +96,7 @@ impl<F> Op<Call<F>> {
             body: Call(f),
             label: "op",
             after: Events::new(),
+            flow: None,
         }
     }
 }
@@ -105,6 +108,7 @@ impl<F> Op<TryCall<F>> {
             body: TryCall(f),
             label: "op",
             after: Events::new(),
+            flow: None,
         }
     }
 }
@@ -121,6 +125,13 @@ impl<B> Op<B> {
     /// [`TicketError::DependencyFailed`] naming the first failure.
     pub fn after(mut self, events: impl IntoIterator<Item = Event>) -> Self {
         self.after.extend(events);
+        self
+    }
+
+    /// Marks the op as one end of a flow, drawn as an arrow between ops of
+    /// different actors in a [`Trace`](crate::Trace).
+    pub fn flow(mut self, flow: Flow) -> Self {
+        self.flow = Some(flow);
         self
     }
 
@@ -168,6 +179,8 @@ pub(crate) trait Task<E>: Send + Sync {
     fn cancel(&self, why: Cancel);
     /// Resolves the slot with `ActorLost` unless it is resolved already.
     fn abandon(&self);
+    /// The op's label and flow, for the trace.
+    fn trace_info(&self) -> (&'static str, Option<Flow>);
 }
 
 pub(crate) struct TaskCell<B: OpBody<E>, E> {
@@ -177,6 +190,7 @@ pub(crate) struct TaskCell<B: OpBody<E>, E> {
     /// `unsafe`). The events go with the body, so a finished op does not
     /// keep the ops it waited for alive.
     queued: Mutex<Option<Queued<B>>>,
+    flow: Option<Flow>,
     engine: PhantomData<fn(&mut E)>,
 }
 
@@ -203,6 +217,7 @@ impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
                 body: op.body,
                 after: op.after,
             })),
+            flow: op.flow,
             engine: PhantomData,
         })
     }
@@ -218,6 +233,7 @@ impl<E: 'static, B: OpBody<E>> TaskCell<B, E> {
             body,
             label: self.slot.label(),
             after,
+            flow: self.flow,
         }
     }
 }
@@ -266,6 +282,10 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
             drop(self.queued.lock().take());
             self.slot.resolve(Err(TicketError::ActorLost));
         }
+    }
+
+    fn trace_info(&self) -> (&'static str, Option<Flow>) {
+        (self.slot.label(), self.flow)
     }
 }
 

@@ -30,10 +30,12 @@ use std::time::{Duration, Instant};
 use crate::actor::{Message, Shared};
 use crate::event::{Dependent, EventState};
 use crate::lane::{Envelope, LaneCore};
+use crate::op::RunOutcome;
 use crate::op::{Cancel, Deps};
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
 use crate::sync::{channel::Receiver, spin_until, thread};
+use crate::trace::{Outcome, Record};
 
 pub(crate) struct Core<E: 'static> {
     engine: E,
@@ -132,6 +134,7 @@ impl<E: 'static> Core<E> {
         };
         if self.closing == Some(ShutdownMode::Now) {
             self.count(&lane, Finish::Cancelled);
+            self.trace(lane.shared.id, &envelope, None, Outcome::Cancelled);
             envelope.task.cancel(Cancel::Shutdown);
         } else {
             match self.dependencies(&envelope, lane.shared.id) {
@@ -142,6 +145,7 @@ impl<E: 'static> Core<E> {
                 }
                 Deps::Failed(first) => {
                     self.count(&lane, Finish::DependencyFailed);
+                    self.trace(lane.shared.id, &envelope, None, Outcome::DependencyFailed);
                     envelope.task.cancel(Cancel::Dependency(first));
                 }
                 Deps::Ready => {
@@ -194,17 +198,51 @@ impl<E: 'static> Core<E> {
         // Sampled ops are clocked (queue wait and run time); others are not.
         let clock = envelope.submitted_at.map(|at| (at, Instant::now()));
         actor.gauges.running.store(lane.id + 1, Relaxed);
+        #[cfg(feature = "tracing")]
+        let _span =
+            tracing::trace_span!("weft_op", op = envelope.task.trace_info().0, lane = lane.id)
+                .entered();
+        let mut ran = RunOutcome::Completed;
         envelope.task.run(&mut self.engine, &mut |outcome| {
             actor.gauges.running.store(0, Relaxed);
             if let Some((submitted, started)) = clock {
-                let (queued, ran) = (started - submitted, started.elapsed());
-                lane.counters.sample(queued, ran);
-                actor.counters.sample(queued, ran);
+                let (queued, run_time) = (started - submitted, started.elapsed());
+                lane.counters.sample(queued, run_time);
+                actor.counters.sample(queued, run_time);
             }
             lane.counters.finish(Finish::Ran(outcome));
             actor.counters.finish(Finish::Ran(outcome));
+            ran = outcome;
         });
+        if self.shared.timeline.is_some() {
+            let outcome = match ran {
+                RunOutcome::Completed => Outcome::Completed,
+                RunOutcome::Failed => Outcome::Failed,
+                RunOutcome::Panicked => Outcome::Panicked,
+            };
+            let lane = self.running.as_ref().expect("a lane is running").shared.id;
+            self.trace(lane, &envelope, clock.map(|(_, started)| started), outcome);
+        }
         drop(envelope);
+    }
+
+    /// Records an op on the actor's timeline, if it has one; an op that did
+    /// not run (no `started`) is a zero-length slice at the present.
+    fn trace(&self, lane: u64, envelope: &Envelope<E>, started: Option<Instant>, outcome: Outcome) {
+        let Some(timeline) = &self.shared.timeline else {
+            return;
+        };
+        let ended = Instant::now();
+        let (label, flow) = envelope.task.trace_info();
+        timeline.record(Record {
+            lane,
+            label,
+            submitted: envelope.submitted_at.unwrap_or(ended),
+            started: started.unwrap_or(ended),
+            ended,
+            outcome,
+            flow,
+        });
     }
 
     fn count(&self, lane: &LaneCore<E>, how: Finish) {

@@ -34,12 +34,19 @@ struct DoneCounters {
     run_time: Sampler,
 }
 
-/// Sum, count and maximum of sampled durations; written by the actor only.
+/// Buckets of the latency histograms: bucket `i` counts times in
+/// `[2^i, 2^(i+1))` ns (bucket 0 also holds 0 ns; the last, everything
+/// from about 2 seconds up).
+pub const HISTOGRAM_BUCKETS: usize = 32;
+
+/// Sum, count, maximum and log-2 histogram of sampled durations; written
+/// by the actor only.
 #[derive(Debug, Default)]
 struct Sampler {
     samples: AtomicU64,
     total_ns: AtomicU64,
     max_ns: AtomicU64,
+    buckets: [AtomicU64; HISTOGRAM_BUCKETS],
 }
 
 impl Sampler {
@@ -51,6 +58,8 @@ impl Sampler {
         if ns > self.max_ns.load(Relaxed) {
             self.max_ns.store(ns, Relaxed);
         }
+        let bucket = (u64::BITS - ns.leading_zeros()).saturating_sub(1) as usize;
+        bump(&self.buckets[bucket.min(HISTOGRAM_BUCKETS - 1)]);
     }
 
     fn snapshot(&self) -> SampledTime {
@@ -64,6 +73,7 @@ impl Sampler {
                     .unwrap_or(0),
             ),
             max: Duration::from_nanos(self.max_ns.load(Relaxed)),
+            histogram: std::array::from_fn(|i| self.buckets[i].load(Relaxed)),
         }
     }
 }
@@ -140,7 +150,8 @@ impl ActorGauges {
 }
 
 /// A time measured on sampled ops: one in every 16 submitted on each lane
-/// is clocked, so that the others pay for no clock reads.
+/// is clocked, so that the others pay for no clock reads (every op, while
+/// the actor is traced).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SampledTime {
     /// Ops measured.
@@ -149,6 +160,31 @@ pub struct SampledTime {
     pub mean: Duration,
     /// Longest measured.
     pub max: Duration,
+    /// Measured ops by magnitude: entry `i` counts times in `[2^i, 2^(i+1))`
+    /// nanoseconds (see [`HISTOGRAM_BUCKETS`]).
+    pub histogram: [u64; HISTOGRAM_BUCKETS],
+}
+
+impl SampledTime {
+    /// An upper bound of the `q` quantile (`0 ≤ q ≤ 1`) within a factor of
+    /// two: the top of the histogram bucket that holds it, capped by the
+    /// maximum. Zero when nothing was measured.
+    pub fn quantile(&self, q: f64) -> Duration {
+        let total: u64 = self.histogram.iter().sum();
+        if total == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &count) in self.histogram.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                let top = Duration::from_nanos((1u64 << (i + 1)) - 1);
+                return top.min(self.max);
+            }
+        }
+        self.max
+    }
 }
 
 /// Op counts of a lane or an actor.
@@ -226,46 +262,66 @@ impl ActorStats {
     }
 }
 
+impl ActorStats {
+    /// The header of the table [`ActorStats`]'s `Display` writes rows of.
+    pub const TABLE_HEADER: &'static str = "actor / lane            submitted  completed   failed panicked cancelled   lost   queue p50    p99     run p50    p99";
+}
+
+/// One row of the stats table.
+fn row(f: &mut fmt::Formatter<'_>, name: &str, o: &OpCounts) -> fmt::Result {
+    let q = |t: &SampledTime, p: f64| format!("{:.1?}", t.quantile(p));
+    writeln!(
+        f,
+        "{name:<22} {:>10} {:>10} {:>8} {:>8} {:>9} {:>6} {:>11} {:>6} {:>11} {:>6}",
+        o.submitted,
+        o.completed,
+        o.failed,
+        o.panicked,
+        o.cancelled,
+        o.lost,
+        q(&o.queue_wait, 0.5),
+        q(&o.queue_wait, 0.99),
+        q(&o.run_time, 0.5),
+        q(&o.run_time, 0.99),
+    )
+}
+
+/// Rows of a table (see [`ActorStats::TABLE_HEADER`]): the actor, then
+/// each open lane; quantiles are upper bounds within a factor of two.
 impl fmt::Display for ActorStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let o = &self.ops;
-        writeln!(
-            f,
-            "{} ({}): {} queued, {} completed, {} failed, {} panicked, {} cancelled, {} lost; \
-             busy {:?}; run mean {:?}; queue wait mean {:?} max {:?}{}",
-            self.name,
-            self.actor,
-            o.queued,
-            o.completed,
-            o.failed,
-            o.panicked,
-            o.cancelled,
-            o.lost,
-            self.busy,
-            o.run_time.mean,
-            o.queue_wait.mean,
-            o.queue_wait.max,
-            match self.running {
-                Some(lane) => format!("; running lane {lane}"),
-                None => String::new(),
-            },
-        )?;
+        let running = match self.running {
+            Some(lane) => format!(", running lane {lane}"),
+            None => String::new(),
+        };
+        row(f, &self.name, &self.ops)?;
+        writeln!(f, "  ({}, busy {:.1?}{running})", self.actor, self.busy)?;
         for lane in &self.lanes {
-            let o = &lane.ops;
-            writeln!(
-                f,
-                "  lane {:>4}: {:>8} queued {:>10} completed {:>6} failed {:>6} panicked \
-                 {:>6} cancelled; run mean {:?}, wait mean {:?}",
-                lane.lane,
-                o.queued,
-                o.completed,
-                o.failed,
-                o.panicked,
-                o.cancelled,
-                o.run_time.mean,
-                o.queue_wait.mean
-            )?;
+            row(f, &format!("  lane {}", lane.lane), &lane.ops)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_bound_the_samples() {
+        let sampler = Sampler::default();
+        for ns in [
+            0, 100, 150, 1_000, 1_100, 5_000, 5_000, 5_000, 9_000, 2_000_000,
+        ] {
+            sampler.add(Duration::from_nanos(ns));
+        }
+        let t = sampler.snapshot();
+        assert_eq!((t.samples, t.max), (10, Duration::from_micros(2000)));
+        assert_eq!(t.histogram.iter().sum::<u64>(), 10);
+        // The median (5th of 10) is 1 100 ns, in bucket [1024, 2048).
+        assert_eq!(t.quantile(0.5), Duration::from_nanos(2047));
+        assert_eq!(t.quantile(0.9), Duration::from_nanos(16_383));
+        assert_eq!(t.quantile(1.0), Duration::from_micros(2000));
+        assert_eq!(SampledTime::default().quantile(0.5), Duration::ZERO);
     }
 }

@@ -31,16 +31,17 @@ mod tensor;
 pub use error::{BuildError, RuntimeError};
 pub use lane::Lane;
 pub use pipeline::{Pipeline, PipelineRun};
-pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats};
+pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats, TRACE_ENV};
 pub use scope::Scope;
 pub use tensor::{DomainMemory, OpError, RuntimeId, TensorHandle};
 
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
-    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, Call, Event, EventState,
-    Failure, FailureCause, LaneStats, Op, OpBody, OpCounts, SampledTime, ShutdownError,
-    ShutdownMode, ShutdownReport, SpawnError, SubmitError, SubmitTimeoutError, Ticket, TicketError,
-    TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
+    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, ActorTimeline, Call,
+    Event, EventState, Failure, FailureCause, Flow, LaneStats, Op, OpBody, OpCounts, Outcome,
+    Record, SampledTime, ShutdownError, ShutdownMode, ShutdownReport, SpawnError, SubmitError,
+    SubmitTimeoutError, Ticket, TicketError, TicketFor, Trace, TryCall, TrySubmitError,
+    TryWaitError, WaitTimeoutError,
 };
 pub use weft_engines::elementwise::CmpOp;
 pub use weft_engines::structural::SliceAxis;

@@ -11,7 +11,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use weft_actors::{
     current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, ShutdownError,
-    ShutdownReport, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN,
+    ShutdownReport, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_TRACE_CAPACITY,
+    DEFAULT_WAIT_SPIN,
 };
 use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, DEFAULT_BUFFER_CAP};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
@@ -55,7 +56,15 @@ struct Config {
     idle_spin: Duration,
     wait_spin: Duration,
     buffer_cap: usize,
+    /// Where the trace goes, and the trace, once built.
+    trace_path: Option<PathBuf>,
+    trace_capacity: usize,
+    trace: Option<Trace>,
 }
+
+/// The environment variable that turns tracing on: the path of the Chrome
+/// trace-event JSON file to write (see [`Builder::trace`]).
+pub const TRACE_ENV: &str = "WEFT_TRACE";
 
 /// An actor of any engine type, as the runtime manages it.
 trait Hosted: Send + Sync {
@@ -97,6 +106,9 @@ impl Default for Builder {
                 idle_spin: DEFAULT_IDLE_SPIN,
                 wait_spin: DEFAULT_WAIT_SPIN,
                 buffer_cap: DEFAULT_BUFFER_CAP,
+                trace_path: None,
+                trace_capacity: DEFAULT_TRACE_CAPACITY,
+                trace: None,
             },
         }
     }
@@ -172,6 +184,24 @@ impl Builder {
         self
     }
 
+    /// Records a timeline of every op (per actor and lane: queue and run
+    /// times; transfers as flows between actors) and writes it to `path` as
+    /// Chrome trace-event JSON when the runtime shuts down or is dropped
+    /// (open it in Perfetto or `chrome://tracing`). Without this call, the
+    /// `WEFT_TRACE` environment variable, if set, names the file. Off, it
+    /// costs nothing; on, each actor keeps its newest records in a ring
+    /// buffer ([`Builder::trace_capacity`]).
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.trace_path = Some(path.into());
+        self
+    }
+
+    /// Records kept per actor while tracing (default 65 536).
+    pub fn trace_capacity(mut self, records: usize) -> Self {
+        self.config.trace_capacity = records;
+        self
+    }
+
     /// Discovers or validates the layout and starts one actor per domain.
     ///
     /// # Errors
@@ -181,7 +211,15 @@ impl Builder {
     /// [`BuildError::Actor`] when a domain's actor cannot start (for example
     /// when the kernel narrows a pin).
     pub fn build(self) -> Result<Runtime, BuildError> {
-        let config = self.config;
+        let mut config = self.config;
+        if config.trace_path.is_none() {
+            config.trace_path = std::env::var_os(TRACE_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from);
+        }
+        if config.trace_path.is_some() {
+            config.trace = Some(Trace::new(config.trace_capacity));
+        }
         if config.threads_per_domain == Some(0) {
             return Err(BuildError::ZeroThreads);
         }
@@ -217,10 +255,14 @@ impl Builder {
 }
 
 fn actor_builder(name: String, config: &Config) -> ActorBuilder {
-    ActorBuilder::new(name)
+    let builder = ActorBuilder::new(name)
         .lane_capacity(config.lane_capacity)
         .idle_spin(config.idle_spin)
-        .wait_spin(config.wait_spin)
+        .wait_spin(config.wait_spin);
+    match &config.trace {
+        Some(trace) => builder.trace(trace),
+        None => builder,
+    }
 }
 
 fn start_domain(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, BuildError> {
@@ -284,8 +326,11 @@ pub struct RuntimeStats {
     pub actors: Vec<ActorStats>,
 }
 
+/// A table: one row per actor and per open lane, with op counts and the
+/// queue-wait and run-time quantiles.
 impl fmt::Display for RuntimeStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", ActorStats::TABLE_HEADER)?;
         for actor in &self.actors {
             write!(f, "{actor}")?;
         }
@@ -471,7 +516,41 @@ impl Runtime {
             .map(|a| a.stop(now))
             .collect();
         let actors = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+        drop(hosted);
+        self.inner.write_trace();
         Ok(RuntimeReport { actors })
+    }
+
+    /// The runtime's timeline, if it is traced ([`Builder::trace`]).
+    pub fn trace(&self) -> Option<&Trace> {
+        self.inner.config.trace.as_ref()
+    }
+}
+
+impl Inner {
+    /// Writes the trace to its file, if the runtime is traced. A failure is
+    /// reported on stderr: it happens at shutdown, with nobody to return to.
+    fn write_trace(&self) {
+        if let (Some(trace), Some(path)) = (&self.config.trace, &self.config.trace_path) {
+            if let Err(e) = trace.write(path) {
+                eprintln!("weft: writing the trace to {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.config.trace.is_some() {
+            // Drain first, so that the trace holds every op.
+            for actor in &self.domains {
+                let _ = actor.shutdown();
+            }
+            for hosted in self.hosted.get_mut().iter() {
+                let _ = hosted.stop(false);
+            }
+            self.write_trace();
+        }
     }
 }
 

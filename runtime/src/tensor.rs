@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::{Receiver, Sender};
-use weft_actors::{ActorClosed, Event, Op, SubmitError, Ticket};
+use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
 use weft_engines::elementwise::CmpOp;
 use weft_engines::structural::SliceAxis;
 use weft_engines::{
@@ -303,7 +303,7 @@ impl Lane {
         &self,
         label: &'static str,
         inputs: &[&TensorHandle],
-        after: Option<Event>,
+        after: Option<(Event, Flow)>,
         outputs: Vec<Meta>,
         compute: F,
     ) -> Result<Vec<TensorHandle>, OpError>
@@ -328,6 +328,7 @@ impl Lane {
             })
             .collect();
         let held: Inputs<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let (after, flow) = after.unzip();
         let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
         let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
@@ -345,7 +346,11 @@ impl Lane {
             // `held` and `keep` are dropped with this closure, after the op.
             Ok(())
         };
-        let ticket = self.submit_op(Op::fallible(body).label(label).after(events))?;
+        let mut op = Op::fallible(body).label(label).after(events);
+        if let Some(flow) = flow {
+            op = op.flow(flow);
+        }
+        let ticket = self.submit_op(op)?;
         let event = ticket.event();
         Ok(outs
             .into_iter()
@@ -525,6 +530,7 @@ impl Lane {
             _ => closed(),
         })?;
         let handoff = Arc::new(parking_lot::Mutex::new(None::<Tensor>));
+        let flow = Flow::next_id();
         let (tensors, held, put) = (self.tensors().clone(), handle.clone(), handoff.clone());
         let out = self.submit_op(
             Op::fallible(move |engine: &mut CpuEngine| -> Result<(), OpError> {
@@ -533,7 +539,8 @@ impl Lane {
                 Ok(())
             })
             .label("transfer out")
-            .after([handle.ready()]),
+            .after([handle.ready()])
+            .flow(Flow::Out(flow)),
         )?;
         let meta = Meta {
             dtype: handle.dtype(),
@@ -542,7 +549,7 @@ impl Lane {
         let mut handles = dest.produce(
             "transfer in",
             &[],
-            Some(out.event()),
+            Some((out.event(), Flow::In(flow))),
             vec![meta],
             move |_, _, _| {
                 let sent = handoff

@@ -1,0 +1,56 @@
+//! Writes a timeline of a small tensor pipeline across domains.
+//!
+//! `cargo run --release -p weft-examples --example trace [-- PATH]`
+//!
+//! Every op of every actor is recorded (queue time and run time, per lane;
+//! transfers as arrows between actors) and written as Chrome trace-event
+//! JSON when the runtime shuts down. Any program gets the same with
+//! `WEFT_TRACE=PATH`, without changing its code.
+
+use std::path::PathBuf;
+
+use weft::{DType, Distribution, Pipeline, Runtime};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).map_or_else(
+        || std::env::temp_dir().join("weft-trace.json"),
+        PathBuf::from,
+    );
+    let mut builder = Runtime::builder().trace(&path);
+    if Runtime::new()?.domains().len() == 1 {
+        builder = builder.split(2);
+    }
+    let rt = builder.build()?;
+    let domains = rt.domains().len();
+    println!("{}", rt.topology());
+
+    let pipeline = Pipeline::new(&rt, "generate", 0, |lane, i| {
+        lane.random(DType::F64, &[4, 32, 32], Distribution::Normal, i as u64)
+    })
+    .stage("contract", 1 % domains, |lane, x| {
+        lane.einsum("bij,bkj->ik", &[x, x])
+    })
+    .stage("factorize", 0, |lane, gram| Ok(lane.svd(gram)?.1))
+    .stage("reduce", 1 % domains, |lane, s| lane.sum_all(s))
+    .in_flight(8);
+    let run = pipeline.run(40)?;
+    for out in &run.outputs {
+        out.as_ref().map_err(|e| e.to_string())?;
+    }
+    println!("{} items in {:.1?}", run.outputs.len(), run.elapsed);
+    println!("{}", rt.stats());
+
+    let records: usize = rt
+        .trace()
+        .expect("traced")
+        .snapshot()
+        .iter()
+        .map(|a| a.records.len())
+        .sum();
+    rt.shutdown()?;
+    println!(
+        "wrote {records} ops to {}\nopen it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing",
+        path.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The timeline trace and the stats table: a traced runtime writes Chrome
+//! trace-event JSON with one process per actor, one thread per lane, one
+//! complete event per op and a flow per transfer.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use weft::{Runtime, Tensor};
+use weft_tests::wait_ok;
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("weft-{name}-{}.json", std::process::id()))
+}
+
+#[test]
+fn a_traced_runtime_writes_valid_trace_events() {
+    let path = temp_path("trace");
+    let rt = Runtime::builder()
+        .split(2)
+        .trace(&path)
+        .build()
+        .expect("runtime");
+    assert!(rt.trace().is_some());
+    let (l0, l0b, l1) = (
+        rt.lane(0).unwrap(),
+        rt.lane(0).unwrap(),
+        rt.lane(1).unwrap(),
+    );
+    let x = l0
+        .upload(Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).unwrap())
+        .unwrap();
+    let y = l0b.add(&x, &x).unwrap();
+    let moved = l0.transfer(&y, 1).unwrap();
+    let z = l1.mul(&moved, &moved).unwrap();
+    let failed = l1.run(|_| -> () { panic!("traced failure") }).unwrap();
+    assert!(failed.wait().is_err());
+    assert_eq!(
+        wait_ok(l1.download(&z).unwrap()).as_slice::<f64>().unwrap(),
+        [4.0, 16.0, 36.0]
+    );
+    rt.shutdown().expect("shut down");
+
+    let text = std::fs::read_to_string(&path).expect("the trace was written");
+    let json: Value = serde_json::from_str(&text).expect("valid JSON");
+    let events = json["traceEvents"].as_array().expect("a traceEvents array");
+    let processes: HashMap<u64, String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| {
+            let pid = e["pid"].as_u64().expect("pid");
+            (pid, e["args"]["name"].as_str().expect("name").to_owned())
+        })
+        .collect();
+    let pid_of = |name: &str| {
+        *processes
+            .iter()
+            .find(|(_, n)| n.as_str() == name)
+            .unwrap_or_else(|| panic!("no process {name} in {processes:?}"))
+            .0
+    };
+    let (p0, p1) = (pid_of("weft-cpu-0"), pid_of("weft-cpu-1"));
+    let lanes_of = |pid: u64| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == pid)
+            .count()
+    };
+    assert_eq!(lanes_of(p0), 2, "two lanes into domain 0 carried ops");
+    assert!(lanes_of(p1) >= 1);
+
+    let ops: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    for op in &ops {
+        assert!(op["ts"].as_f64().expect("ts") >= 0.0);
+        assert!(op["dur"].as_f64().expect("dur") >= 0.0);
+        assert!(op["args"]["queued_us"].as_f64().expect("queue time") >= 0.0);
+    }
+    let find = |pid: u64, name: &str| {
+        ops.iter()
+            .find(|e| e["pid"] == pid && e["name"] == name)
+            .unwrap_or_else(|| panic!("no op {name} on process {pid}"))
+    };
+    find(p0, "upload");
+    find(p0, "add");
+    find(p0, "transfer out");
+    find(p1, "transfer in");
+    find(p1, "mul");
+    find(p1, "download");
+    assert_eq!(find(p1, "op")["args"]["outcome"], "panicked");
+    assert_eq!(find(p1, "mul")["args"]["outcome"], "completed");
+
+    // The transfer is one flow from domain 0 to domain 1.
+    let flow = |ph: &str| -> &Value {
+        let found: Vec<&Value> = events.iter().filter(|e| e["ph"] == ph).collect();
+        assert_eq!(found.len(), 1, "{ph}: {found:?}");
+        found[0]
+    };
+    let (start, end) = (flow("s"), flow("f"));
+    assert_eq!(start["id"], end["id"]);
+    assert_eq!(
+        (start["pid"].as_u64(), end["pid"].as_u64()),
+        (Some(p0), Some(p1))
+    );
+    assert!(end["ts"].as_f64() >= start["ts"].as_f64());
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn the_ring_buffer_bounds_the_trace() {
+    let path = temp_path("ring");
+    let rt = Runtime::builder()
+        .split(1)
+        .trace(&path)
+        .trace_capacity(100)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).unwrap();
+    for i in 0..1000u32 {
+        drop(lane.run(move |_| i).unwrap());
+    }
+    wait_ok(lane.run(|_| ()).unwrap());
+    let timelines = rt.trace().expect("traced").snapshot();
+    assert_eq!(timelines[0].records.len(), 100);
+    // The last op is recorded just after its ticket resolves.
+    assert!(
+        (900..=901).contains(&timelines[0].dropped),
+        "{}",
+        timelines[0].dropped
+    );
+    drop(rt);
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("written at drop")).unwrap();
+    let ops = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
+    assert_eq!(ops, 100);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    assert!(rt.trace().is_none() || std::env::var_os(weft::TRACE_ENV).is_some());
+    let lane = rt.lane(0).unwrap();
+    for i in 0..64u32 {
+        drop(lane.run(move |_| i).unwrap());
+    }
+    wait_ok(lane.run(|_| ()).unwrap());
+    let stats = rt.stats();
+    let ops = &stats.actors[0].ops;
+    assert_eq!((ops.submitted, ops.completed, ops.queued), (65, 65, 0));
+    assert!(ops.run_time.samples >= 4, "{ops:?}");
+    assert!(ops.run_time.quantile(0.5) <= ops.run_time.max);
+    let table = stats.to_string();
+    assert!(table.starts_with("actor / lane"), "{table}");
+    assert!(table.contains("weft-cpu-0"), "{table}");
+    assert!(table.contains(&format!("lane {}", lane.id())), "{table}");
+}
