@@ -199,3 +199,57 @@ fn lane_dropped_after_submit() {
         a.shutdown().expect("joined");
     });
 }
+
+/// Deferred release (the protocol behind tensor handles): a handle dropped
+/// on another thread races with a queued op that reads the resource
+/// through its own clone. The op always finds the resource; once every
+/// handle is gone, the next op's drain releases it.
+#[test]
+fn handle_release_vs_queued_reader() {
+    use std::collections::HashMap;
+    use weft_actors::{release_queue, Released, Releaser};
+
+    struct Handle {
+        id: u64,
+        releaser: Releaser<u64>,
+    }
+    impl Drop for Handle {
+        fn drop(&mut self) {
+            self.releaser.release(self.id);
+        }
+    }
+    type Engine = (HashMap<u64, u64>, Released<u64>);
+    fn drain(engine: &mut Engine) {
+        let (store, released) = engine;
+        released.drain(|id| {
+            store.remove(&id);
+        });
+    }
+
+    loom::model(|| {
+        let (releaser, released) = release_queue();
+        let a = actor("loom-release", (HashMap::from([(1u64, 10u64)]), released));
+        let lane = a.lane().expect("lane");
+        let handle = Arc::new(Handle { id: 1, releaser });
+        let held = handle.clone();
+        let read = lane
+            .run(move |engine: &mut Engine| {
+                drain(engine);
+                let value = engine.0.get(&held.id).copied();
+                drop(held);
+                value
+            })
+            .expect("open");
+        let dropper = thread::spawn(move || drop(handle));
+        assert_eq!(read.wait().expect("ran"), Some(10));
+        dropper.join().expect("joined");
+        let left = lane
+            .run(|engine: &mut Engine| {
+                drain(engine);
+                engine.0.len()
+            })
+            .expect("open");
+        assert_eq!(left.wait().expect("ran"), 0);
+        a.shutdown().expect("joined");
+    });
+}

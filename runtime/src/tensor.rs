@@ -17,8 +17,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crossbeam_channel::{Receiver, Sender};
-use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
+use weft_actors::{
+    release_queue, ActorClosed, Event, Flow, Op, Released, Releaser, SubmitError, Ticket,
+};
 use weft_engines::elementwise::CmpOp;
 use weft_engines::structural::SliceAxis;
 use weft_engines::{
@@ -50,14 +51,14 @@ pub(crate) struct DomainTensors {
     pub(crate) runtime: RuntimeId,
     pub(crate) domain: usize,
     next_id: Arc<AtomicU64>,
-    frees: Sender<TensorId>,
-    freed: Receiver<TensorId>,
+    frees: Releaser<TensorId>,
+    freed: Released<TensorId>,
 }
 
 impl DomainTensors {
     /// `next_id` is shared by all domains of a runtime: ids are unique in it.
     pub(crate) fn new(runtime: RuntimeId, domain: usize, next_id: Arc<AtomicU64>) -> Self {
-        let (frees, freed) = crossbeam_channel::unbounded();
+        let (frees, freed) = release_queue();
         DomainTensors {
             runtime,
             domain,
@@ -69,9 +70,9 @@ impl DomainTensors {
 
     /// Frees the tensors whose last handle is gone. Runs on the actor.
     fn release_freed(&self, engine: &mut CpuEngine) {
-        for id in self.freed.try_iter() {
+        self.freed.drain(|id| {
             engine.free(id);
-        }
+        });
     }
 }
 
@@ -157,13 +158,13 @@ struct HandleInner {
     /// The producing op's completion; set right after its submission,
     /// before the handle is returned.
     ready: OnceLock<Event>,
-    frees: Sender<TensorId>,
+    frees: Releaser<TensorId>,
 }
 
 impl Drop for HandleInner {
     fn drop(&mut self) {
         // The domain is gone if this fails; its store went with it.
-        let _ = self.frees.send(self.id);
+        self.frees.release(self.id);
     }
 }
 
