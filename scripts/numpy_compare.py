@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Runs the harness's GEMM, elementwise and einsum cases in numpy, on the same
+sizes and with the same thread count, and prints weft/numpy speed ratios.
+
+    cargo run --release -p weft-examples --example compare -- --json target/compare.json
+    python3 scripts/numpy_compare.py target/compare.json
+
+The JSON is what `compare --json PATH` writes; cases it lacks (a run with
+`--only`) are skipped. Without numpy the script says so and exits 0.
+
+Environment: numpy's BLAS (OpenBLAS in the wheels) is limited to the harness's
+threads per domain through OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
+MKL_NUM_THREADS. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, where set, pin
+OpenBLAS to a core type or cache size that may not be this machine's; the
+script removes both from its own process environment only (before numpy
+loads) so OpenBLAS detects the CPU itself. Nothing outside this process
+changes.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+EINSUM = "bij,bjk->bik"
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("json", help="the JSON written by `compare --json PATH`")
+    p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    return p.parse_args()
+
+
+def median_ms(reps, f):
+    """Runs f once to warm up, then reps times; the median in milliseconds."""
+    f()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    args = parse_args()
+    with open(args.json, encoding="utf-8") as f:
+        harness = json.load(f)
+    threads = harness["machine"]["threads_per_domain"]
+    rows = {row["id"]: row for row in harness["rows"]}
+
+    # Before numpy loads: the same threads as the domain, and the CPU's own
+    # OpenBLAS kernels (see the module docs).
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    removed = [v for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if os.environ.pop(v, None) is not None]
+    try:
+        import numpy as np
+    except ImportError:
+        print("skip: numpy is not installed for", sys.executable, "(pip install numpy)")
+        return 0
+
+    print(f"numpy {np.__version__}, {threads} BLAS thread(s); harness run: {harness['command']}")
+    if removed:
+        print(f"removed from this process's environment: {', '.join(removed)}")
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        print(f"BLAS: {blas.get('name')} {blas.get('version', '')}")
+    except Exception:  # older numpy: no dict mode
+        pass
+
+    rng = np.random.default_rng(0)
+    scale = 3 if args.quick else 1
+    results = []  # (what, weft ms, numpy ms, numpy what)
+
+    for n in (512, 1024, 2048):
+        row = rows.get(f"gemm-{n}")
+        if row is None:
+            continue
+        a = rng.standard_normal((n, n))
+        b = rng.standard_normal((n, n))
+        reps = max(3 if n >= 2048 else 7 // scale, 3)
+        numpy_ms = median_ms(reps, lambda: a @ b)
+        results.append((row["what"], row["weft"]["value"], numpy_ms, "a @ b"))
+
+    row = rows.get("add-64MiB")
+    if row is not None:
+        n = 64 * 1024 * 1024 // 8
+        x = rng.standard_normal(n)
+        y = rng.standard_normal(n)
+        numpy_ms = median_ms(max(7 // scale, 3), lambda: np.add(x, y))
+        results.append((row["what"], row["weft"]["value"], numpy_ms, "np.add(x, y)"))
+
+    row = rows.get("einsum-batched")
+    if row is not None:
+        a = rng.standard_normal((64, 64, 64))
+        b = rng.standard_normal((64, 64, 64))
+        reps = max(15 // scale, 3)
+        numpy_ms = median_ms(reps, lambda: np.einsum(EINSUM, a, b, optimize=True))
+        results.append((row["what"], row["weft"]["value"], numpy_ms, "np.einsum(optimize=True)"))
+        matmul_ms = median_ms(reps, lambda: np.matmul(a, b))
+        results.append((row["what"], row["weft"]["value"], matmul_ms, "np.matmul (batched)"))
+
+    if not results:
+        print("no GEMM, add or einsum rows in", args.json)
+        return 0
+    print()
+    print(f"{'case':<38} {'weft ms':>10} {'numpy ms':>10}  {'numpy call':<26} {'weft speed / numpy':>18}")
+    for what, weft_ms, numpy_ms, call in results:
+        print(f"{what:<38} {weft_ms:>10.2f} {numpy_ms:>10.2f}  {call:<26} {numpy_ms / weft_ms:>18.2f}")
+    print("\nabove 1: weft is faster")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
