@@ -14,7 +14,10 @@ mod imp {
     pub(crate) use std::thread_local;
 
     /// Spins until `ready()` holds or `budget` has passed since `start`;
-    /// returns whether it holds. The clock is read every 64 spins only.
+    /// returns whether it holds. The clock is read every 64 spins only,
+    /// and from then on the thread yields its CPU every 64 spins: where
+    /// threads outnumber CPUs (a domain's pinned pool busy with the op the
+    /// spinner waits for), the one that would finish the op gets to run.
     pub(crate) fn spin_until(
         start: Instant,
         budget: std::time::Duration,
@@ -30,8 +33,13 @@ mod imp {
             }
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(64) && start.elapsed() >= budget {
-                return ready();
+            if spins.is_multiple_of(64) {
+                if start.elapsed() >= budget {
+                    return ready();
+                }
+                if spins >= 256 {
+                    std::thread::yield_now();
+                }
             }
         }
     }

@@ -353,31 +353,29 @@ impl CpuEngine {
         self.buffers.set_cap(cap_bytes);
     }
 
-    /// Runs `op` on `inputs` (the caller's tensors, not resident ones):
-    /// checked here, then inline on the calling thread for small outputs,
-    /// over the domain's pool above [`PARALLEL_THRESHOLD`] output elements
-    /// (and for large products). Outputs are drawn from the buffer pool.
+    /// Runs `op` on `inputs`, any tensors (resident ones seen through
+    /// [`CpuEngine::store`], or the caller's): checked here, then inline on
+    /// the calling thread for small outputs, over the domain's pool above
+    /// [`PARALLEL_THRESHOLD`] output elements (and for large products).
+    /// Takes `&self`, so code holding the engine shared (a `with` closure,
+    /// both sides of a `rayon::join`) can call it; its outputs are fresh
+    /// allocations, not drawn from the buffer pool as those of
+    /// [`CpuEngine::execute_resident`] are.
     ///
     /// # Errors
     ///
     /// As [`TensorOp::infer`], and failures only the run can find (a
     /// factorization that fails).
-    pub fn execute(
-        &mut self,
-        op: &TensorOp,
-        inputs: &[&Tensor],
-    ) -> Result<Vec<Tensor>, TensorError> {
+    pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
         let outputs = op.infer(&metas)?;
         let shapes: Vec<&[usize]> = outputs.iter().map(|m| &m.shape[..]).collect();
-        run(
-            &self.pool,
-            self.domain.threads,
-            &mut self.buffers,
-            op,
-            inputs,
-            &shapes,
-        )
+        let work = work(op, inputs, &shapes);
+        if work >= PARALLEL_THRESHOLD {
+            self.pool.install(|| op.run(inputs, self.domain.threads))
+        } else {
+            op.run(inputs, 1)
+        }
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
@@ -410,6 +408,21 @@ impl CpuEngine {
     }
 }
 
+/// The work of an op, in elements touched, that decides between running
+/// inline and over the pool.
+fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[&[usize]]) -> usize {
+    let elements: usize = outputs
+        .iter()
+        .map(|shape| element_count(shape).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add);
+    match op {
+        TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
+        TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
+        TensorOp::Reduce { .. } => inputs[0].len(),
+        _ => elements,
+    }
+}
+
 /// Runs `op` with `buffers` lent to this thread: inline for small work,
 /// over `pool` above [`PARALLEL_THRESHOLD`].
 fn run(
@@ -420,16 +433,7 @@ fn run(
     inputs: &[&Tensor],
     outputs: &[&[usize]],
 ) -> Result<Vec<Tensor>, TensorError> {
-    let elements: usize = outputs
-        .iter()
-        .map(|shape| element_count(shape).unwrap_or(usize::MAX))
-        .fold(0, usize::saturating_add);
-    let work = match op {
-        TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
-        TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
-        TensorOp::Reduce { .. } => inputs[0].len(),
-        _ => elements,
-    };
+    let work = work(op, inputs, outputs);
     buffers.lend(|| {
         if work >= PARALLEL_THRESHOLD {
             pool.install(|| op.run(inputs, threads))
