@@ -1,6 +1,7 @@
 //! `einsum` with NumPy subscripts, lowered to diagonals, sums, permutations
 //! and batched GEMM, with a greedy pairwise contraction order.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::gemm;
@@ -219,15 +220,17 @@ impl Spec {
     }
 }
 
-/// An intermediate: a tensor and one label per axis, all distinct.
-struct Term {
+/// An intermediate: a tensor and one label per axis, all distinct. An
+/// operand used as it is stays borrowed: nothing is copied that needs no
+/// permutation or diagonal.
+struct Term<'a> {
     labels: Vec<char>,
-    tensor: Tensor,
+    tensor: Cow<'a, Tensor>,
 }
 
-impl Term {
+impl<'a> Term<'a> {
     /// Takes the diagonal over repeated labels (`ii` → `i`).
-    fn diagonal(labels: &[char], t: &Tensor) -> Result<Term, TensorError> {
+    fn diagonal(labels: &[char], t: &'a Tensor) -> Result<Term<'a>, TensorError> {
         let mut unique: Vec<char> = Vec::new();
         for &c in labels {
             if !unique.contains(&c) {
@@ -237,7 +240,7 @@ impl Term {
         if unique.len() == labels.len() {
             return Ok(Term {
                 labels: unique,
-                tensor: t.clone(),
+                tensor: Cow::Borrowed(t),
             });
         }
         // A strided view: each unique label walks the sum of the strides
@@ -256,12 +259,12 @@ impl Term {
         }
         Ok(Term {
             labels: unique,
-            tensor: structural::view(t, &walk)?,
+            tensor: Cow::Owned(structural::view(t, &walk)?),
         })
     }
 
     /// Sums out the labels not in `keep`.
-    fn sum_out(self, keep: &[char]) -> Result<Term, TensorError> {
+    fn sum_out(self, keep: &[char]) -> Result<Term<'a>, TensorError> {
         let axes: Vec<usize> = (0..self.labels.len())
             .filter(|&i| !keep.contains(&self.labels[i]))
             .collect();
@@ -276,12 +279,12 @@ impl Term {
             .collect();
         Ok(Term {
             labels,
-            tensor: reduce::reduce(ReduceOp::Sum, &self.tensor, &axes, false, false)?,
+            tensor: Cow::Owned(reduce::reduce(ReduceOp::Sum, &self.tensor, &axes, false, false)?),
         })
     }
 
     /// Reorders axes to `order` (a permutation of the labels).
-    fn permute(self, order: &[char]) -> Result<Term, TensorError> {
+    fn permute(self, order: &[char]) -> Result<Term<'a>, TensorError> {
         let perm: Vec<usize> = order
             .iter()
             .map(|c| {
@@ -296,13 +299,18 @@ impl Term {
         }
         Ok(Term {
             labels: order.to_vec(),
-            tensor: structural::permute(&self.tensor, &perm)?,
+            tensor: Cow::Owned(structural::permute(&self.tensor, &perm)?),
         })
     }
 
     /// Contracts two terms into one with labels `batch, a-only, b-only`,
     /// summing labels not in `keep`, through one batched GEMM.
-    fn contract(a: Term, b: Term, keep: &[char], threads: usize) -> Result<Term, TensorError> {
+    fn contract(
+        a: Term<'a>,
+        b: Term<'a>,
+        keep: &[char],
+        threads: usize,
+    ) -> Result<Term<'a>, TensorError> {
         // Labels only one side has and nobody needs are summed first.
         let a = a.sum_out(&[keep, &b.labels[..]].concat())?;
         let b = b.sum_out(&[keep, &a.labels[..]].concat())?;
@@ -346,9 +354,7 @@ impl Term {
         );
         let a = a.permute(&[&batch[..], &a_only, &inner].concat())?;
         let b = b.permute(&[&batch[..], &inner, &b_only].concat())?;
-        let a3 = structural::reshape(&a.tensor, &[nb, m, k])?;
-        let b3 = structural::reshape(&b.tensor, &[nb, k, n])?;
-        let c3 = gemm::matmul(&a3, &b3, threads)?;
+        let c3 = gemm::matmul_as(&a.tensor, &[nb, m, k], &b.tensor, &[nb, k, n], threads)?;
         let labels = [&batch[..], &a_only, &b_only].concat();
         let shape: Vec<usize> = batch
             .iter()
@@ -358,13 +364,13 @@ impl Term {
             .collect();
         Ok(Term {
             labels,
-            tensor: structural::reshape(&c3, &shape)?,
+            tensor: Cow::Owned(Tensor::from_parts(shape, c3.into_parts().1)?),
         })
     }
 
     /// Sums what the output does not name and orders the rest like it.
     fn finish(self, output: &[char]) -> Result<Tensor, TensorError> {
-        Ok(self.sum_out(output)?.permute(output)?.tensor)
+        Ok(self.sum_out(output)?.permute(output)?.tensor.into_owned())
     }
 }
 

@@ -37,12 +37,30 @@ pub fn matmul_shape(lhs: &[usize], rhs: &[usize]) -> Result<Vec<usize>, TensorEr
 }
 
 /// `lhs @ rhs`, each product through faer with `threads` threads of the
-/// current rayon pool (the caller installs the domain's pool).
+/// current rayon pool (the caller installs the domain's pool); a batch of
+/// small products runs one product per thread instead.
 ///
 /// # Errors
 ///
 /// [`TensorError::MixedDTypes`] and the errors of [`matmul_shape`].
 pub fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, TensorError> {
+    matmul_as(lhs, lhs.shape(), rhs, rhs.shape(), threads)
+}
+
+/// [`matmul`] of `lhs` and `rhs` read as tensors of shapes `lhs_shape` and
+/// `rhs_shape` (same element counts): a reshape that copies nothing.
+///
+/// # Errors
+///
+/// As [`matmul`]; [`TensorError::ElementCount`] for a shape that does not
+/// fit its tensor.
+pub fn matmul_as(
+    lhs: &Tensor,
+    lhs_shape: &[usize],
+    rhs: &Tensor,
+    rhs_shape: &[usize],
+    threads: usize,
+) -> Result<Tensor, TensorError> {
     if lhs.dtype() != rhs.dtype() {
         return Err(TensorError::MixedDTypes {
             op: "matmul",
@@ -50,26 +68,51 @@ pub fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, Tens
             rhs: rhs.dtype(),
         });
     }
-    let out = matmul_shape(lhs.shape(), rhs.shape())?;
-    let data = match lhs.dtype() {
-        DType::F32 => Data::F32(typed::<f32>(lhs, rhs, &out, threads)),
-        DType::F64 => Data::F64(typed::<f64>(lhs, rhs, &out, threads)),
-        DType::C32 => Data::C32(typed::<crate::c32>(lhs, rhs, &out, threads)),
-        DType::C64 => Data::C64(typed::<crate::c64>(lhs, rhs, &out, threads)),
+    for (t, shape) in [(lhs, lhs_shape), (rhs, rhs_shape)] {
+        if element_count(shape) != Some(t.len()) {
+            return Err(TensorError::ElementCount {
+                shape: shape.to_vec(),
+                expected: element_count(shape).unwrap_or(usize::MAX),
+                got: t.len(),
+            });
+        }
+    }
+    let out = matmul_shape(lhs_shape, rhs_shape)?;
+    let operands = Operands {
+        lhs_shape,
+        rhs_shape,
+        out: &out,
+        threads,
     };
-    Tensor::from_data(data, &out)
+    let data = match lhs.dtype() {
+        DType::F32 => Data::F32(typed::<f32>(lhs, rhs, &operands)),
+        DType::F64 => Data::F64(typed::<f64>(lhs, rhs, &operands)),
+        DType::C32 => Data::C32(typed::<crate::c32>(lhs, rhs, &operands)),
+        DType::C64 => Data::C64(typed::<crate::c64>(lhs, rhs, &operands)),
+    };
+    Tensor::from_parts(out, data)
 }
 
-fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, out: &[usize], threads: usize) -> Vec<T> {
+/// The shapes of one matmul and the threads it may use.
+struct Operands<'a> {
+    lhs_shape: &'a [usize],
+    rhs_shape: &'a [usize],
+    out: &'a [usize],
+    threads: usize,
+}
+
+/// Products with fewer multiply-adds than this run on one thread each,
+/// the batch spread over the pool, rather than one after another with the
+/// whole pool on each (faer's threads cost more than such a product).
+const SMALL_PRODUCT: usize = 1 << 18;
+
+fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>) -> Vec<T> {
     let (a, b) = (
         lhs.as_slice::<T>().expect("checked dtype"),
         rhs.as_slice::<T>().expect("checked dtype"),
     );
-    let (m, k, n) = (
-        lhs.shape()[lhs.shape().len() - 2],
-        lhs.shape()[lhs.shape().len() - 1],
-        rhs.shape()[rhs.shape().len() - 1],
-    );
+    let (ls, rs, out) = (x.lhs_shape, x.rhs_shape, x.out);
+    let (m, k, n) = (ls[ls.len() - 2], ls[ls.len() - 1], rs[rs.len() - 1]);
     let batch_shape = &out[..out.len() - 2];
     let batches: usize = batch_shape.iter().product();
     let strides = |shape: &[usize], matrix: usize| {
@@ -86,17 +129,12 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, out: &[usize], threads: usize) 
         }
         strides
     };
-    let (sa, sb) = (strides(lhs.shape(), m * k), strides(rhs.shape(), k * n));
-    let par = if threads > 1 {
-        Par::rayon(threads)
-    } else {
-        Par::Seq
-    };
+    let (sa, sb) = (strides(ls, m * k), strides(rs, k * n));
     let mut c = buffer::filled(batches * m * n, T::ZERO);
     if m * n == 0 {
         return c;
     }
-    for (batch, dst) in c.chunks_mut(m * n).enumerate() {
+    let product = |batch: usize, dst: &mut [T], par: Par| {
         let (mut oa, mut ob, mut rest) = (0, 0, batch);
         for axis in (0..batch_shape.len()).rev() {
             let i = rest % batch_shape[axis];
@@ -112,6 +150,22 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, out: &[usize], threads: usize) 
             T::ONE,
             par,
         );
+    };
+    let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
+    if x.threads > 1 && batches > 1 && small {
+        use rayon::prelude::*;
+        c.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(batch, dst)| product(batch, dst, Par::Seq));
+    } else {
+        let par = if x.threads > 1 {
+            Par::rayon(x.threads)
+        } else {
+            Par::Seq
+        };
+        for (batch, dst) in c.chunks_mut(m * n).enumerate() {
+            product(batch, dst, par);
+        }
     }
     c
 }
