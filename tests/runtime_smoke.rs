@@ -131,12 +131,15 @@ fn hosted_engine_may_be_non_send() {
     );
     assert!(on.is_subset(rt.domains()[0].cpus()));
     assert!(actor.name().starts_with("weft-cpu-0-actor-"));
+    let err = rt.spawn_actor(0, || Err::<(), _>("no")).unwrap_err();
+    assert!(matches!(err, RuntimeError::Spawn(_)), "{err}");
     let report = rt.shutdown().expect("joined");
     assert_eq!(report.actors.len(), 2);
     assert_eq!(report.actors[1].completed, 12);
     assert!(lane.run(|_| ()).unwrap_err().is_closed());
-    let err = rt.spawn_actor(0, || Err::<(), _>("no")).unwrap_err();
-    assert!(matches!(err, RuntimeError::Spawn(_)), "{err}");
+    // A shut-down runtime starts no new actor.
+    let err = rt.spawn_actor(0, || Ok::<_, String>(())).unwrap_err();
+    assert!(matches!(err, RuntimeError::Closed(_)), "{err}");
 }
 
 #[test]

@@ -310,13 +310,17 @@ impl CpuEngine {
     ///
     /// # Errors
     ///
-    /// Failures only the run can find (a factorization that fails).
+    /// Failures only the run can find: a factorization that fails, or
+    /// [`TensorError::TooLarge`] for an output the allocator cannot provide.
     pub fn execute_inferred(
         &self,
         op: &TensorOp,
         inputs: &[&Tensor],
         outputs: &[Meta],
     ) -> Result<Vec<Tensor>, TensorError> {
+        for meta in outputs {
+            check_allocatable(meta)?;
+        }
         let elements: usize = outputs
             .iter()
             .map(|m| element_count(&m.shape).unwrap_or(usize::MAX))
@@ -335,6 +339,25 @@ impl CpuEngine {
         } else {
             op.run(inputs, 1)
         }
+    }
+}
+
+/// Outputs from this size on are tried with a fallible allocation first.
+const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
+
+/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
+/// provide: the kernels allocate infallibly, and a failed allocation there
+/// would abort the process instead of failing the op. A large allocation
+/// that is made and freed at once is an `mmap` and a `munmap`, touching no
+/// page. (An allocation that succeeds here can still fail later under
+/// memory pressure; this catches sizes the machine can never hold.)
+fn check_allocatable(meta: &Meta) -> Result<(), TensorError> {
+    match crate::op::byte_size(meta) {
+        Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => Ok(()),
+        Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => Ok(()),
+        _ => Err(TensorError::TooLarge {
+            shape: meta.shape.clone(),
+        }),
     }
 }
 
