@@ -131,12 +131,15 @@ fn hosted_engine_may_be_non_send() {
     );
     assert!(on.is_subset(rt.domains()[0].cpus()));
     assert!(actor.name().starts_with("weft-cpu-0-actor-"));
+    let err = rt.spawn_actor(0, || Err::<(), _>("no")).unwrap_err();
+    assert!(matches!(err, RuntimeError::Spawn(_)), "{err}");
     let report = rt.shutdown().expect("joined");
     assert_eq!(report.actors.len(), 2);
     assert_eq!(report.actors[1].completed, 12);
     assert!(lane.run(|_| ()).unwrap_err().is_closed());
-    let err = rt.spawn_actor(0, || Err::<(), _>("no")).unwrap_err();
-    assert!(matches!(err, RuntimeError::Spawn(_)), "{err}");
+    // A shut-down runtime starts no new actor.
+    let err = rt.spawn_actor(0, || Ok::<_, String>(())).unwrap_err();
+    assert!(matches!(err, RuntimeError::Closed(_)), "{err}");
 }
 
 #[test]
@@ -181,11 +184,14 @@ fn stats_count_per_actor_and_lane() {
     let mut per_lane: Vec<u64> = actor.lanes.iter().map(|l| l.ops.completed).collect();
     per_lane.sort_unstable();
     assert_eq!(per_lane, [1, 41]);
+    assert_eq!(actor.ops.submitted, 42);
     let table = stats.to_string();
-    assert!(
-        table.contains("weft-cpu-0") && table.contains("42 completed"),
-        "{table}"
-    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("weft-cpu-0"))
+        .unwrap_or_else(|| panic!("no row for the actor: {table}"));
+    let counts: Vec<&str> = row.split_whitespace().skip(1).take(2).collect();
+    assert_eq!(counts, ["42", "42"], "submitted, completed: {table}");
     drop(other);
     eventually("a dropped lane leaves the stats", || {
         rt.stats().actors[0].lanes.len() == 1

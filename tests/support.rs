@@ -111,6 +111,62 @@ impl Drop for Hold {
     }
 }
 
+/// Ends the process if a test is still running after its limit: the
+/// backstop for waits a test cannot bound itself (a `submit` blocked on a
+/// full lane, a `join`). Dropping it disarms it.
+#[derive(Debug)]
+pub struct Watchdog {
+    disarm: Option<Sender<()>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+/// Arms a [`Watchdog`] for `what` that fires after `limit`.
+pub fn watchdog(what: &'static str, limit: Duration) -> Watchdog {
+    let (disarm, disarmed) = bounded::<()>(1);
+    let thread = thread::Builder::new()
+        .name("weft-test-watchdog".into())
+        .spawn(move || {
+            if let Err(crossbeam_channel::RecvTimeoutError::Timeout) = disarmed.recv_timeout(limit)
+            {
+                eprintln!("{what}: still running after {limit:?}: something hangs");
+                std::process::exit(124);
+            }
+        })
+        .expect("watchdog thread");
+    Watchdog {
+        disarm: Some(disarm),
+        thread: Some(thread),
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        drop(self.disarm.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Keeps the panics a test injects on purpose (their message contains
+/// `marker`) out of the output; any other panic is reported as usual.
+pub fn quiet_panics(marker: &'static str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied());
+            if !message.is_some_and(|m| m.contains(marker)) {
+                report(info);
+            }
+        }));
+    });
+}
+
 /// Number of OS threads of this process.
 pub fn thread_count() -> usize {
     fs::read_dir("/proc/self/task").map_or(0, |d| d.count())

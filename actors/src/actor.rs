@@ -145,6 +145,12 @@ pub enum SpawnError {
     /// A lane capacity of zero would make every `try_submit` fail.
     #[error("lane capacity must be at least 1, got 0")]
     ZeroLaneCapacity,
+    /// The name holds a NUL byte, which no thread name may.
+    #[error("actor name {name:?} contains a NUL byte")]
+    NulInName {
+        /// The name given.
+        name: String,
+    },
     /// The OS refused the thread.
     #[error("cannot start actor thread `{name}`: {source}")]
     Thread {
@@ -223,8 +229,8 @@ impl ActorBuilder {
     ///
     /// # Errors
     ///
-    /// [`SpawnError`] if the capacity is zero, the thread cannot start, or
-    /// the factory fails or panics.
+    /// [`SpawnError`] if the capacity is zero, the name holds a NUL byte,
+    /// the thread cannot start, or the factory fails or panics.
     pub fn spawn<E, F, Er>(self, factory: F) -> Result<Actor<E>, SpawnError>
     where
         E: 'static,
@@ -233,6 +239,10 @@ impl ActorBuilder {
     {
         if self.lane_capacity == 0 {
             return Err(SpawnError::ZeroLaneCapacity);
+        }
+        if self.name.contains('\0') {
+            // `thread::Builder::spawn` would panic on it.
+            return Err(SpawnError::NulInName { name: self.name });
         }
         let (mailbox, inbox) = channel::unbounded();
         let shared = Arc::new(Shared {

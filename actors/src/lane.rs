@@ -223,7 +223,8 @@ impl<E: 'static> Lane<E> {
         })
     }
 
-    /// Submits `op`, waiting at most `timeout` for room.
+    /// Submits `op`, waiting at most `timeout` for room (a timeout too long
+    /// to add to the clock, such as `Duration::MAX`, waits as `submit` does).
     ///
     /// # Errors
     ///
@@ -234,13 +235,15 @@ impl<E: 'static> Lane<E> {
         op: Op<B>,
         timeout: Duration,
     ) -> Result<TicketFor<B, E>, SubmitTimeoutError<Op<B>>> {
-        let deadline = Instant::now() + timeout;
-        self.push(op, Wait::Until(deadline))
-            .map_err(|(op, why)| match why {
-                Refused::Closed => SubmitTimeoutError::Closed(op),
-                Refused::WouldDeadlock => SubmitTimeoutError::WouldDeadlock(op),
-                _ => SubmitTimeoutError::Timeout(op),
-            })
+        // A timeout too long to add to the clock waits as `submit` does.
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Block, Wait::Until);
+        self.push(op, wait).map_err(|(op, why)| match why {
+            Refused::Closed => SubmitTimeoutError::Closed(op),
+            Refused::WouldDeadlock => SubmitTimeoutError::WouldDeadlock(op),
+            _ => SubmitTimeoutError::Timeout(op),
+        })
     }
 
     /// Runs `f` on the actor with exclusive access to its engine; shorthand

@@ -394,14 +394,18 @@ impl<T, E> Ticket<T, E> {
         take_outcome(&mut state)
     }
 
-    /// Waits at most `timeout` for the op.
+    /// Waits at most `timeout` for the op. A timeout too long to add to
+    /// the clock (`Duration::MAX`) waits as [`Ticket::wait`] does.
     ///
     /// # Errors
     ///
     /// [`WaitTimeoutError::Timeout`] with the ticket if the op is still
     /// running; [`WaitTimeoutError::Failed`] as for [`Ticket::wait`].
     pub fn wait_timeout(self, timeout: Duration) -> Result<T, WaitTimeoutError<T, E>> {
-        self.wait_deadline(Instant::now() + timeout)
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.wait_deadline(deadline),
+            None => self.wait().map_err(WaitTimeoutError::Failed),
+        }
     }
 
     /// Waits until `deadline` for the op; see [`Ticket::wait_timeout`].

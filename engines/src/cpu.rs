@@ -11,7 +11,7 @@ use crate::buffer::{BufferPool, BufferStats};
 use crate::elementwise::PARALLEL_THRESHOLD;
 use crate::op::{Meta, TensorOp};
 use crate::store::{NotResident, Store, TensorId};
-use crate::tensor::{element_count, Tensor, TensorError};
+use crate::tensor::{element_count, DType, Tensor, TensorError};
 
 /// How the threads of a CPU domain are pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -369,7 +369,9 @@ impl CpuEngine {
     pub fn execute(&self, op: &TensorOp, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
         let outputs = op.infer(&metas)?;
-        let shapes: Vec<&[usize]> = outputs.iter().map(|m| &m.shape[..]).collect();
+        let shapes: Vec<(DType, &[usize])> =
+            outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
+        check_allocatable(&shapes)?;
         let work = work(op, inputs, &shapes);
         if work >= PARALLEL_THRESHOLD {
             self.pool.install(|| op.run(inputs, self.domain.threads))
@@ -379,19 +381,20 @@ impl CpuEngine {
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
-    /// already checked `op` against: `outputs` are the shapes
-    /// [`TensorOp::infer`] gave for them. Returns the outputs; storing them
-    /// is up to the caller.
+    /// already checked `op` against: `outputs` are the types and shapes
+    /// [`TensorOp::infer`] gave for them. Outputs are drawn from the buffer
+    /// pool; storing them is up to the caller.
     ///
     /// # Errors
     ///
     /// [`ExecError::NotResident`] for an input not in the store, and the
-    /// failures only the run can find.
+    /// failures only the run can find: a factorization that fails, or
+    /// [`TensorError::TooLarge`] for an output the allocator cannot provide.
     pub fn execute_resident(
         &mut self,
         op: &TensorOp,
         inputs: &[TensorId],
-        outputs: &[&[usize]],
+        outputs: &[(DType, &[usize])],
     ) -> Result<Vec<Tensor>, ExecError> {
         let CpuEngine {
             store,
@@ -410,10 +413,10 @@ impl CpuEngine {
 
 /// The work of an op, in elements touched, that decides between running
 /// inline and over the pool.
-fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[&[usize]]) -> usize {
+fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[(DType, &[usize])]) -> usize {
     let elements: usize = outputs
         .iter()
-        .map(|shape| element_count(shape).unwrap_or(usize::MAX))
+        .map(|(_, shape)| element_count(shape).unwrap_or(usize::MAX))
         .fold(0, usize::saturating_add);
     match op {
         TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
@@ -431,8 +434,9 @@ fn run(
     buffers: &mut BufferPool,
     op: &TensorOp,
     inputs: &[&Tensor],
-    outputs: &[&[usize]],
+    outputs: &[(DType, &[usize])],
 ) -> Result<Vec<Tensor>, TensorError> {
+    check_allocatable(outputs)?;
     let work = work(op, inputs, outputs);
     buffers.lend(|| {
         if work >= PARALLEL_THRESHOLD {
@@ -441,6 +445,30 @@ fn run(
             op.run(inputs, 1)
         }
     })
+}
+
+/// Outputs from this size on are tried with a fallible allocation first.
+const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
+
+/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
+/// provide: the kernels allocate infallibly, and a failed allocation there
+/// would abort the process instead of failing the op. A large allocation
+/// that is made and freed at once is an `mmap` and a `munmap`, touching no
+/// page. (An allocation that succeeds here can still fail later under
+/// memory pressure; this catches sizes the machine can never hold.)
+fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
+    for &(dtype, shape) in outputs {
+        match crate::op::byte_size(dtype, shape) {
+            Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
+            Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => {}
+            _ => {
+                return Err(TensorError::TooLarge {
+                    shape: shape.to_vec(),
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Pins the calling thread; where the platform cannot pin, runs unpinned

@@ -279,7 +279,13 @@ impl<'a> Term<'a> {
             .collect();
         Ok(Term {
             labels,
-            tensor: Cow::Owned(reduce::reduce(ReduceOp::Sum, &self.tensor, &axes, false, false)?),
+            tensor: Cow::Owned(reduce::reduce(
+                ReduceOp::Sum,
+                &self.tensor,
+                &axes,
+                false,
+                false,
+            )?),
         })
     }
 

@@ -233,10 +233,20 @@ impl TensorOp {
                 got: inputs.len(),
             });
         }
-        if let TensorOp::Linalg(op) = self {
-            return op.infer(inputs);
+        let outputs = match self {
+            TensorOp::Linalg(op) => op.infer(inputs)?,
+            _ => vec![self.infer_one(inputs)?],
+        };
+        // A shape whose bytes overflow can never be allocated: refuse it
+        // here, before a kernel's allocation panics on the actor.
+        for meta in &outputs {
+            if byte_size(meta.dtype, &meta.shape).is_none() {
+                return Err(TensorError::TooLarge {
+                    shape: meta.shape.clone(),
+                });
+            }
         }
-        self.infer_one(inputs).map(|meta| vec![meta])
+        Ok(outputs)
     }
 
     fn infer_one(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
@@ -366,6 +376,11 @@ impl TensorOp {
                 shape: structural::broadcast_to_meta(&inputs[0].shape, shape)?,
             }),
             TensorOp::Concatenate { axis, .. } => {
+                if inputs.is_empty() {
+                    return Err(TensorError::Concat {
+                        reason: "no input: it needs at least one tensor, got 0".into(),
+                    });
+                }
                 for m in &inputs[1..] {
                     if m.dtype != inputs[0].dtype {
                         return Err(TensorError::MixedDTypes {
@@ -542,6 +557,14 @@ impl TensorOp {
             }
         }
     }
+}
+
+/// The bytes of a tensor of this type and shape, if they fit in `isize`
+/// (the most any allocation can hold).
+pub(crate) fn byte_size(dtype: DType, shape: &[usize]) -> Option<usize> {
+    element_count(shape)?
+        .checked_mul(dtype.size())
+        .filter(|&bytes| isize::try_from(bytes).is_ok())
 }
 
 /// The meta of a created tensor, refusing shapes too large to exist.

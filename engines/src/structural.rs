@@ -332,14 +332,19 @@ pub fn check_axes(op: &'static str, rank: usize, axes: &[usize]) -> Result<(), T
 pub fn broadcast_to_meta(from: &[usize], to: &[usize]) -> Result<Vec<usize>, TensorError> {
     let out = crate::elementwise::broadcast_shapes("broadcast_to", from, to)?;
     if out != to {
-        let axis = (0..to.len()).rev().find(|&i| out[i] != to[i]).unwrap_or(0);
+        // Axes counted from the right; one that `to` lacks (the input has
+        // more axes than the target) counts as extent 1 and is refused.
+        let extent = |s: &[usize], k: usize| s.len().checked_sub(k + 1).map_or(1, |i| s[i]);
+        let axis = (0..out.len())
+            .find(|&k| k >= to.len() || extent(&out, k) != extent(to, k))
+            .unwrap_or(0);
         return Err(TensorError::Broadcast {
             op: "broadcast_to",
             lhs: from.to_vec(),
             rhs: to.to_vec(),
-            axis: to.len() - 1 - axis,
-            l: out[axis],
-            r: to[axis],
+            axis,
+            l: extent(from, axis),
+            r: extent(to, axis),
         });
     }
     Ok(out)

@@ -331,7 +331,8 @@ pub enum TensorError {
         /// Inputs given.
         got: usize,
     },
-    /// A shape's element count overflows `usize`.
+    /// A shape too large to hold: its element or byte count overflows, or
+    /// the allocator cannot provide its bytes.
     #[error("shape {shape:?} has more elements than fit in memory")]
     TooLarge {
         /// The shape.

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_actors::{
-    current_actor, mark_current_thread, Actor, ActorBuilder, ActorStats, ShutdownError,
-    ShutdownReport, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_TRACE_CAPACITY,
-    DEFAULT_WAIT_SPIN,
+    current_actor, mark_current_thread, Actor, ActorBuilder, ActorClosed, ActorStats,
+    ShutdownError, ShutdownReport, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
+    DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
 use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, DEFAULT_BUFFER_CAP};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
@@ -452,17 +452,25 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// [`RuntimeError::NoSuchDomain`], or [`RuntimeError::Spawn`] when the
-    /// thread, the pin or the factory fails.
+    /// [`RuntimeError::NoSuchDomain`], [`RuntimeError::Closed`] once the
+    /// runtime is shut down, or [`RuntimeError::Spawn`] when the thread, the
+    /// pin or the factory fails.
     pub fn spawn_actor<E, F, Er>(&self, domain: usize, factory: F) -> Result<Actor<E>, RuntimeError>
     where
         E: 'static,
         F: FnOnce() -> Result<E, Er> + Send + 'static,
         Er: Into<Box<dyn Error + Send + Sync>>,
     {
-        self.actor(domain)?;
+        let owner = self.actor(domain)?;
         let cpus = self.domains()[domain].cpus().clone();
         let mut hosted = self.inner.hosted.lock();
+        // Checked under the lock `stop` holds: an actor added after a
+        // shutdown would run until the next one.
+        if !owner.is_open() {
+            return Err(RuntimeError::Closed(ActorClosed {
+                actor: owner.name().to_owned(),
+            }));
+        }
         let name = format!("weft-cpu-{domain}-actor-{}", hosted.len());
         let pin = (self.inner.config.pinning != Pinning::None).then_some(cpus);
         let actor = actor_builder(name, &self.inner.config).spawn(move || {

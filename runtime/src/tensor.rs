@@ -287,7 +287,8 @@ impl Lane {
     ) -> Result<Vec<TensorHandle>, OpError> {
         let label = op.name();
         self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
-            let shapes: Outputs<&[usize]> = outs.iter().map(|o| &o.shape[..]).collect();
+            let shapes: Outputs<(DType, &[usize])> =
+                outs.iter().map(|o| (o.dtype, &o.shape[..])).collect();
             Ok(engine.execute_resident(&op, ids, &shapes)?)
         })
     }
