@@ -17,6 +17,10 @@ use weft_tests::{wait_ok, watchdog};
 /// in-flight work is bounded by the lanes' capacity and holds a few MiB at
 /// most (2 MiB measured); the rest of the bound is allocator slack.
 const PEAK_RSS_GROWTH: u64 = 32 << 20;
+/// The most bytes a domain's buffer pool may hold, then or ever: the soak's
+/// tensors are small and few are alive at once, so the pool stays far
+/// below its cap.
+const POOL_BOUND: usize = 1 << 20;
 
 const ELEMENTS: usize = 16;
 
@@ -53,8 +57,8 @@ fn status_bytes(field: &str) -> u64 {
         .map_or_else(|| panic!("no {field} in /proc/self/status"), |kb| kb * 1024)
 }
 
-/// What "back to the floor" means, in one place so it can grow (buffer-pool
-/// bytes join the resident tensors here).
+/// What "back to the floor" means, in one place: resident tensors as they
+/// were, nothing queued, buffer pools bounded, peak RSS bounded.
 struct Floor {
     /// Per domain: resident tensors and their bytes that stay for the run.
     resident: Vec<(usize, usize)>,
@@ -81,6 +85,15 @@ impl Floor {
                 now, self.resident[d],
                 "domain {d}: resident (tensors, bytes)"
             );
+        }
+        for (d, lane) in lanes.iter().enumerate() {
+            let pool = wait_ok(lane.memory().expect("open")).buffers;
+            assert!(
+                pool.pooled_bytes <= POOL_BOUND && pool.peak_bytes <= POOL_BOUND,
+                "domain {d}: buffer pool past {POOL_BOUND} bytes: {pool:?}"
+            );
+            // Most outputs reuse a freed buffer: the pool works.
+            assert!(pool.hits > 10 * pool.misses, "domain {d}: {pool:?}");
         }
         for actor in rt.stats().actors {
             assert_eq!(actor.ops.queued, 0, "{actor}");

@@ -45,10 +45,14 @@ pub fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
     buffer
 }
 
-/// The smallest class, in bytes: smaller requests round up to it.
+/// The smallest class, in bytes: smaller buffers are not pooled.
 const MIN_CLASS_BYTES: usize = 64;
 /// Classes per element type: quarter octaves up to `2^63` bytes.
 const CLASSES: usize = 64 * 4;
+/// Buffers kept per class, whatever the cap: a stream that brings in more
+/// buffers than it takes (uploads of the caller's vectors) would otherwise
+/// fill the pool to its cap with buffers nobody asks for.
+pub const MAX_PER_CLASS: usize = 32;
 
 /// Counters of a [`BufferPool`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -128,7 +132,13 @@ impl BufferPool {
         if len == 0 || self.stats.cap_bytes == 0 {
             return Vec::with_capacity(len);
         }
-        let Some(class) = len.checked_mul(size).and_then(class_up) else {
+        // Buffers below the smallest class are not pooled: the allocator's
+        // own caches serve them better.
+        let Some(class) = len
+            .checked_mul(size)
+            .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
+            .and_then(class_up)
+        else {
             return Vec::with_capacity(len);
         };
         let slot = slot(T::DTYPE, class);
@@ -152,12 +162,15 @@ impl BufferPool {
     }
 
     /// Keeps `data`'s buffer for reuse, or lets it go if that would pass
-    /// the cap (or it is too small to be worth keeping).
+    /// the cap, its class holds [`MAX_PER_CLASS`] buffers already, or it is
+    /// too small to be worth keeping.
     pub fn give(&mut self, data: Data) {
         let dtype = data.dtype();
         let bytes = capacity(&data) * dtype.size();
-        let class = match class_down(bytes) {
-            Some(class) if self.stats.pooled_bytes + bytes <= self.stats.cap_bytes => class,
+        let slot = match class_down(bytes) {
+            Some(class) if self.stats.pooled_bytes + bytes <= self.stats.cap_bytes => {
+                slot(dtype, class)
+            }
             _ => {
                 if bytes > 0 {
                     self.stats.released += 1;
@@ -165,9 +178,12 @@ impl BufferPool {
                 return;
             }
         };
-        let slot = slot(dtype, class);
         if self.free.len() <= slot {
             self.free.resize_with(4 * CLASSES, Vec::new);
+        }
+        if self.free[slot].len() >= MAX_PER_CLASS {
+            self.stats.released += 1;
+            return;
         }
         self.free[slot].push(data);
         self.stats.kept += 1;
@@ -337,6 +353,13 @@ mod tests {
         let _: Vec<f64> = pool.take(500);
         let s = pool.stats();
         assert_eq!((s.pooled_buffers, s.hits), (0, 0));
+        // A class keeps at most MAX_PER_CLASS buffers.
+        let mut pool = BufferPool::new(1 << 30);
+        for _ in 0..MAX_PER_CLASS + 5 {
+            pool.give(f64::wrap(vec![0.0; 64]));
+        }
+        let s = pool.stats();
+        assert_eq!((s.pooled_buffers, s.released), (MAX_PER_CLASS, 5));
         // Tiny buffers are not worth keeping.
         let mut pool = BufferPool::new(1 << 20);
         pool.give(f32::wrap(vec![0.0; 3]));
