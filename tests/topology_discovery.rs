@@ -245,3 +245,35 @@ fn workers_are_pinned_as_assigned() {
     );
     assert!(masks.iter().all(|m| m == &allowed), "{masks:?}");
 }
+
+#[test]
+fn explicit_layouts_learn_their_numa_nodes() {
+    let fake = FakeSysfs::new("annotate").node(0, "0-3").node(1, "4-7");
+    let nodes = |builder: weft_topology::TopologyBuilder| -> Vec<Option<usize>> {
+        let t = builder
+            .sysfs_root(fake.path())
+            .allowed(set("0-7"))
+            .ignore_env()
+            .build()
+            .expect("layout");
+        t.domains().iter().map(|d| d.numa_node()).collect()
+    };
+    // A split within each node, across them, and a domain spanning both.
+    assert_eq!(
+        nodes(Topology::builder().split(4)),
+        [Some(0), Some(0), Some(1), Some(1)]
+    );
+    assert_eq!(
+        nodes(Topology::builder().cpulists("0-1;5;2-4")),
+        [Some(0), Some(1), None]
+    );
+    // Without NUMA information, nothing is claimed.
+    let flat = FakeSysfs::new("annotate-flat");
+    let t = Topology::builder()
+        .sysfs_root(flat.path())
+        .allowed(set("0-3"))
+        .split(2)
+        .build()
+        .expect("layout");
+    assert!(t.domains().iter().all(|d| d.numa_node().is_none()));
+}

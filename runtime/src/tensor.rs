@@ -506,10 +506,11 @@ impl Lane {
     }
 
     /// Moves a copy of `handle`'s tensor to CPU domain `to` and returns its
-    /// handle there. The destination's actor makes the copy it keeps, so
-    /// its memory is first touched, and placed, on the destination's NUMA
-    /// node. Neither actor waits for the other: the destination's op is
-    /// ordered after the source's by an event.
+    /// handle there. Between NUMA nodes, the destination's actor makes the
+    /// copy it keeps, so its memory is first touched, and placed, on the
+    /// destination's node; between domains of one node, the destination
+    /// keeps the copy the source made. Neither actor waits for the other:
+    /// the destination's op is ordered after the source's by an event.
     ///
     /// # Errors
     ///
@@ -531,6 +532,8 @@ impl Lane {
             }
             _ => closed(),
         })?;
+        let node = |d: usize| runtime.domains().get(d).and_then(|d| d.numa_node());
+        let same_node = node(self.tensors().domain).is_some_and(|n| Some(n) == node(to));
         let handoff = Arc::new(parking_lot::Mutex::new(None::<Tensor>));
         let flow = Flow::next_id();
         let (tensors, held, put) = (self.tensors().clone(), handle.clone(), handoff.clone());
@@ -558,6 +561,9 @@ impl Lane {
                     .lock()
                     .take()
                     .expect("the transfer-out op ran before this one");
+                if same_node {
+                    return Ok(vec![sent]);
+                }
                 // Copy on the destination's thread: first touch places the
                 // pages on its node. The source's copy is freed here.
                 let (shape, data) = sent.into_parts();

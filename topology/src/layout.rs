@@ -46,7 +46,10 @@ impl CpuDomain {
         &self.cpus
     }
 
-    /// The NUMA node the domain was discovered from, if it was.
+    /// The NUMA node the domain's CPUs belong to: the node it was
+    /// discovered from, or, for an explicit layout, the node whose CPUs
+    /// hold all of the domain's (`None` when they span nodes or the
+    /// machine does not say).
     pub fn numa_node(&self) -> Option<usize> {
         self.numa_node
     }
@@ -237,13 +240,21 @@ impl TopologyBuilder {
         if allowed.is_empty() {
             return Err(TopologyError::NoAllowedCpus);
         }
+        let explicit = |allowed, sets, source| {
+            let mut topology = explicit(allowed, sets, source)?;
+            annotate_nodes(&mut topology, &self.sysfs_root);
+            Ok(topology)
+        };
         match self.layout {
             Layout::Sets(sets) => explicit(allowed, sets, LayoutSource::Explicit),
             Layout::Text(text) => {
                 let sets = parse_layout(&text, "layout string")?;
                 explicit(allowed, sets, LayoutSource::Explicit)
             }
-            Layout::Split(n) => split(allowed, n),
+            Layout::Split(n) => {
+                let sets = split_sets(&allowed, n)?;
+                explicit(allowed, sets, LayoutSource::Split)
+            }
             Layout::Discover => {
                 let env = if self.read_env {
                     std::env::var(DOMAINS_ENV).ok()
@@ -322,7 +333,22 @@ fn explicit(
     })
 }
 
-fn split(allowed: CpuSet, n: usize) -> Result<Topology, TopologyError> {
+/// Gives each domain of an explicit layout the NUMA node that holds all its
+/// CPUs, where sysfs says. Best effort: a layout the caller chose does not
+/// fail over what sysfs lacks.
+fn annotate_nodes(topology: &mut Topology, sysfs_root: &std::path::Path) {
+    let Ok(Some(nodes)) = numa::read_nodes(sysfs_root) else {
+        return;
+    };
+    for domain in &mut topology.domains {
+        domain.numa_node = nodes
+            .iter()
+            .find(|node| domain.cpus.difference(&node.cpus).is_empty())
+            .map(|node| node.id);
+    }
+}
+
+fn split_sets(allowed: &CpuSet, n: usize) -> Result<Vec<CpuSet>, TopologyError> {
     let cpus: Vec<usize> = allowed.iter().collect();
     if n == 0 || n > cpus.len() {
         return Err(TopologyError::BadSplit {
@@ -338,7 +364,7 @@ fn split(allowed: CpuSet, n: usize) -> Result<Topology, TopologyError> {
         sets.push(head.iter().copied().collect());
         rest = tail;
     }
-    explicit(allowed, sets, LayoutSource::Split)
+    Ok(sets)
 }
 
 fn discover(allowed: CpuSet, sysfs_root: &std::path::Path) -> Result<Topology, TopologyError> {
