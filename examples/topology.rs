@@ -2,7 +2,9 @@
 //! `lstopo`, and where each domain's threads end up pinned.
 //!
 //! `cargo run --release -p weft-examples --example topology`
-//! (set `WEFT_CPU_DOMAINS="0-3;4-7"` to lay domains out by hand)
+//! (set `WEFT_CPU_DOMAINS="0-3;4-7"` to lay domains out by hand; with
+//! `--features cuda` it also lists the CUDA devices and the CPU domain
+//! nearest to each)
 
 use weft::{Runtime, Topology, DOMAINS_ENV};
 
@@ -34,6 +36,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let role = if i == 0 { "actor + worker 0" } else { "worker" };
             println!("  thread {i:>2} ({role}): pinned to CPUs {cpus}");
         }
+    }
+    #[cfg(feature = "cuda")]
+    match weft::cuda_devices() {
+        Ok(devices) => {
+            for device in devices {
+                let near = device
+                    .nearest_domain(rt.topology())
+                    .map_or_else(|| "unknown".to_owned(), |d| format!("domain {d}"));
+                println!("{device}  nearest CPU domain: {near}");
+            }
+        }
+        Err(reason) => println!("{reason}"),
     }
     rt.shutdown()?;
     Ok(())

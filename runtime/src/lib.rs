@@ -55,6 +55,9 @@ pub use weft_topology::{
     DOMAINS_ENV,
 };
 
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
+
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]

@@ -5,6 +5,8 @@
 //! - [`Topology`] lists the CPU domains: one per NUMA node of the allowed
 //!   CPUs, or an explicit layout ([`TopologyBuilder`], [`DOMAINS_ENV`]).
 //! - [`pin_current_thread`] pins with read-back.
+//! - With the `cuda` feature, `cuda_devices` lists the CUDA devices with
+//!   their PCI location and nearest CPU domain, or says why there are none.
 //!
 //! All `unsafe` code of this crate is in the private `sys` module.
 #![deny(unsafe_code)]
@@ -12,6 +14,8 @@
 
 mod affinity;
 mod cpuset;
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+mod cuda;
 mod error;
 mod layout;
 mod numa;
@@ -22,5 +26,7 @@ pub use affinity::{
     current_thread_cpus, pin_current_thread, pin_current_thread_to, process_allowed_cpus,
 };
 pub use cpuset::{CpuSet, Iter, MAX_CPU_ID};
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+pub use cuda::{cuda_devices, cuda_devices_in, locate, CudaDevice, CudaUnavailable};
 pub use error::{AffinityError, CpuListError, TopologyError};
 pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};

@@ -1,4 +1,5 @@
-//! The affinity system calls: the only `unsafe` code of this crate.
+//! The affinity system calls, and (feature `cuda`) the CUDA driver's device
+//! queries: the only `unsafe` code of this crate.
 //!
 //! The kernel's CPU mask is a bitmap of `c_ulong` words whose size the kernel
 //! chooses (`nr_cpu_ids`), so the buffer is grown until the kernel accepts it
@@ -75,4 +76,65 @@ fn from_mask(mask: &[libc::c_ulong]) -> CpuSet {
         }
     }
     set
+}
+
+/// The CUDA driver's device queries. Each call is made only after the
+/// driver library was found loadable: without it, cudarc panics.
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda {
+    use cudarc::driver::{result, sys};
+
+    use crate::cuda::{CudaUnavailable, DriverDevice};
+
+    fn failed(call: &'static str) -> impl Fn(result::DriverError) -> CudaUnavailable {
+        move |e| CudaUnavailable::Driver {
+            call,
+            message: format!("{e:?}"),
+        }
+    }
+
+    /// Every device the driver lists, or why there is none to ask.
+    pub(crate) fn devices() -> Result<Vec<DriverDevice>, CudaUnavailable> {
+        // SAFETY: this only tries to open the driver library by its known
+        // names and closes it again; it touches no CUDA state.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(CudaUnavailable::NoDriver);
+        }
+        result::init().map_err(failed("cuInit"))?;
+        let count = result::device::get_count().map_err(failed("cuDeviceGetCount"))?;
+        (0..count.max(0))
+            .map(|ordinal| {
+                let dev = result::device::get(ordinal).map_err(failed("cuDeviceGet"))?;
+                let attribute = |attr: sys::CUdevice_attribute, call| {
+                    // SAFETY: `dev` is a device handle the driver just gave
+                    // for an ordinal below its count; the query only reads.
+                    unsafe { result::device::get_attribute(dev, attr) }
+                        .map_err(failed(call))
+                        .map(|v| u32::try_from(v).unwrap_or(0))
+                };
+                use sys::CUdevice_attribute::*;
+                let major = attribute(
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    "cuDeviceGetAttribute",
+                )?;
+                let minor = attribute(
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    "cuDeviceGetAttribute",
+                )?;
+                let domain = attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, "cuDeviceGetAttribute")?;
+                let bus = attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, "cuDeviceGetAttribute")?;
+                let device = attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, "cuDeviceGetAttribute")?;
+                // SAFETY: as above: a valid handle, a read-only query.
+                let total_memory = unsafe { result::device::total_mem(dev) }
+                    .map_err(failed("cuDeviceTotalMem"))?;
+                Ok(DriverDevice {
+                    ordinal: usize::try_from(ordinal).unwrap_or(0),
+                    name: result::device::get_name(dev).map_err(failed("cuDeviceGetName"))?,
+                    total_memory,
+                    compute_capability: (major, minor),
+                    pci_bus_id: format!("{domain:04x}:{bus:02x}:{device:02x}.0"),
+                })
+            })
+            .collect()
+    }
 }
