@@ -15,6 +15,23 @@ use crate::tensor::DomainTensors;
 /// `Deref`: `run`, `try_run`, `submit`, `try_submit`, `submit_timeout`) plus
 /// the tensor ops of the domain (`upload`, `add`, `matmul`, `download`, …).
 /// Clones share the same stream.
+///
+/// ```
+/// use weft::{DType, Runtime, Tensor};
+///
+/// let rt = Runtime::builder().split(2).build()?;
+/// let (a, b) = (rt.lane(0)?, rt.lane(1)?);
+/// // Submitted without waiting: each call returns a handle at once.
+/// let x = a.upload(Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2])?)?;
+/// let y = a.matmul(&x, &a.eye(DType::F64, 2, 2)?)?;
+/// let z = a.transfer(&y, 1)?; // to domain 1, ordered after `y` by its event
+/// let total = b.sum_all(&b.mul(&z, &z)?)?;
+/// assert_eq!(b.download(&total)?.wait()?.as_slice::<f64>()?, [30.0]);
+/// // A bad shape fails at the call site, naming both shapes.
+/// let bad = a.upload(Tensor::from_vec(vec![1.0f64; 3], &[3])?)?;
+/// assert!(a.matmul(&x, &bad).unwrap_err().to_string().contains("[2, 2]"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Lane {
     lane: weft_actors::Lane<CpuEngine>,

@@ -191,6 +191,17 @@ impl Builder {
     /// `WEFT_TRACE` environment variable, if set, names the file. Off, it
     /// costs nothing; on, each actor keeps its newest records in a ring
     /// buffer ([`Builder::trace_capacity`]).
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join("weft-doc-trace.json");
+    /// let rt = weft::Runtime::builder().split(1).trace(&path).build()?;
+    /// rt.lane(0)?.run(|_| ())?.wait()?;
+    /// rt.shutdown()?; // writes the file
+    /// let json = std::fs::read_to_string(&path)?;
+    /// assert!(json.contains(r#""name":"weft-cpu-0""#));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.trace_path = Some(path.into());
         self
