@@ -53,6 +53,7 @@ use weft::{
     TensorHandle, TensorOp, TicketError,
 };
 use weft_engines::elementwise::PARALLEL_THRESHOLD;
+use weft_examples::random;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -1723,17 +1724,4 @@ fn to_json(settings: &Settings, machine: &Machine, rows: &[Row]) -> String {
     }
     out.push_str("  ]\n}\n");
     out
-}
-
-/// Reproducible values in [-0.5, 0.5) (xorshift).
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }

@@ -31,3 +31,17 @@ pub fn print_row(name: &str, weft: Duration, baseline: Duration, baseline_name: 
 pub fn per_second(per_item: Duration) -> f64 {
     1.0 / per_item.as_secs_f64()
 }
+
+/// `n` pseudo-random values in `[-0.5, 0.5)` (xorshift), the same for the
+/// same `seed`: benchmark inputs without a dependency.
+pub fn random(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect()
+}

@@ -12,6 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use rayon::prelude::*;
 use weft::{Runtime, Tensor};
+use weft_examples::random;
 
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
@@ -29,18 +30,6 @@ fn time(reps: usize, mut f: impl FnMut()) -> Duration {
             })
             .collect(),
     )
-}
-
-fn random(n: usize, seed: u64) -> Vec<f64> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -12,10 +12,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use weft::{
-    CpuEngine, DType, FailureCause, Op, OpError, Pinning, Pipeline, Runtime, RuntimeError,
-    RuntimeReport, SubmitTimeoutError, Tensor, Ticket, TicketError, Topology, TrySubmitError,
+    CpuEngine, DType, FailureCause, Op, OpError, Pipeline, Runtime, RuntimeError, RuntimeReport,
+    SubmitTimeoutError, Tensor, Ticket, TicketError, TrySubmitError,
 };
-use weft_tests::{eventually, thread_count, wait, watchdog};
+use weft_tests::{domains_builder, eventually, thread_count, wait, watchdog};
 
 const THREADS: usize = 16;
 /// Short lanes: some submitters are blocked on a full lane when intake stops.
@@ -37,17 +37,7 @@ enum Stop {
 }
 
 fn runtime() -> Runtime {
-    let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
-    let builder = if allowed.len() >= 2 {
-        Runtime::builder().split(2)
-    } else {
-        let layout = Topology::builder()
-            .allowed(weft::CpuSet::range(0..2))
-            .split(2)
-            .build()
-            .expect("layout");
-        Runtime::builder().topology(layout).pinning(Pinning::None)
-    };
+    let builder = domains_builder(2);
     builder
         .threads_per_domain(2)
         .lane_capacity(LANE_CAPACITY)

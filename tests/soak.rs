@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::fs;
 use std::time::{Duration, Instant};
 
-use weft::{BinaryOp, OpError, Pinning, Runtime, Scalar, Tensor, Ticket, Topology};
-use weft_tests::{wait_ok, watchdog};
+use weft::{BinaryOp, OpError, Runtime, Scalar, Tensor, Ticket};
+use weft_tests::{domains_builder, wait_ok, watchdog};
 
 /// Peak RSS may grow at most this much over the RSS of the process just
 /// before the soak starts (runtime built, floor tensors resident). The
@@ -33,17 +33,7 @@ fn target_ops() -> usize {
 }
 
 fn runtime() -> Runtime {
-    let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
-    let builder = if allowed.len() >= 2 {
-        Runtime::builder().split(2)
-    } else {
-        let layout = Topology::builder()
-            .allowed(weft::CpuSet::range(0..2))
-            .split(2)
-            .build()
-            .expect("layout");
-        Runtime::builder().topology(layout).pinning(Pinning::None)
-    };
+    let builder = domains_builder(2);
     builder.build().expect("runtime")
 }
 

@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use weft::{
-    BinaryOp, CpuEngine, DType, Op, OpError, Pinning, Runtime, Scalar, Tensor, Ticket, Topology,
-    TrySubmitError,
+    BinaryOp, CpuEngine, DType, Op, OpError, Runtime, Scalar, Tensor, Ticket, TrySubmitError,
 };
-use weft_tests::{wait_ok, watchdog};
+use weft_tests::{domains_builder, wait_ok, watchdog};
 
 const THREADS: usize = 16;
 /// Lanes each thread opens into each domain.
@@ -36,17 +35,7 @@ fn target_ops() -> usize {
 /// Up to three real domains, pinned, two threads each; on a one-CPU
 /// machine two unpinned domains over a made-up layout.
 fn runtime() -> Runtime {
-    let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
-    let builder = if allowed.len() >= 2 {
-        Runtime::builder().split(allowed.len().min(3))
-    } else {
-        let layout = Topology::builder()
-            .allowed(weft::CpuSet::range(0..2))
-            .split(2)
-            .build()
-            .expect("layout");
-        Runtime::builder().topology(layout).pinning(Pinning::None)
-    };
+    let builder = domains_builder(3);
     builder
         .threads_per_domain(2)
         .lane_capacity(LANE_CAPACITY)

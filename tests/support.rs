@@ -244,3 +244,22 @@ impl Drop for FakeSysfs {
         let _ = fs::remove_dir_all(&self.root);
     }
 }
+
+/// A builder of up to `max` CPU domains over the allowed CPUs: a split of
+/// them where there are two or more, else two unpinned domains on CPUs
+/// 0-1, so that cross-domain tests run on a one-CPU machine too.
+pub fn domains_builder(max: usize) -> weft::Builder {
+    let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
+    if allowed.len() >= 2 {
+        weft::Runtime::builder().split(allowed.len().min(max))
+    } else {
+        let layout = weft::Topology::builder()
+            .allowed(weft::CpuSet::range(0..2))
+            .split(2)
+            .build()
+            .expect("layout");
+        weft::Runtime::builder()
+            .topology(layout)
+            .pinning(weft::Pinning::None)
+    }
+}
