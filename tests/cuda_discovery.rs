@@ -7,7 +7,7 @@
 use std::process::ExitCode;
 
 use weft_tests::FakeSysfs;
-use weft_topology::{cuda_devices, cuda_devices_in, locate, CudaUnavailable, Topology};
+use weft_topology::{cuda_devices, cuda_devices_in, pci_location, CudaUnavailable, Topology};
 
 /// How one check ended.
 enum Outcome {
@@ -29,22 +29,22 @@ fn pci_location_and_nearest_domain() -> Result<Outcome, String> {
     };
     pci("0000:17:00.0", "1", "4-7")?;
     pci("0000:65:00.0", "-1", "2-5")?;
-    let (node, cpus) = locate(fake.path(), "0000:17:00.0");
+    let (node, cpus) = pci_location(fake.path(), "0000:17:00.0");
     check(
         node == Some(1) && cpus.to_string() == "4-7",
         format!("{node:?} {cpus}"),
     )?;
     // Upper-case bus ids (as some tools print them) name the same device.
     check(
-        locate(fake.path(), "0000:17:00.0".to_uppercase().as_str()).0 == Some(1),
+        pci_location(fake.path(), "0000:17:00.0".to_uppercase().as_str()).0 == Some(1),
         "case",
     )?;
-    let (node, cpus) = locate(fake.path(), "0000:65:00.0");
+    let (node, cpus) = pci_location(fake.path(), "0000:65:00.0");
     check(
         node.is_none() && cpus.len() == 4,
         format!("{node:?} {cpus}"),
     )?;
-    let (node, cpus) = locate(fake.path(), "0000:99:00.0");
+    let (node, cpus) = pci_location(fake.path(), "0000:99:00.0");
     check(
         node.is_none() && cpus.is_empty(),
         "a device sysfs does not list",
@@ -57,7 +57,7 @@ fn pci_location_and_nearest_domain() -> Result<Outcome, String> {
         .build()
         .map_err(|e| e.to_string())?;
     let device = |bus: &str| {
-        let (numa_node, local_cpus) = locate(fake.path(), bus);
+        let (numa_node, local_cpus) = pci_location(fake.path(), bus);
         weft_topology::CudaDevice {
             ordinal: 0,
             name: "test".into(),

@@ -121,7 +121,7 @@ pub fn cuda_devices_in(sysfs_root: &Path) -> Result<Vec<CudaDevice>, CudaUnavail
     Ok(found
         .into_iter()
         .map(|d| {
-            let (numa_node, local_cpus) = locate(sysfs_root, &d.pci_bus_id);
+            let (numa_node, local_cpus) = pci_location(sysfs_root, &d.pci_bus_id);
             CudaDevice {
                 ordinal: d.ordinal,
                 name: d.name,
@@ -148,7 +148,7 @@ pub(crate) struct DriverDevice {
 /// The NUMA node and local CPUs sysfs gives the PCI device `bus_id`
 /// (`bus/pci/devices/<bus_id>/{numa_node,local_cpulist}`); unknowns are
 /// `None` and empty.
-pub fn locate(sysfs_root: &Path, bus_id: &str) -> (Option<usize>, CpuSet) {
+pub fn pci_location(sysfs_root: &Path, bus_id: &str) -> (Option<usize>, CpuSet) {
     let dir = sysfs_root
         .join("bus/pci/devices")
         .join(bus_id.to_ascii_lowercase());

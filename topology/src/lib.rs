@@ -27,6 +27,6 @@ pub use affinity::{
 };
 pub use cpuset::{CpuSet, Iter, MAX_CPU_ID};
 #[cfg(all(feature = "cuda", target_os = "linux"))]
-pub use cuda::{cuda_devices, cuda_devices_in, locate, CudaDevice, CudaUnavailable};
+pub use cuda::{cuda_devices, cuda_devices_in, pci_location, CudaDevice, CudaUnavailable};
 pub use error::{AffinityError, CpuListError, TopologyError};
 pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};
