@@ -45,11 +45,17 @@ default_tests=(
 export WEFT_STRESS=${WEFT_STRESS:-20000}
 tests=("${@:-${default_tests[@]}}")
 
-# Prints the test executables a `cargo test --no-run` builds.
+# Prints the test executables a `cargo test --no-run` builds (cargo's own
+# output goes to stderr; `tee /dev/stderr` would truncate a log file that
+# stderr is redirected to).
 executables() {
-    cargo test --release --no-run "$@" 2>&1 \
-        | tee /dev/stderr \
-        | sed -n 's/^ *Executable .*(\(.*\))$/\1/p'
+    local out
+    out=$(cargo test --release --no-run "$@" 2>&1) || {
+        printf '%s\n' "$out" >&2
+        return 1
+    }
+    printf '%s\n' "$out" >&2
+    printf '%s\n' "$out" | sed -n 's/^ *Executable .*(\(.*\))$/\1/p'
 }
 
 binaries=()
