@@ -159,3 +159,27 @@ fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
     assert!(table.contains("weft-cpu-0"), "{table}");
     assert!(table.contains(&format!("lane {}", lane.id())), "{table}");
 }
+
+#[test]
+fn actor_counts_include_ops_queued_on_closed_lanes() {
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let keep = rt.lane(0).unwrap();
+    let hold = weft_tests::Hold::on(&keep);
+    let dropped = rt.lane(0).unwrap();
+    for i in 0..7u32 {
+        drop(keep.run(move |_| i).unwrap());
+        drop(dropped.run(move |_| i).unwrap());
+    }
+    drop(dropped);
+    // The holding op runs; 14 wait behind it, 7 of them on a closed lane.
+    let ops = rt.stats().actors[0].ops;
+    assert_eq!((ops.submitted, ops.queued), (15, 15), "{ops:?}");
+    wait_ok(hold.release());
+    wait_ok(keep.run(|_| ()).unwrap());
+    let ops = rt.stats().actors[0].ops;
+    assert_eq!(
+        (ops.submitted, ops.completed, ops.queued),
+        (16, 16, 0),
+        "{ops:?}"
+    );
+}

@@ -86,10 +86,15 @@ impl<E> Shared<E> {
     fn stats(&self) -> ActorStats {
         let lanes: Vec<Arc<LaneShared>> =
             self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
+        // Submissions are counted per lane only (one counter less on the
+        // submit path): what is queued in the actor is what its lanes hold,
+        // closed ones included, for a lane lives until its last op ran.
+        let queued = lanes.iter().map(|l| l.counters.snapshot().queued).sum();
         ActorStats::collect(
             self.id,
             &self.name,
             &self.counters,
+            queued,
             &self.gauges,
             lanes
                 .iter()

@@ -309,7 +309,6 @@ impl<E: 'static> Lane<E> {
         match sent {
             Ok(()) => {
                 handle.lane.counters.submitted.fetch_add(1, Relaxed);
-                handle.actor.counters.submitted.fetch_add(1, Relaxed);
                 handle.notify();
                 drop(entry);
                 Ok(ticket)

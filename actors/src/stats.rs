@@ -242,15 +242,19 @@ impl ActorStats {
         actor: ActorId,
         name: &str,
         counters: &Counters,
+        queued: u64,
         gauges: &ActorGauges,
         lanes: Vec<(u64, &Counters)>,
     ) -> ActorStats {
+        let mut ops = counters.snapshot();
+        let done = ops.completed + ops.failed + ops.panicked + ops.cancelled + ops.lost;
+        (ops.queued, ops.submitted) = (queued, done + queued);
         ActorStats {
             actor,
             name: name.to_owned(),
             running: gauges.running.load(Relaxed).checked_sub(1),
             busy: Duration::from_nanos(gauges.busy_ns.load(Relaxed)),
-            ops: counters.snapshot(),
+            ops,
             lanes: lanes
                 .into_iter()
                 .map(|(lane, c)| LaneStats {
