@@ -45,7 +45,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver, TryRecvError};
+use crossbeam_channel::bounded;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use weft::{
@@ -53,7 +53,7 @@ use weft::{
     TensorHandle, TensorOp, TicketError,
 };
 use weft_engines::elementwise::PARALLEL_THRESHOLD;
-use weft_examples::random;
+use weft_examples::{faer_gemm, random, recv_spin};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -416,24 +416,6 @@ impl Row {
 
 // ---------------------------------------------------------------------------
 // 1, 2: empty ops against raw crossbeam-channel.
-
-/// Spins on `try_recv` for up to `spin`, then blocks, as weft's waits do.
-fn recv_spin<T>(rx: &Receiver<T>, spin: Duration) -> Option<T> {
-    let start = Instant::now();
-    let mut spins = 0u32;
-    loop {
-        match rx.try_recv() {
-            Ok(v) => return Some(v),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => {}
-        }
-        std::hint::spin_loop();
-        spins += 1;
-        if spins.is_multiple_of(64) && start.elapsed() > spin {
-            return rx.recv().ok();
-        }
-    }
-}
 
 fn round_trip(settings: &Settings, lane: &Lane, rows: &mut Vec<Row>) {
     let trips = settings.count(20_000);
@@ -1201,18 +1183,7 @@ fn gemm(
                         .expect("ran");
                 },
                 &mut || {
-                    let mut c = vec![0.0; n * n];
-                    direct_pool.install(|| {
-                        faer::linalg::matmul::matmul(
-                            faer::MatMut::from_row_major_slice_mut(&mut c, n, n),
-                            faer::Accum::Replace,
-                            a.as_mat::<f64>().expect("2-D"),
-                            b.as_mat::<f64>().expect("2-D"),
-                            1.0,
-                            faer::Par::rayon(threads),
-                        )
-                    });
-                    std::hint::black_box(c);
+                    std::hint::black_box(faer_gemm(direct_pool, &a, &b, threads));
                 },
             ],
         );
@@ -1635,21 +1606,7 @@ fn load_average() -> Option<f64> {
 }
 
 fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    serde_json::to_string(s).expect("a string serializes")
 }
 
 fn json_number(x: f64) -> String {

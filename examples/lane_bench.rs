@@ -6,9 +6,9 @@
 use std::thread;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError};
+use crossbeam_channel::{bounded, Receiver, Sender};
 use weft::{Lane, Runtime};
-use weft_examples::{median_per_item, per_second, print_row};
+use weft_examples::{median_per_item, per_second, print_row, recv_spin};
 
 const ROUNDS: usize = 21;
 const ROUND_TRIPS: u64 = 20_000;
@@ -70,27 +70,9 @@ fn pipelined(lane: &Lane) {
     );
 }
 
-/// Spins on `try_recv` for up to `SPIN`, then blocks, like weft's waits.
-fn recv_spin<T>(rx: &Receiver<T>) -> Option<T> {
-    let start = std::time::Instant::now();
-    let mut spins = 0u32;
-    loop {
-        match rx.try_recv() {
-            Ok(v) => return Some(v),
-            Err(TryRecvError::Disconnected) => return None,
-            Err(TryRecvError::Empty) => {}
-        }
-        std::hint::spin_loop();
-        spins += 1;
-        if spins.is_multiple_of(64) && start.elapsed() > SPIN {
-            return rx.recv().ok();
-        }
-    }
-}
-
 fn echo_server(rx: Receiver<u64>, tx: Sender<u64>) -> thread::JoinHandle<()> {
     thread::spawn(move || {
-        while let Some(v) = recv_spin(&rx) {
+        while let Some(v) = recv_spin(&rx, SPIN) {
             if tx.send(v).is_err() {
                 return;
             }
@@ -105,7 +87,7 @@ fn raw_ping_pong() -> Duration {
     let per = median_per_item(ROUNDS, ROUND_TRIPS, || {
         for i in 0..ROUND_TRIPS {
             to_server.send(i).expect("server alive");
-            recv_spin(&from_server).expect("server alive");
+            recv_spin(&from_server, SPIN).expect("server alive");
         }
     });
     drop(to_server);
@@ -118,7 +100,7 @@ fn raw_pipelined() -> Duration {
     let (ack_tx, ack_rx) = bounded::<u64>(1);
     let server = thread::spawn(move || {
         let mut seen = 0u64;
-        while let Some(v) = recv_spin(&server_rx) {
+        while let Some(v) = recv_spin(&server_rx, SPIN) {
             seen += 1;
             if v == u64::MAX {
                 let _ = ack_tx.send(seen);
@@ -130,7 +112,7 @@ fn raw_pipelined() -> Duration {
             to_server.send(0).expect("server alive");
         }
         to_server.send(u64::MAX).expect("server alive");
-        recv_spin(&ack_rx).expect("server alive");
+        recv_spin(&ack_rx, SPIN).expect("server alive");
     });
     drop(to_server);
     server.join().expect("server ran");

@@ -45,3 +45,45 @@ pub fn random(n: usize, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// Spins on `try_recv` for up to `spin`, then blocks, as weft's waits do:
+/// the raw-channel baselines wait the same way weft's tickets do.
+pub fn recv_spin<T>(rx: &crossbeam_channel::Receiver<T>, spin: Duration) -> Option<T> {
+    let start = Instant::now();
+    let mut spins = 0u32;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            Err(crossbeam_channel::TryRecvError::Empty) => {}
+        }
+        std::hint::spin_loop();
+        spins += 1;
+        if spins.is_multiple_of(64) && start.elapsed() > spin {
+            return rx.recv().ok();
+        }
+    }
+}
+
+/// `a @ b` of two `n × n` f64 matrices through faer, called directly in
+/// `pool` with `threads` threads: the GEMM baseline.
+pub fn faer_gemm(
+    pool: &rayon::ThreadPool,
+    a: &weft::Tensor,
+    b: &weft::Tensor,
+    threads: usize,
+) -> Vec<f64> {
+    let n = a.shape()[0];
+    let mut c = vec![0.0; n * n];
+    pool.install(|| {
+        faer::linalg::matmul::matmul(
+            faer::MatMut::from_row_major_slice_mut(&mut c, n, n),
+            faer::Accum::Replace,
+            a.as_mat::<f64>().expect("2-D"),
+            b.as_mat::<f64>().expect("2-D"),
+            1.0,
+            faer::Par::rayon(threads),
+        )
+    });
+    c
+}

@@ -12,7 +12,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use rayon::prelude::*;
 use weft::{Runtime, Tensor};
-use weft_examples::random;
+use weft_examples::{faer_gemm, random};
 
 fn median(mut xs: Vec<Duration>) -> Duration {
     xs.sort();
@@ -57,17 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .expect("ran");
         });
         let direct = time(reps, || {
-            let mut c = vec![0.0; n * n];
-            direct_pool.install(|| {
-                faer::linalg::matmul::matmul(
-                    faer::MatMut::from_row_major_slice_mut(&mut c, n, n),
-                    faer::Accum::Replace,
-                    a.as_mat::<f64>().expect("2-D"),
-                    b.as_mat::<f64>().expect("2-D"),
-                    1.0,
-                    faer::Par::rayon(threads),
-                )
-            });
+            std::hint::black_box(faer_gemm(&direct_pool, &a, &b, threads));
         });
         let gflops = |d: Duration| 2.0 * (n as f64).powi(3) / d.as_secs_f64() / 1e9;
         println!(

@@ -8,10 +8,7 @@ use std::collections::BTreeMap;
 use std::thread;
 use std::time::Duration;
 
-use weft::{
-    CpuEngine, DType, FailureCause, Op, OpError, Pinning, Runtime, Tensor, Ticket, TicketError,
-    Topology,
-};
+use weft::{CpuEngine, DType, FailureCause, Op, OpError, Runtime, Tensor, Ticket, TicketError};
 use weft_tests::{quiet_panics, wait, wait_ok, watchdog};
 
 /// What the fault plan does to op number `seq`.
@@ -196,14 +193,7 @@ fn hosted_engine_survives_panics_errors_and_sleeps_on_many_lanes() {
 }
 
 fn two_domains() -> Runtime {
-    let layout = Topology::builder()
-        .allowed(weft::CpuSet::range(0..2))
-        .split(2)
-        .build()
-        .expect("layout");
-    Runtime::builder()
-        .topology(layout)
-        .pinning(Pinning::None)
+    weft_tests::unpinned_pair()
         .threads_per_domain(2)
         .build()
         .expect("runtime")

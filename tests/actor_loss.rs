@@ -10,24 +10,14 @@
 use std::thread;
 use std::time::Duration;
 
-use weft::{
-    CpuEngine, FailureCause, Op, OpError, Pinning, Runtime, RuntimeError, Tensor, TicketError,
-    Topology,
-};
+use weft::{CpuEngine, FailureCause, Op, OpError, Runtime, RuntimeError, Tensor, TicketError};
 use weft_actors::fault::kill_actor;
 use weft_tests::{eventually, thread_count, wait, wait_ok, watchdog, Hold};
 
 const KILLED: &str = "killed by the fault-injection hook";
 
 fn runtime() -> Runtime {
-    let layout = Topology::builder()
-        .allowed(weft::CpuSet::range(0..2))
-        .split(2)
-        .build()
-        .expect("layout");
-    Runtime::builder()
-        .topology(layout)
-        .pinning(Pinning::None)
+    weft_tests::unpinned_pair()
         .threads_per_domain(3)
         .build()
         .expect("runtime")

@@ -144,14 +144,7 @@ fn layout(text: &str) -> Result<(), Refusal> {
 
 /// Two unpinned domains over a made-up layout: the same on any machine.
 fn two_domains(lane_capacity: usize) -> Runtime {
-    let topology = Topology::builder()
-        .allowed(CpuSet::range(0..2))
-        .split(2)
-        .build()
-        .expect("layout");
-    Runtime::builder()
-        .topology(topology)
-        .pinning(Pinning::None)
+    weft_tests::unpinned_pair()
         .lane_capacity(lane_capacity)
         .build()
         .expect("runtime")

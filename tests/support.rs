@@ -253,13 +253,19 @@ pub fn domains_builder(max: usize) -> weft::Builder {
     if allowed.len() >= 2 {
         weft::Runtime::builder().split(allowed.len().min(max))
     } else {
-        let layout = weft::Topology::builder()
-            .allowed(weft::CpuSet::range(0..2))
-            .split(2)
-            .build()
-            .expect("layout");
-        weft::Runtime::builder()
-            .topology(layout)
-            .pinning(weft::Pinning::None)
+        unpinned_pair()
     }
+}
+
+/// A builder of two unpinned domains over a made-up layout of CPUs 0-1:
+/// the same on any machine.
+pub fn unpinned_pair() -> weft::Builder {
+    let layout = weft::Topology::builder()
+        .allowed(weft::CpuSet::range(0..2))
+        .split(2)
+        .build()
+        .expect("layout");
+    weft::Runtime::builder()
+        .topology(layout)
+        .pinning(weft::Pinning::None)
 }

@@ -3,7 +3,7 @@
 //! directly on the engine's kernels in this thread.
 
 use proptest::prelude::*;
-use weft::{BinaryOp, DType, Distribution, Meta, ReduceOp, Runtime, Tensor, TensorOp, UnaryOp};
+use weft::{BinaryOp, DType, Distribution, Meta, ReduceOp, Tensor, TensorOp, UnaryOp};
 use weft_tests::wait_ok;
 
 const N: usize = 4;
@@ -61,12 +61,7 @@ proptest! {
 
     #[test]
     fn lanes_equal_direct_execution(steps in prop::collection::vec(step(), 1..24), seed in 0u64..1000) {
-        let topology = weft::Topology::builder()
-            .allowed(weft::CpuSet::range(0..2))
-            .split(2)
-            .build()
-            .expect("layout");
-        let rt = Runtime::builder().topology(topology).pinning(weft::Pinning::None).build().expect("runtime");
+        let rt = weft_tests::unpinned_pair().build().expect("runtime");
         let lanes = [rt.lane(0).unwrap(), rt.lane(1).unwrap()];
         let start = weft_engines::create::random(DType::F64, &[N, N], Distribution::Normal, seed).unwrap();
         let mut here = 0;

@@ -134,16 +134,7 @@ fn bad_input_is_refused_at_the_call_site_and_loses_nothing() {
 
 /// Two domains on any machine: a layout over two CPU ids, unpinned.
 fn two_domains_unpinned() -> Runtime {
-    let topology = weft::Topology::builder()
-        .allowed(weft::CpuSet::range(0..2))
-        .split(2)
-        .build()
-        .expect("layout");
-    Runtime::builder()
-        .topology(topology)
-        .pinning(weft::Pinning::None)
-        .build()
-        .expect("runtime")
+    weft_tests::unpinned_pair().build().expect("runtime")
 }
 
 #[test]
