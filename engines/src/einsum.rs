@@ -3,11 +3,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
 use crate::gemm;
 use crate::op::Meta;
 use crate::reduce::{self, ReduceOp};
-use crate::structural;
+use crate::structural::{self, View};
 use crate::tensor::{element_count, Tensor, TensorError};
 
 /// A parsed einsum specification: one label list per operand and the
@@ -151,7 +152,7 @@ impl Spec {
         Ok(extents)
     }
 
-    /// Evaluates the contraction.
+    /// Evaluates the contraction on the CPU.
     ///
     /// # Errors
     ///
@@ -159,26 +160,48 @@ impl Spec {
     pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
         self.infer(&metas)?;
-        let extents = self.extents(inputs.iter().map(|t| t.shape()))?;
-        // Each operand with unique labels, and labels no one else needs summed.
-        let mut terms: Vec<Term> = Vec::new();
-        for (labels, t) in self.inputs.iter().zip(inputs) {
-            terms.push(Term::diagonal(labels, t)?);
+        let values = inputs.iter().map(|&t| Cow::Borrowed(t)).collect();
+        Ok(self.contract(
+            &mut CpuContraction {
+                threads,
+                borrows: PhantomData,
+            },
+            values,
+        )?.into_owned())
+    }
+
+    /// Evaluates the contraction with `backend`'s primitives: the one
+    /// lowering (diagonals, sums, permutations, batched GEMM in a greedy
+    /// pairwise order) that every engine shares. `inputs` must fit
+    /// [`Spec::infer`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::infer`], and whatever `backend` fails with.
+    pub fn contract<B: Contraction>(
+        &self,
+        backend: &mut B,
+        inputs: Vec<B::Value>,
+    ) -> Result<B::Value, B::Error> {
+        let extents = self.extents(inputs.iter().map(|v| B::shape(v)))?;
+        let mut terms: Vec<Term<B>> = Vec::new();
+        for (labels, v) in self.inputs.iter().zip(inputs) {
+            terms.push(Term::diagonal(backend, labels, v)?);
         }
         while terms.len() > 1 {
             let (i, j) = self.cheapest_pair(&terms, &extents);
             let b = terms.remove(j);
             let a = terms.remove(i);
             let keep = self.needed(&terms, &a, &b);
-            terms.push(Term::contract(a, b, &keep, threads)?);
+            terms.push(Term::contract(backend, a, b, &keep)?);
         }
         let last = terms.pop().expect("at least one operand");
-        last.finish(&self.output)
+        last.finish(backend, &self.output)
     }
 
     /// Labels still needed after contracting `a` with `b`: in the output or
     /// in another remaining term.
-    fn needed(&self, rest: &[Term], a: &Term, b: &Term) -> Vec<char> {
+    fn needed<B: Contraction>(&self, rest: &[Term<B>], a: &Term<B>, b: &Term<B>) -> Vec<char> {
         a.labels
             .iter()
             .chain(&b.labels)
@@ -188,11 +211,15 @@ impl Spec {
     }
 
     /// The pair whose result is smallest (greedy order).
-    fn cheapest_pair(&self, terms: &[Term], extents: &BTreeMap<char, usize>) -> (usize, usize) {
+    fn cheapest_pair<B: Contraction>(
+        &self,
+        terms: &[Term<B>],
+        extents: &BTreeMap<char, usize>,
+    ) -> (usize, usize) {
         let mut best = (0, 1, usize::MAX);
         for i in 0..terms.len() {
             for j in i + 1..terms.len() {
-                let others: Vec<&Term> = terms
+                let others: Vec<&Term<B>> = terms
                     .iter()
                     .enumerate()
                     .filter(|&(k, _)| k != i && k != j)
@@ -220,17 +247,90 @@ impl Spec {
     }
 }
 
-/// An intermediate: a tensor and one label per axis, all distinct. An
-/// operand used as it is stays borrowed: nothing is copied that needs no
-/// permutation or diagonal.
-struct Term<'a> {
-    labels: Vec<char>,
-    tensor: Cow<'a, Tensor>,
+/// The primitives an engine lends [`Spec::contract`]. `Value` is the
+/// engine's tensor (or a borrow of a resident one).
+pub trait Contraction {
+    /// A tensor of the engine.
+    type Value;
+    /// What the engine's primitives fail with.
+    type Error: From<TensorError>;
+    /// The value's shape.
+    fn shape(value: &Self::Value) -> &[usize];
+    /// Copies out a strided view of `value` (a diagonal over repeated labels).
+    fn view(&mut self, value: Self::Value, view: &View) -> Result<Self::Value, Self::Error>;
+    /// Sums `value` over `axes`, dropping them.
+    fn sum(&mut self, value: Self::Value, axes: &[usize]) -> Result<Self::Value, Self::Error>;
+    /// Reorders axes: output axis `i` is input axis `perm[i]`.
+    fn permute(&mut self, value: Self::Value, perm: &[usize]) -> Result<Self::Value, Self::Error>;
+    /// `[nb, m, k] @ [nb, k, n]`, reading `a` and `b` (row-major, of those
+    /// element counts) as such, giving a value of shape `out` (`nb·m·n`
+    /// elements).
+    fn batched_matmul(
+        &mut self,
+        a: &Self::Value,
+        b: &Self::Value,
+        dims: [usize; 4],
+        out: Vec<usize>,
+    ) -> Result<Self::Value, Self::Error>;
 }
 
-impl<'a> Term<'a> {
+/// The CPU engine's primitives: operands used as they are stay borrowed.
+struct CpuContraction<'a> {
+    threads: usize,
+    borrows: PhantomData<&'a Tensor>,
+}
+
+impl<'a> Contraction for CpuContraction<'a> {
+    type Value = Cow<'a, Tensor>;
+    type Error = TensorError;
+
+    fn shape(value: &Self::Value) -> &[usize] {
+        value.shape()
+    }
+
+    fn view(&mut self, value: Self::Value, view: &View) -> Result<Self::Value, TensorError> {
+        Ok(Cow::Owned(structural::view(&value, view)?))
+    }
+
+    fn sum(&mut self, value: Self::Value, axes: &[usize]) -> Result<Self::Value, TensorError> {
+        Ok(Cow::Owned(reduce::reduce(
+            ReduceOp::Sum,
+            &value,
+            axes,
+            false,
+            false,
+        )?))
+    }
+
+    fn permute(&mut self, value: Self::Value, perm: &[usize]) -> Result<Self::Value, TensorError> {
+        Ok(Cow::Owned(structural::permute(&value, perm)?))
+    }
+
+    fn batched_matmul(
+        &mut self,
+        a: &Self::Value,
+        b: &Self::Value,
+        [nb, m, k, n]: [usize; 4],
+        out: Vec<usize>,
+    ) -> Result<Self::Value, TensorError> {
+        let c = gemm::matmul_as(a, &[nb, m, k], b, &[nb, k, n], self.threads)?;
+        Ok(Cow::Owned(Tensor::from_parts(out, c.into_parts().1)?))
+    }
+}
+
+/// An intermediate: a value and one label per axis, all distinct.
+struct Term<B: Contraction> {
+    labels: Vec<char>,
+    value: B::Value,
+}
+
+impl<B: Contraction> Term<B> {
+    fn extent(&self, c: &char) -> usize {
+        B::shape(&self.value)[self.labels.iter().position(|l| l == c).expect("label")]
+    }
+
     /// Takes the diagonal over repeated labels (`ii` → `i`).
-    fn diagonal(labels: &[char], t: &'a Tensor) -> Result<Term<'a>, TensorError> {
+    fn diagonal(backend: &mut B, labels: &[char], value: B::Value) -> Result<Self, B::Error> {
         let mut unique: Vec<char> = Vec::new();
         for &c in labels {
             if !unique.contains(&c) {
@@ -240,14 +340,14 @@ impl<'a> Term<'a> {
         if unique.len() == labels.len() {
             return Ok(Term {
                 labels: unique,
-                tensor: Cow::Borrowed(t),
+                value,
             });
         }
         // A strided view: each unique label walks the sum of the strides
         // of the positions it labels.
-        let shape = t.shape();
+        let shape = B::shape(&value);
         let own = structural::row_major(shape);
-        let mut walk = structural::View {
+        let mut walk = View {
             shape: Vec::new(),
             strides: Vec::new(),
             base: 0,
@@ -259,12 +359,12 @@ impl<'a> Term<'a> {
         }
         Ok(Term {
             labels: unique,
-            tensor: Cow::Owned(structural::view(t, &walk)?),
+            value: backend.view(value, &walk)?,
         })
     }
 
     /// Sums out the labels not in `keep`.
-    fn sum_out(self, keep: &[char]) -> Result<Term<'a>, TensorError> {
+    fn sum_out(self, backend: &mut B, keep: &[char]) -> Result<Self, B::Error> {
         let axes: Vec<usize> = (0..self.labels.len())
             .filter(|&i| !keep.contains(&self.labels[i]))
             .collect();
@@ -279,18 +379,12 @@ impl<'a> Term<'a> {
             .collect();
         Ok(Term {
             labels,
-            tensor: Cow::Owned(reduce::reduce(
-                ReduceOp::Sum,
-                &self.tensor,
-                &axes,
-                false,
-                false,
-            )?),
+            value: backend.sum(self.value, &axes)?,
         })
     }
 
     /// Reorders axes to `order` (a permutation of the labels).
-    fn permute(self, order: &[char]) -> Result<Term<'a>, TensorError> {
+    fn permute(self, backend: &mut B, order: &[char]) -> Result<Self, B::Error> {
         let perm: Vec<usize> = order
             .iter()
             .map(|c| {
@@ -305,78 +399,59 @@ impl<'a> Term<'a> {
         }
         Ok(Term {
             labels: order.to_vec(),
-            tensor: Cow::Owned(structural::permute(&self.tensor, &perm)?),
+            value: backend.permute(self.value, &perm)?,
         })
     }
 
     /// Contracts two terms into one with labels `batch, a-only, b-only`,
     /// summing labels not in `keep`, through one batched GEMM.
-    fn contract(
-        a: Term<'a>,
-        b: Term<'a>,
-        keep: &[char],
-        threads: usize,
-    ) -> Result<Term<'a>, TensorError> {
+    fn contract(backend: &mut B, a: Self, b: Self, keep: &[char]) -> Result<Self, B::Error> {
         // Labels only one side has and nobody needs are summed first.
-        let a = a.sum_out(&[keep, &b.labels[..]].concat())?;
-        let b = b.sum_out(&[keep, &a.labels[..]].concat())?;
+        let a = a.sum_out(backend, &[keep, &b.labels[..]].concat())?;
+        let b = b.sum_out(backend, &[keep, &a.labels[..]].concat())?;
         let shared: Vec<char> = a
             .labels
             .iter()
             .copied()
             .filter(|c| b.labels.contains(c))
             .collect();
-        let batch: Vec<char> = shared
-            .iter()
-            .copied()
-            .filter(|c| keep.contains(c))
-            .collect();
-        let inner: Vec<char> = shared
-            .iter()
-            .copied()
-            .filter(|c| !keep.contains(c))
-            .collect();
-        let a_only: Vec<char> = a
-            .labels
-            .iter()
-            .copied()
-            .filter(|c| !shared.contains(c))
-            .collect();
-        let b_only: Vec<char> = b
-            .labels
-            .iter()
-            .copied()
-            .filter(|c| !shared.contains(c))
-            .collect();
-        let extent = |t: &Term, c: &char| {
-            t.tensor.shape()[t.labels.iter().position(|l| l == c).expect("label")]
+        let (batch, inner): (Vec<char>, Vec<char>) =
+            shared.iter().copied().partition(|c| keep.contains(c));
+        let only = |t: &Self| -> Vec<char> {
+            t.labels
+                .iter()
+                .copied()
+                .filter(|c| !shared.contains(c))
+                .collect()
         };
-        let size = |t: &Term, ls: &[char]| ls.iter().map(|c| extent(t, c)).product::<usize>();
-        let (nb, m, k, n) = (
+        let (a_only, b_only) = (only(&a), only(&b));
+        let size = |t: &Self, ls: &[char]| ls.iter().map(|c| t.extent(c)).product::<usize>();
+        let dims = [
             size(&a, &batch),
             size(&a, &a_only),
             size(&a, &inner),
             size(&b, &b_only),
-        );
-        let a = a.permute(&[&batch[..], &a_only, &inner].concat())?;
-        let b = b.permute(&[&batch[..], &inner, &b_only].concat())?;
-        let c3 = gemm::matmul_as(&a.tensor, &[nb, m, k], &b.tensor, &[nb, k, n], threads)?;
-        let labels = [&batch[..], &a_only, &b_only].concat();
+        ];
+        let a = a.permute(backend, &[&batch[..], &a_only, &inner].concat())?;
+        let b = b.permute(backend, &[&batch[..], &inner, &b_only].concat())?;
         let shape: Vec<usize> = batch
             .iter()
-            .map(|c| extent(&a, c))
-            .chain(a_only.iter().map(|c| extent(&a, c)))
-            .chain(b_only.iter().map(|c| extent(&b, c)))
+            .chain(&a_only)
+            .map(|c| a.extent(c))
+            .chain(b_only.iter().map(|c| b.extent(c)))
             .collect();
         Ok(Term {
-            labels,
-            tensor: Cow::Owned(Tensor::from_parts(shape, c3.into_parts().1)?),
+            labels: [&batch[..], &a_only, &b_only].concat(),
+            value: backend.batched_matmul(&a.value, &b.value, dims, shape)?,
         })
     }
 
     /// Sums what the output does not name and orders the rest like it.
-    fn finish(self, output: &[char]) -> Result<Tensor, TensorError> {
-        Ok(self.sum_out(output)?.permute(output)?.tensor.into_owned())
+    fn finish(self, backend: &mut B, output: &[char]) -> Result<B::Value, B::Error> {
+        Ok(self
+            .sum_out(backend, output)?
+            .permute(backend, output)?
+            .value)
     }
 }
 

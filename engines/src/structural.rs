@@ -56,18 +56,19 @@ pub fn reshape(input: &Tensor, to: &[usize]) -> Result<Tensor, TensorError> {
 ///
 /// As [`permute_meta`].
 pub fn permute(input: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
-    let shape = permute_meta(input.shape(), perm)?;
-    let own = row_major(input.shape());
+    view(input, &permute_view(input.shape(), perm)?)
+}
+
+/// The view that [`permute`] copies out.
+pub(crate) fn permute_view(shape: &[usize], perm: &[usize]) -> Result<View, TensorError> {
+    let out = permute_meta(shape, perm)?;
+    let own = row_major(shape);
     // Output axis i walks input axis perm[i].
-    let strides = perm.iter().map(|&p| own[p]).collect();
-    view(
-        input,
-        &View {
-            shape,
-            strides,
-            base: 0,
-        },
-    )
+    Ok(View {
+        shape: out,
+        strides: perm.iter().map(|&p| own[p]).collect(),
+        base: 0,
+    })
 }
 
 #[cfg(test)]
@@ -126,10 +127,13 @@ mod tests {
 /// element `base + Σ index[i] · strides[i]`. Slices, reversals, broadcasts
 /// and diagonals are all such views; [`view`] copies one out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct View {
-    pub(crate) shape: Vec<usize>,
-    pub(crate) strides: Vec<isize>,
-    pub(crate) base: isize,
+pub struct View {
+    /// The view's shape.
+    pub shape: Vec<usize>,
+    /// Input elements between neighbours along each axis (negative walks back).
+    pub strides: Vec<isize>,
+    /// The input offset of the view's first element.
+    pub base: isize,
 }
 
 impl View {
@@ -218,7 +222,7 @@ impl SliceAxis {
     };
 }
 
-fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, TensorError> {
+pub(crate) fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, TensorError> {
     if axes.len() != shape.len() {
         return Err(TensorError::Slice {
             op: "slice",
@@ -284,8 +288,12 @@ pub fn slice(input: &Tensor, axes: &[SliceAxis]) -> Result<Tensor, TensorError> 
 ///
 /// [`TensorError::Axis`] for an axis out of range or given twice.
 pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor, TensorError> {
-    check_axes("reverse", input.shape().len(), axes)?;
-    let shape = input.shape();
+    view(input, &reverse_view(input.shape(), axes)?)
+}
+
+/// The view that [`reverse`] copies out.
+pub(crate) fn reverse_view(shape: &[usize], axes: &[usize]) -> Result<View, TensorError> {
+    check_axes("reverse", shape.len(), axes)?;
     let mut v = View {
         shape: shape.to_vec(),
         strides: row_major(shape),
@@ -297,7 +305,7 @@ pub fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor, TensorError> {
         }
         v.strides[a] = -v.strides[a];
     }
-    view(input, &v)
+    Ok(v)
 }
 
 /// Checks a list of distinct axes of a rank-`rank` tensor.
@@ -356,8 +364,12 @@ pub fn broadcast_to_meta(from: &[usize], to: &[usize]) -> Result<Vec<usize>, Ten
 ///
 /// As [`broadcast_to_meta`].
 pub fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, TensorError> {
-    broadcast_to_meta(input.shape(), shape)?;
-    let from = input.shape();
+    view(input, &broadcast_view(input.shape(), shape)?)
+}
+
+/// The view that [`broadcast_to`] copies out: stride 0 on broadcast axes.
+pub(crate) fn broadcast_view(from: &[usize], shape: &[usize]) -> Result<View, TensorError> {
+    broadcast_to_meta(from, shape)?;
     let lead = shape.len() - from.len();
     let own = row_major(from);
     let strides = (0..shape.len())
@@ -369,14 +381,11 @@ pub fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, TensorErr
             }
         })
         .collect();
-    view(
-        input,
-        &View {
-            shape: shape.to_vec(),
-            strides,
-            base: 0,
-        },
-    )
+    Ok(View {
+        shape: shape.to_vec(),
+        strides,
+        base: 0,
+    })
 }
 
 /// The main diagonals of the last two axes: `[..., m, n]` → `[..., min(m, n)]`.
@@ -385,7 +394,11 @@ pub fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, TensorErr
 ///
 /// [`TensorError::NotMatrix`] for fewer than two axes.
 pub fn diagonal(input: &Tensor) -> Result<Tensor, TensorError> {
-    let shape = input.shape();
+    view(input, &diagonal_view(input.shape())?)
+}
+
+/// The view that [`diagonal`] copies out.
+pub(crate) fn diagonal_view(shape: &[usize]) -> Result<View, TensorError> {
     let r = shape.len();
     if r < 2 {
         return Err(TensorError::NotMatrix {
@@ -401,7 +414,7 @@ pub fn diagonal(input: &Tensor) -> Result<Tensor, TensorError> {
     };
     v.shape.push(shape[r - 2].min(shape[r - 1]));
     v.strides.push(strides[r - 2] + strides[r - 1]);
-    view(input, &v)
+    Ok(v)
 }
 
 /// Matrices with `[..., n]` on their diagonals: `[..., n]` → `[..., n, n]`.
