@@ -1061,8 +1061,8 @@ fn bad_input_catalog() {
                 matches!(
                     r,
                     R::Op(OpError::WrongDomain {
-                        handle: 1,
-                        lane: 0,
+                        handle: weft::Place::Cpu(1),
+                        lane: weft::Place::Cpu(0),
                         ..
                     })
                 )

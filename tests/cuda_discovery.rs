@@ -6,16 +6,8 @@
 
 use std::process::ExitCode;
 
-use weft_tests::FakeSysfs;
+use weft_tests::{check, run_checks, Check, FakeSysfs, Outcome};
 use weft_topology::{cuda_devices, cuda_devices_in, pci_location, CudaUnavailable, Topology};
-
-/// How one check ended.
-enum Outcome {
-    Passed,
-    Skipped(String),
-}
-
-type Check = fn() -> Result<Outcome, String>;
 
 /// Sysfs gives a PCI device's NUMA node and local CPUs; `-1` and missing
 /// files mean unknown; the nearest domain follows the node, else the CPUs.
@@ -141,14 +133,6 @@ fn devices_are_stable_between_calls() -> Result<Outcome, String> {
     Ok(Outcome::Passed)
 }
 
-fn check(ok: bool, what: impl Into<String>) -> Result<(), String> {
-    if ok {
-        Ok(())
-    } else {
-        Err(what.into())
-    }
-}
-
 fn main() -> ExitCode {
     let checks: [(&str, Check); 3] = [
         (
@@ -164,34 +148,5 @@ fn main() -> ExitCode {
             devices_are_stable_between_calls,
         ),
     ];
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for (name, run) in checks {
-        match std::panic::catch_unwind(run) {
-            Ok(Ok(Outcome::Passed)) => {
-                passed += 1;
-                println!("{name}: ok");
-            }
-            Ok(Ok(Outcome::Skipped(reason))) => {
-                skipped += 1;
-                println!("{name}: skipped: {reason}");
-            }
-            Ok(Err(what)) => {
-                failed += 1;
-                println!("{name}: FAILED: {what}");
-            }
-            Err(_) => {
-                failed += 1;
-                println!("{name}: FAILED: panicked");
-            }
-        }
-    }
-    // libtest's summary form, so that CI tallies the passes; skipped checks
-    // are not among them.
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!("test result: {verdict}. {passed} passed; {failed} failed; {skipped} skipped");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    run_checks(&checks)
 }

@@ -269,3 +269,57 @@ pub fn unpinned_pair() -> weft::Builder {
         .topology(layout)
         .pinning(weft::Pinning::None)
 }
+
+/// How one check of a harness-less test ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Passed,
+    /// Not run, and why (no GPU, say): never counted as passed.
+    Skipped(String),
+}
+
+/// One check of a harness-less test.
+pub type Check = fn() -> Result<Outcome, String>;
+
+/// `Err(what)` unless `ok`.
+pub fn check(ok: bool, what: impl Into<String>) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.into())
+    }
+}
+
+/// Runs `checks`, printing `name: ok`, `name: skipped: <reason>` or
+/// `name: FAILED: <what>` for each, then libtest's summary line (so that CI
+/// tallies the passes; skipped checks are not among them).
+pub fn run_checks(checks: &[(&str, Check)]) -> std::process::ExitCode {
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for &(name, run) in checks {
+        match std::panic::catch_unwind(run) {
+            Ok(Ok(Outcome::Passed)) => {
+                passed += 1;
+                println!("{name}: ok");
+            }
+            Ok(Ok(Outcome::Skipped(reason))) => {
+                skipped += 1;
+                println!("{name}: skipped: {reason}");
+            }
+            Ok(Err(what)) => {
+                failed += 1;
+                println!("{name}: FAILED: {what}");
+            }
+            Err(_) => {
+                failed += 1;
+                println!("{name}: FAILED: panicked");
+            }
+        }
+    }
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!("test result: {verdict}. {passed} passed; {failed} failed; {skipped} skipped");
+    if failed == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}

@@ -2,7 +2,7 @@
 //! events, checks at the call site, failures carried to dependents, and
 //! tensors freed when their handles are gone.
 
-use weft::{c64, DType, FailureCause, OpError, Runtime, Tensor, TensorError, TicketError};
+use weft::{c64, DType, FailureCause, OpError, Place, Runtime, Tensor, TensorError, TicketError};
 use weft_tests::{wait, wait_ok, Hold};
 
 fn one_domain() -> Runtime {
@@ -151,8 +151,8 @@ fn wrong_domain_is_refused() {
         matches!(
             err,
             OpError::WrongDomain {
-                handle: 0,
-                lane: 1,
+                handle: Place::Cpu(0),
+                lane: Place::Cpu(1),
                 ..
             }
         ),
@@ -446,8 +446,8 @@ fn transfer_between_domains_without_waiting() {
         matches!(
             err,
             OpError::WrongDomain {
-                handle: 1,
-                lane: 0,
+                handle: Place::Cpu(1),
+                lane: Place::Cpu(0),
                 ..
             }
         ),

@@ -9,8 +9,9 @@ use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuS
 
 use crate::buffer::{BufferPool, BufferStats};
 use crate::elementwise::PARALLEL_THRESHOLD;
+use crate::engine::{EngineMemory, ExecError, Place, TensorEngine};
 use crate::op::{Meta, TensorOp};
-use crate::store::{NotResident, Store, TensorId};
+use crate::store::{Store, TensorId};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 
 /// How the threads of a CPU domain are pinned.
@@ -90,17 +91,6 @@ pub struct DomainInfo {
     pub threads: usize,
     /// How they are pinned.
     pub pinning: Pinning,
-}
-
-/// A resident op could not run: an input is not resident, or the op failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExecError {
-    /// An input id names no resident tensor.
-    #[error(transparent)]
-    NotResident(#[from] NotResident),
-    /// The op failed.
-    #[error(transparent)]
-    Tensor(#[from] TensorError),
 }
 
 /// A CPU engine could not be built.
@@ -408,6 +398,51 @@ impl CpuEngine {
             resident.push(store.get(id)?);
         }
         Ok(run(pool, domain.threads, buffers, op, &resident, outputs)?)
+    }
+}
+
+impl TensorEngine for CpuEngine {
+    fn place(&self) -> Place {
+        Place::Cpu(self.domain.index)
+    }
+
+    fn execute_into(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[(TensorId, DType, &[usize])],
+        _lane: u64,
+    ) -> Result<(), ExecError> {
+        let shapes: smallvec::SmallVec<[(DType, &[usize]); 2]> = outputs
+            .iter()
+            .map(|&(_, dtype, shape)| (dtype, shape))
+            .collect();
+        let results = self.execute_resident(op, inputs, &shapes)?;
+        for (&(id, ..), result) in outputs.iter().zip(results) {
+            self.store.insert(id, result);
+        }
+        Ok(())
+    }
+
+    fn upload(&mut self, id: TensorId, tensor: Tensor, _lane: u64) -> Result<(), ExecError> {
+        self.store.insert(id, tensor);
+        Ok(())
+    }
+
+    fn download(&mut self, id: TensorId, _lane: u64) -> Result<Tensor, ExecError> {
+        Ok(self.store.get(id)?.clone())
+    }
+
+    fn free(&mut self, id: TensorId) -> bool {
+        CpuEngine::free(self, id)
+    }
+
+    fn memory(&self) -> EngineMemory {
+        EngineMemory {
+            tensors: self.store.len(),
+            tensor_bytes: self.store.bytes(),
+            buffers: self.buffers.stats(),
+        }
     }
 }
 

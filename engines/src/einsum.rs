@@ -161,13 +161,15 @@ impl Spec {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
         self.infer(&metas)?;
         let values = inputs.iter().map(|&t| Cow::Borrowed(t)).collect();
-        Ok(self.contract(
-            &mut CpuContraction {
-                threads,
-                borrows: PhantomData,
-            },
-            values,
-        )?.into_owned())
+        Ok(self
+            .contract(
+                &mut CpuContraction {
+                    threads,
+                    borrows: PhantomData,
+                },
+                values,
+            )?
+            .into_owned())
     }
 
     /// Evaluates the contraction with `backend`'s primitives: the one

@@ -7,6 +7,11 @@ use weft_topology::TopologyError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// CUDA devices were asked for and cannot be had: no driver library,
+    /// no device, or not the one asked for.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cuda(#[from] weft_topology::CudaUnavailable),
     /// The CPU domain layout is unusable or the machine could not be read.
     #[error(transparent)]
     Topology(#[from] TopologyError),
@@ -30,6 +35,14 @@ pub enum BuildError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RuntimeError {
+    /// This runtime runs no CUDA device with this ordinal.
+    #[error("no CUDA device {device} in this runtime (it runs {running:?})")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        device: usize,
+        /// The devices it runs.
+        running: Vec<usize>,
+    },
     /// There is no CPU domain with this index.
     #[error("no CPU domain {domain}: this runtime has {count} (0..{count})")]
     NoSuchDomain {

@@ -1,15 +1,19 @@
-//! `Lane`: an ordered stream of ops into one CPU domain, with tensor ops.
+//! `Lane`: an ordered stream of ops into one actor (a CPU domain or a CUDA
+//! device), with tensor ops.
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use weft_engines::CpuEngine;
+use weft_engines::{CpuEngine, Place, TensorEngine};
 
 use crate::runtime::WeakRuntime;
 use crate::tensor::DomainTensors;
 
-/// An ordered, bounded stream of ops into one CPU domain's actor.
+/// An ordered, bounded stream of ops into one actor: a CPU domain's
+/// (`Lane`, the default) or, with the `cuda` feature, a CUDA device's
+/// (`Lane<CudaEngine>`, from [`crate::Runtime::cuda_lane`]). The tensor ops
+/// are the same on both; on a CUDA device each lane is its own stream.
 ///
 /// It is the generic actor lane ([`weft_actors::Lane`], reached through
 /// `Deref`: `run`, `try_run`, `submit`, `try_submit`, `submit_timeout`) plus
@@ -32,19 +36,28 @@ use crate::tensor::DomainTensors;
 /// assert!(a.matmul(&x, &bad).unwrap_err().to_string().contains("[2, 2]"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
-pub struct Lane {
-    lane: weft_actors::Lane<CpuEngine>,
+pub struct Lane<E: TensorEngine = CpuEngine> {
+    lane: weft_actors::Lane<E>,
     tensors: Arc<DomainTensors>,
     runtime: WeakRuntime,
 }
 
-impl Lane {
+impl<E: TensorEngine> Clone for Lane<E> {
+    fn clone(&self) -> Self {
+        Lane {
+            lane: self.lane.clone(),
+            tensors: self.tensors.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+impl<E: TensorEngine> Lane<E> {
     pub(crate) fn new(
-        lane: weft_actors::Lane<CpuEngine>,
+        lane: weft_actors::Lane<E>,
         tensors: Arc<DomainTensors>,
         runtime: WeakRuntime,
-    ) -> Lane {
+    ) -> Lane<E> {
         Lane {
             lane,
             tensors,
@@ -56,13 +69,18 @@ impl Lane {
         &self.runtime
     }
 
-    /// The CPU domain this lane feeds.
+    /// The index of the CPU domain (or CUDA device) this lane feeds.
     pub fn domain(&self) -> usize {
-        self.tensors.domain
+        self.tensors.place.index()
+    }
+
+    /// What this lane feeds: a CPU domain or a CUDA device.
+    pub fn place(&self) -> Place {
+        self.tensors.place
     }
 
     /// The generic actor lane underneath.
-    pub fn actor_lane(&self) -> &weft_actors::Lane<CpuEngine> {
+    pub fn actor_lane(&self) -> &weft_actors::Lane<E> {
         &self.lane
     }
 
@@ -71,18 +89,18 @@ impl Lane {
     }
 }
 
-impl Deref for Lane {
-    type Target = weft_actors::Lane<CpuEngine>;
+impl<E: TensorEngine> Deref for Lane<E> {
+    type Target = weft_actors::Lane<E>;
 
     fn deref(&self) -> &Self::Target {
         &self.lane
     }
 }
 
-impl fmt::Debug for Lane {
+impl<E: TensorEngine> fmt::Debug for Lane<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lane")
-            .field("domain", &self.tensors.domain)
+            .field("place", &self.tensors.place)
             .field("lane", &self.lane.id())
             .finish()
     }

@@ -46,9 +46,9 @@ pub use weft_actors::{
 pub use weft_engines::elementwise::CmpOp;
 pub use weft_engines::structural::SliceAxis;
 pub use weft_engines::{
-    c32, c64, BinaryOp, BufferStats, CpuEngine, DType, Data, Distribution, DomainInfo, Element,
-    EngineError, ExecError, Linalg, Meta, NotResident, Pinning, ReduceOp, Scalar, Tensor,
-    TensorError, TensorId, TensorOp, UnaryOp,
+    c32, c64, BinaryOp, BufferStats, CpuEngine, DType, Data, DeviceError, Distribution, DomainInfo,
+    Element, EngineError, EngineMemory, ExecError, Linalg, Meta, NotResident, Pinning, Place,
+    ReduceOp, Scalar, Tensor, TensorEngine, TensorError, TensorId, TensorOp, UnaryOp,
 };
 pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
@@ -57,6 +57,10 @@ pub use weft_topology::{
 
 #[cfg(all(feature = "cuda", target_os = "linux"))]
 pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
+
+/// The CUDA engine (feature `cuda`): what a `Lane<CudaEngine>` drives.
+#[cfg(feature = "cuda")]
+pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../README.md")]

@@ -14,7 +14,9 @@ use weft_actors::{
     ShutdownError, ShutdownReport, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
     DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
-use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, DEFAULT_BUFFER_CAP};
+#[cfg(feature = "cuda")]
+use weft_engines::cuda::{CudaEngine, CudaEngineConfig};
+use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, Place, DEFAULT_BUFFER_CAP};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology, TopologyBuilder};
 
 use crate::error::{BuildError, RuntimeError};
@@ -43,6 +45,9 @@ struct Inner {
     topology: Topology,
     domains: Vec<Actor<CpuEngine>>,
     tensors: Vec<Arc<DomainTensors>>,
+    /// One actor per CUDA device asked for, with its ordinal.
+    #[cfg(feature = "cuda")]
+    cuda: Vec<(usize, Actor<CudaEngine>, Arc<DomainTensors>)>,
     hosted: Mutex<Vec<Box<dyn Hosted>>>,
     config: Config,
     app_threads: AtomicUsize,
@@ -60,6 +65,9 @@ struct Config {
     trace_path: Option<PathBuf>,
     trace_capacity: usize,
     trace: Option<Trace>,
+    /// The CUDA devices to run: none, every one, or these ordinals.
+    #[cfg(feature = "cuda")]
+    cuda: Option<Option<Vec<usize>>>,
 }
 
 /// The environment variable that turns tracing on: the path of the Chrome
@@ -109,6 +117,8 @@ impl Default for Builder {
                 trace_path: None,
                 trace_capacity: DEFAULT_TRACE_CAPACITY,
                 trace: None,
+                #[cfg(feature = "cuda")]
+                cuda: None,
             },
         }
     }
@@ -213,6 +223,27 @@ impl Builder {
         self
     }
 
+    /// Also runs every CUDA device of the machine, each as an actor whose
+    /// engine owns the device ([`Runtime::cuda_lane`]); the actor's thread
+    /// is pinned to the CPU domain nearest the device.
+    ///
+    /// [`Builder::build`] fails with [`BuildError::Cuda`] when there is no
+    /// driver library or no device.
+    #[cfg(feature = "cuda")]
+    pub fn cuda(mut self) -> Self {
+        self.config.cuda = Some(None);
+        self
+    }
+
+    /// Runs the CUDA devices with these ordinals (see [`Builder::cuda`]);
+    /// [`Builder::build`] fails with [`BuildError::Cuda`] naming one that
+    /// the machine does not have.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
+        self.config.cuda = Some(Some(ordinals.into_iter().collect()));
+        self
+    }
+
     /// Discovers or validates the layout and starts one actor per domain.
     ///
     /// # Errors
@@ -249,7 +280,15 @@ impl Builder {
         let id = RuntimeId::next();
         let next_id = Arc::new(AtomicU64::new(0));
         let tensors = (0..domains.len())
-            .map(|d| Arc::new(DomainTensors::new(id, d, next_id.clone())))
+            .map(|d| Arc::new(DomainTensors::new(id, Place::Cpu(d), next_id.clone())))
+            .collect();
+        #[cfg(feature = "cuda")]
+        let cuda = start_cuda(&topology, &config)?
+            .into_iter()
+            .map(|(ordinal, actor)| {
+                let tensors = DomainTensors::new(id, Place::Cuda(ordinal), next_id.clone());
+                (ordinal, actor, Arc::new(tensors))
+            })
             .collect();
         Ok(Runtime {
             inner: Arc::new(Inner {
@@ -257,6 +296,8 @@ impl Builder {
                 topology,
                 domains,
                 tensors,
+                #[cfg(feature = "cuda")]
+                cuda,
                 hosted: Mutex::new(Vec::new()),
                 config,
                 app_threads: AtomicUsize::new(0),
@@ -303,6 +344,63 @@ fn start_domain(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>,
         })
 }
 
+/// Starts the CUDA devices the configuration asks for.
+#[cfg(feature = "cuda")]
+fn start_cuda(
+    topology: &Topology,
+    config: &Config,
+) -> Result<Vec<(usize, Actor<CudaEngine>)>, BuildError> {
+    use weft_topology::CudaUnavailable;
+    let Some(wanted) = &config.cuda else {
+        return Ok(Vec::new());
+    };
+    let devices = weft_topology::cuda_devices()?;
+    if devices.is_empty() {
+        return Err(CudaUnavailable::NoDevice.into());
+    }
+    let chosen: Vec<&weft_topology::CudaDevice> = match wanted {
+        None => devices.iter().collect(),
+        Some(ordinals) => ordinals
+            .iter()
+            .map(|&o| {
+                devices
+                    .iter()
+                    .find(|d| d.ordinal == o)
+                    .ok_or(CudaUnavailable::NoSuchDevice {
+                        ordinal: o,
+                        count: devices.len(),
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    chosen
+        .into_iter()
+        .map(|device| {
+            let ordinal = device.ordinal;
+            let pin = match config.pinning {
+                Pinning::None => None,
+                _ => device
+                    .nearest_domain(topology)
+                    .map(|d| topology.domains()[d].cpus().clone()),
+            };
+            let actor = actor_builder(format!("weft-cuda-{ordinal}"), config)
+                .spawn(
+                    move || -> Result<CudaEngine, Box<dyn Error + Send + Sync>> {
+                        if let Some(cpus) = &pin {
+                            pin_current_thread(cpus)?;
+                        }
+                        Ok(CudaEngine::new(CudaEngineConfig { ordinal })?)
+                    },
+                )
+                .map_err(|source| BuildError::Actor {
+                    domain: ordinal,
+                    source,
+                })?;
+            Ok((ordinal, actor))
+        })
+        .collect()
+}
+
 /// A runtime reference that does not keep the runtime alive: lanes hold
 /// one to reach other domains (for transfers).
 #[derive(Clone)]
@@ -317,7 +415,8 @@ impl WeakRuntime {
 /// What every actor of a runtime did, from its shutdown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeReport {
-    /// One report per actor: CPU domains in order, then hosted actors.
+    /// One report per actor: CPU domains in order, then CUDA devices, then
+    /// hosted actors.
     pub actors: Vec<ShutdownReport>,
 }
 
@@ -333,7 +432,7 @@ impl fmt::Display for RuntimeReport {
 /// A snapshot of every actor of a runtime.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeStats {
-    /// CPU domains in order, then hosted actors.
+    /// CPU domains in order, then CUDA devices, then hosted actors.
     pub actors: Vec<ActorStats>,
 }
 
@@ -403,6 +502,38 @@ impl Runtime {
             self.inner.tensors[domain].clone(),
             WeakRuntime(Arc::downgrade(&self.inner)),
         ))
+    }
+
+    /// Opens a lane into CUDA device `device` (a new stream on it): the
+    /// same tensor ops as a CPU lane, run by the device's engine.
+    ///
+    /// # Errors
+    ///
+    /// [`RuntimeError::NoSuchDevice`] for a device the runtime does not
+    /// run (see [`Builder::cuda`]), or [`RuntimeError::Closed`] after
+    /// shutdown.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_lane(&self, device: usize) -> Result<Lane<CudaEngine>, RuntimeError> {
+        let (_, actor, tensors) = self
+            .inner
+            .cuda
+            .iter()
+            .find(|(o, ..)| *o == device)
+            .ok_or_else(|| RuntimeError::NoSuchDevice {
+                device,
+                running: self.cuda_ordinals(),
+            })?;
+        Ok(Lane::new(
+            actor.lane()?,
+            tensors.clone(),
+            WeakRuntime(Arc::downgrade(&self.inner)),
+        ))
+    }
+
+    /// The ordinals of the CUDA devices this runtime runs.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_ordinals(&self) -> Vec<usize> {
+        self.inner.cuda.iter().map(|(o, ..)| *o).collect()
     }
 
     /// This runtime's id; handles of other runtimes are refused.
@@ -498,6 +629,8 @@ impl Runtime {
     /// A snapshot of every actor's counters.
     pub fn stats(&self) -> RuntimeStats {
         let mut actors: Vec<ActorStats> = self.inner.domains.iter().map(Actor::stats).collect();
+        #[cfg(feature = "cuda")]
+        actors.extend(self.inner.cuda.iter().map(|(_, a, _)| a.stats()));
         actors.extend(self.inner.hosted.lock().iter().map(|h| h.stats()));
         RuntimeStats { actors }
     }
@@ -528,9 +661,7 @@ impl Runtime {
         // call still begins the shutdown of all of them.
         let results: Vec<_> = self
             .inner
-            .domains
-            .iter()
-            .map(|a| a as &dyn Hosted)
+            .actors()
             .chain(hosted.iter().map(|h| &**h))
             .map(|a| a.stop(now))
             .collect();
@@ -547,6 +678,14 @@ impl Runtime {
 }
 
 impl Inner {
+    /// The CPU domains' actors, then the CUDA devices'.
+    fn actors(&self) -> impl Iterator<Item = &dyn Hosted> {
+        let cpu = self.domains.iter().map(|a| a as &dyn Hosted);
+        #[cfg(feature = "cuda")]
+        let cpu = cpu.chain(self.cuda.iter().map(|(_, a, _)| a as &dyn Hosted));
+        cpu
+    }
+
     /// Writes the trace to its file, if the runtime is traced. A failure is
     /// reported on stderr: it happens at shutdown, with nobody to return to.
     fn write_trace(&self) {
@@ -562,8 +701,8 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.config.trace.is_some() {
             // Drain first, so that the trace holds every op.
-            for actor in &self.domains {
-                let _ = actor.shutdown();
+            for actor in self.actors() {
+                let _ = actor.stop(false);
             }
             for hosted in self.hosted.get_mut().iter() {
                 let _ = hosted.stop(false);

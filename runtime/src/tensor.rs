@@ -23,8 +23,9 @@ use weft_actors::{
 use weft_engines::elementwise::CmpOp;
 use weft_engines::structural::SliceAxis;
 use weft_engines::{
-    BinaryOp, BufferStats, CpuEngine, DType, Distribution, EinsumSpec, ExecError, Linalg, Meta,
-    NotResident, ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    BinaryOp, CpuEngine, DType, DeviceError, Distribution, EinsumSpec, EngineMemory, ExecError,
+    Linalg, Meta, NotResident, Place, ReduceOp, Scalar, Tensor, TensorEngine, TensorError,
+    TensorId, TensorOp, UnaryOp,
 };
 
 use crate::lane::Lane;
@@ -49,7 +50,7 @@ impl RuntimeId {
 #[derive(Debug)]
 pub(crate) struct DomainTensors {
     pub(crate) runtime: RuntimeId,
-    pub(crate) domain: usize,
+    pub(crate) place: Place,
     next_id: Arc<AtomicU64>,
     frees: Releaser<TensorId>,
     freed: Released<TensorId>,
@@ -57,11 +58,11 @@ pub(crate) struct DomainTensors {
 
 impl DomainTensors {
     /// `next_id` is shared by all domains of a runtime: ids are unique in it.
-    pub(crate) fn new(runtime: RuntimeId, domain: usize, next_id: Arc<AtomicU64>) -> Self {
+    pub(crate) fn new(runtime: RuntimeId, place: Place, next_id: Arc<AtomicU64>) -> Self {
         let (frees, freed) = release_queue();
         DomainTensors {
             runtime,
-            domain,
+            place,
             next_id,
             frees,
             freed,
@@ -69,23 +70,23 @@ impl DomainTensors {
     }
 
     /// Frees the tensors whose last handle is gone. Runs on the actor.
-    fn release_freed(&self, engine: &mut CpuEngine) {
+    fn release_freed<E: TensorEngine>(&self, engine: &mut E) {
         self.freed.drain(|id| {
             engine.free(id);
         });
     }
+
+    /// The name of the actor these tensors live in.
+    fn actor_name(&self) -> String {
+        match self.place {
+            Place::Cpu(i) => format!("weft-cpu-{i}"),
+            Place::Cuda(i) => format!("weft-cuda-{i}"),
+        }
+    }
 }
 
-/// What a CPU domain holds in memory (see [`Lane::memory`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DomainMemory {
-    /// Resident tensors.
-    pub tensors: usize,
-    /// Bytes of their elements.
-    pub tensor_bytes: usize,
-    /// The domain's buffer pool: freed buffers kept for reuse.
-    pub buffers: BufferStats,
-}
+/// What a domain (or device) holds in memory (see [`Lane::memory`]).
+pub type DomainMemory = EngineMemory;
 
 /// A tensor op refused at the call site, or failed on the actor.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -104,15 +105,15 @@ pub enum OpError {
         /// The lane's runtime.
         lane: RuntimeId,
     },
-    /// A handle of another domain, used without a transfer.
-    #[error("{op}: the tensor lives in CPU domain {handle}, this lane feeds domain {lane}")]
+    /// A handle of another domain or device, used without a transfer.
+    #[error("{op}: the tensor lives in {handle}, this lane feeds {lane}")]
     WrongDomain {
         /// The op.
         op: &'static str,
-        /// The handle's domain.
-        handle: usize,
-        /// The lane's domain.
-        lane: usize,
+        /// Where the handle's tensor lives.
+        handle: Place,
+        /// What the lane feeds.
+        lane: Place,
     },
     /// The tensor is not resident (it was removed behind its handle's back).
     #[error(transparent)]
@@ -125,6 +126,30 @@ pub enum OpError {
         /// How many domains there are.
         count: usize,
     },
+    /// This runtime runs no CUDA device with this ordinal.
+    #[error("no CUDA device {device} in this runtime (it runs {running:?})")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        device: usize,
+        /// The devices it runs.
+        running: Vec<usize>,
+    },
+    /// The engine does not implement the op for this element type: no
+    /// silent fallback to another engine.
+    #[error("{place} does not implement {op} for {dtype} tensors{}", reason.map(|r| format!(" ({r})")).unwrap_or_default())]
+    Unsupported {
+        /// The engine's place.
+        place: Place,
+        /// The op.
+        op: &'static str,
+        /// The element type.
+        dtype: DType,
+        /// What is missing, when narrower than the whole op.
+        reason: Option<&'static str>,
+    },
+    /// A device call failed; the device's other tensors are intact.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
     /// The domain's actor is shut down.
     #[error(transparent)]
     Closed(#[from] ActorClosed),
@@ -138,6 +163,19 @@ impl From<ExecError> for OpError {
         match error {
             ExecError::NotResident(e) => OpError::NotResident(e),
             ExecError::Tensor(e) => OpError::Tensor(e),
+            ExecError::Unsupported {
+                place,
+                op,
+                dtype,
+                reason,
+            } => OpError::Unsupported {
+                place,
+                op,
+                dtype,
+                reason,
+            },
+            ExecError::Device(e) => OpError::Device(e),
+            _ => unreachable!("every engine error is mapped"),
         }
     }
 }
@@ -151,7 +189,7 @@ pub struct TensorHandle {
 
 struct HandleInner {
     runtime: RuntimeId,
-    domain: usize,
+    place: Place,
     id: TensorId,
     dtype: DType,
     shape: Vec<usize>,
@@ -179,9 +217,14 @@ impl TensorHandle {
         &self.inner.shape
     }
 
-    /// The CPU domain the tensor lives in.
+    /// The index of the CPU domain (or CUDA device) the tensor lives in.
     pub fn domain(&self) -> usize {
-        self.inner.domain
+        self.inner.place.index()
+    }
+
+    /// Where the tensor lives.
+    pub fn place(&self) -> Place {
+        self.inner.place
     }
 
     /// The tensor's id in its domain's store.
@@ -203,13 +246,13 @@ impl fmt::Debug for TensorHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "TensorHandle({:?} {}{:?} in domain {})",
-            self.inner.id, self.inner.dtype, self.inner.shape, self.inner.domain
+            "TensorHandle({:?} {}{:?} in {})",
+            self.inner.id, self.inner.dtype, self.inner.shape, self.inner.place
         )
     }
 }
 
-impl Lane {
+impl<E: TensorEngine> Lane<E> {
     fn check(&self, op: &'static str, handle: &TensorHandle) -> Result<(), OpError> {
         let tensors = self.tensors();
         if handle.inner.runtime != tensors.runtime {
@@ -219,11 +262,11 @@ impl Lane {
                 lane: tensors.runtime,
             });
         }
-        if handle.inner.domain != tensors.domain {
+        if handle.inner.place != tensors.place {
             return Err(OpError::WrongDomain {
                 op,
-                handle: handle.inner.domain,
-                lane: tensors.domain,
+                handle: handle.inner.place,
+                lane: tensors.place,
             });
         }
         Ok(())
@@ -286,17 +329,18 @@ impl Lane {
         outputs: Vec<Meta>,
     ) -> Result<Vec<TensorHandle>, OpError> {
         let label = op.name();
+        let lane = self.actor_lane().id();
         self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
-            let shapes: Outputs<(DType, &[usize])> =
-                outs.iter().map(|o| (o.dtype, &o.shape[..])).collect();
-            Ok(engine.execute_resident(&op, ids, &shapes)?)
+            let outputs: Outputs<(TensorId, DType, &[usize])> =
+                outs.iter().map(|o| (o.id, o.dtype, &o.shape[..])).collect();
+            Ok(engine.execute_into(&op, ids, &outputs, lane)?)
         })
     }
 
     /// Submits an op that produces tensors described by `outputs` from
     /// `inputs` (already checked), after `inputs`' producers and `after`;
     /// `compute` runs on the actor with the inputs' ids (resident by then)
-    /// and the outputs' descriptions.
+    /// and the outputs' descriptions, and makes the outputs resident.
     ///
     /// The op's closure holds the handles inline (no allocation of its own
     /// for up to three inputs and one output): with the op's one
@@ -310,9 +354,7 @@ impl Lane {
         compute: F,
     ) -> Result<Vec<TensorHandle>, OpError>
     where
-        F: FnOnce(&mut CpuEngine, &[TensorId], &[Arc<HandleInner>]) -> Result<Vec<Tensor>, OpError>
-            + Send
-            + 'static,
+        F: FnOnce(&mut E, &[TensorId], &[Arc<HandleInner>]) -> Result<(), OpError> + Send + 'static,
     {
         let tensors = self.tensors().clone();
         let outs: Outputs<Arc<HandleInner>> = outputs
@@ -320,7 +362,7 @@ impl Lane {
             .map(|meta| {
                 Arc::new(HandleInner {
                     runtime: tensors.runtime,
-                    domain: tensors.domain,
+                    place: tensors.place,
                     id: TensorId(tensors.next_id.fetch_add(1, Ordering::Relaxed)),
                     dtype: meta.dtype,
                     shape: meta.shape,
@@ -333,20 +375,11 @@ impl Lane {
         let (after, flow) = after.unzip();
         let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
-        let body = move |engine: &mut CpuEngine| -> Result<(), OpError> {
+        let body = move |engine: &mut E| -> Result<(), OpError> {
             tensors.release_freed(engine);
             let ids: Inputs<TensorId> = held.iter().map(TensorHandle::id).collect();
-            let results = compute(engine, &ids, &keep)?;
-            debug_assert_eq!(results.len(), keep.len());
-            for (out, result) in keep.iter().zip(results) {
-                debug_assert_eq!(
-                    (result.dtype(), result.shape()),
-                    (out.dtype, &out.shape[..])
-                );
-                engine.store_mut().insert(out.id, result);
-            }
             // `held` and `keep` are dropped with this closure, after the op.
-            Ok(())
+            compute(engine, &ids, &keep)
         };
         let mut op = Op::fallible(body).label(label).after(events);
         if let Some(flow) = flow {
@@ -365,13 +398,13 @@ impl Lane {
             .collect())
     }
 
-    fn submit_op<B>(&self, op: Op<B>) -> Result<weft_actors::TicketFor<B, CpuEngine>, OpError>
+    fn submit_op<B>(&self, op: Op<B>) -> Result<weft_actors::TicketFor<B, E>, OpError>
     where
-        B: weft_actors::OpBody<CpuEngine>,
+        B: weft_actors::OpBody<E>,
     {
         self.actor_lane().submit(op).map_err(|e| match e {
             SubmitError::Closed(_) => OpError::Closed(ActorClosed {
-                actor: format!("weft-cpu-{}", self.tensors().domain),
+                actor: self.tensors().actor_name(),
             }),
             SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
         })
@@ -384,8 +417,10 @@ impl Lane {
     /// [`OpError::Closed`] after shutdown.
     pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
         let out = vec![Meta::of(&tensor)];
-        let mut handles =
-            self.produce("upload", &[], None, out, move |_, _, _| Ok(vec![tensor]))?;
+        let lane = self.actor_lane().id();
+        let mut handles = self.produce("upload", &[], None, out, move |engine, _, outs| {
+            Ok(engine.upload(outs[0].id, tensor, lane)?)
+        })?;
         Ok(handles.pop().expect("one output"))
     }
 
@@ -400,9 +435,10 @@ impl Lane {
         self.check("download", handle)?;
         let tensors = self.tensors().clone();
         let held = handle.clone();
-        let body = move |engine: &mut CpuEngine| -> Result<Tensor, OpError> {
+        let lane = self.actor_lane().id();
+        let body = move |engine: &mut E| -> Result<Tensor, OpError> {
             tensors.release_freed(engine);
-            Ok(engine.store().get(held.id())?.clone())
+            Ok(engine.download(held.id(), lane)?)
         };
         self.submit_op(Op::fallible(body).label("download").after([handle.ready()]))
     }
@@ -476,71 +512,50 @@ impl Lane {
         self.apply(TensorOp::Matmul, &[lhs, rhs])
     }
 
-    /// Runs `f` on the actor with read access to the resident `inputs`
-    /// (after their producers), returning what it computes: the escape
-    /// hatch for work the vocabulary does not name.
+    /// Moves a copy of `handle`'s tensor to `to` (a CPU domain by index,
+    /// or a [`Place`]: `Place::Cuda(0)`) and returns its handle there. The
+    /// source's op hands a host copy over, the destination's op takes it
+    /// in; neither actor waits for the other: the destination's op is
+    /// ordered after the source's by an event. Between CPU domains of
+    /// different NUMA nodes the destination makes the copy it keeps, so its
+    /// pages are first touched on its node; between domains of one node it
+    /// keeps the source's copy. To and from a CUDA device the copy goes
+    /// through the device engine's pinned staging; between two devices, through
+    /// the host.
     ///
     /// # Errors
     ///
-    /// The handle errors of [`Lane::download`].
-    pub fn with<R, F>(&self, inputs: &[&TensorHandle], f: F) -> Result<Ticket<R, OpError>, OpError>
-    where
-        F: FnOnce(&CpuEngine, &[&Tensor]) -> R + Send + 'static,
-        R: Send + 'static,
-    {
-        for input in inputs {
-            self.check("with", input)?;
-        }
-        let tensors = self.tensors().clone();
-        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
-        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
-        let body = move |engine: &mut CpuEngine| -> Result<R, OpError> {
-            tensors.release_freed(engine);
-            let resident = held
-                .iter()
-                .map(|h| engine.store().get(h.id()))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(f(engine, &resident))
-        };
-        self.submit_op(Op::fallible(body).label("with").after(after))
-    }
-
-    /// Moves a copy of `handle`'s tensor to CPU domain `to` and returns its
-    /// handle there. Between NUMA nodes, the destination's actor makes the
-    /// copy it keeps, so its memory is first touched, and placed, on the
-    /// destination's node; between domains of one node, the destination
-    /// keeps the copy the source made. Neither actor waits for the other:
-    /// the destination's op is ordered after the source's by an event.
-    ///
-    /// # Errors
-    ///
-    /// [`OpError::NoSuchDomain`], and the handle errors of [`Lane::download`].
-    pub fn transfer(&self, handle: &TensorHandle, to: usize) -> Result<TensorHandle, OpError> {
+    /// [`OpError::NoSuchDomain`], [`OpError::NoSuchDevice`], and the handle
+    /// errors of [`Lane::download`].
+    pub fn transfer(
+        &self,
+        handle: &TensorHandle,
+        to: impl Into<Place>,
+    ) -> Result<TensorHandle, OpError> {
+        let to = to.into();
         self.check("transfer", handle)?;
-        if to == self.tensors().domain {
+        if to == self.tensors().place {
             return Ok(handle.clone());
         }
         let closed = || {
             OpError::Closed(ActorClosed {
-                actor: format!("weft-cpu-{to}"),
+                actor: DomainTensors::new(self.tensors().runtime, to, Arc::default()).actor_name(),
             })
         };
         let runtime = self.runtime().upgrade().ok_or_else(closed)?;
-        let dest = runtime.lane(to).map_err(|e| match e {
-            crate::RuntimeError::NoSuchDomain { domain, count } => {
-                OpError::NoSuchDomain { domain, count }
-            }
-            _ => closed(),
-        })?;
-        let node = |d: usize| runtime.domains().get(d).and_then(|d| d.numa_node());
-        let same_node = node(self.tensors().domain).is_some_and(|n| Some(n) == node(to));
+        let node = |p: Place| match p {
+            Place::Cpu(d) => runtime.domains().get(d).and_then(|d| d.numa_node()),
+            Place::Cuda(_) => None,
+        };
+        let same_node = node(self.tensors().place).is_some_and(|n| Some(n) == node(to));
         let handoff = Arc::new(parking_lot::Mutex::new(None::<Tensor>));
         let flow = Flow::next_id();
         let (tensors, held, put) = (self.tensors().clone(), handle.clone(), handoff.clone());
+        let lane = self.actor_lane().id();
         let out = self.submit_op(
-            Op::fallible(move |engine: &mut CpuEngine| -> Result<(), OpError> {
+            Op::fallible(move |engine: &mut E| -> Result<(), OpError> {
                 tensors.release_freed(engine);
-                *put.lock() = Some(engine.store().get(held.id())?.clone());
+                *put.lock() = Some(engine.download_shared(held.id(), lane)?);
                 Ok(())
             })
             .label("transfer out")
@@ -551,26 +566,27 @@ impl Lane {
             dtype: handle.dtype(),
             shape: handle.shape().to_vec(),
         };
-        let mut handles = dest.produce(
-            "transfer in",
-            &[],
-            Some((out.event(), Flow::In(flow))),
-            vec![meta],
-            move |_, _, _| {
-                let sent = handoff
-                    .lock()
-                    .take()
-                    .expect("the transfer-out op ran before this one");
-                if same_node {
-                    return Ok(vec![sent]);
-                }
-                // Copy on the destination's thread: first touch places the
-                // pages on its node. The source's copy is freed here.
-                let (shape, data) = sent.into_parts();
-                Ok(vec![Tensor::from_data(data.clone(), &shape)?])
-            },
-        )?;
-        Ok(handles.pop().expect("one output"))
+        let take_in = TakeIn {
+            meta,
+            after: out.event(),
+            flow,
+            handoff,
+            // Copy on the destination's thread: first touch places the
+            // pages on its node.
+            copy: !same_node && matches!(to, Place::Cpu(_)),
+        };
+        match to {
+            Place::Cpu(d) => take_in.submit(&runtime.lane(d).map_err(|e| lane_error(e, closed))?),
+            #[cfg(feature = "cuda")]
+            Place::Cuda(d) => {
+                take_in.submit(&runtime.cuda_lane(d).map_err(|e| lane_error(e, closed))?)
+            }
+            #[cfg(not(feature = "cuda"))]
+            Place::Cuda(device) => Err(OpError::NoSuchDevice {
+                device,
+                running: Vec::new(),
+            }),
+        }
     }
 
     /// A reduction of `x` over `axes`; see [`Lane::apply`].
@@ -1052,35 +1068,120 @@ impl Lane {
         self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
     }
 
-    /// What this lane's domain holds in memory: its resident tensors and
-    /// its buffer pool, after freeing the tensors whose handles are all gone.
+    /// What this lane's domain (or device) holds in memory: its resident
+    /// tensors and its buffer pool, after freeing the tensors whose handles
+    /// are all gone.
     ///
     /// # Errors
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn memory(&self) -> Result<Ticket<DomainMemory>, OpError> {
         let tensors = self.tensors().clone();
-        self.submit_op(Op::new(move |engine: &mut CpuEngine| {
+        self.submit_op(Op::new(move |engine: &mut E| {
             tensors.release_freed(engine);
-            DomainMemory {
-                tensors: engine.store().len(),
-                tensor_bytes: engine.store().bytes(),
-                buffers: engine.buffer_stats(),
-            }
+            engine.memory()
         }))
     }
 
-    /// The number of tensors resident in this lane's domain and their bytes,
-    /// after freeing those whose handles are all gone.
+    /// The number of tensors resident in this lane's domain (or device)
+    /// and their bytes, after freeing those whose handles are all gone.
     ///
     /// # Errors
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn resident(&self) -> Result<Ticket<(usize, usize)>, OpError> {
         let tensors = self.tensors().clone();
-        self.submit_op(Op::new(move |engine: &mut CpuEngine| {
+        self.submit_op(Op::new(move |engine: &mut E| {
             tensors.release_freed(engine);
-            (engine.store().len(), engine.store().bytes())
+            let memory = engine.memory();
+            (memory.tensors, memory.tensor_bytes)
         }))
+    }
+}
+
+impl Lane<CpuEngine> {
+    /// Runs `f` on the actor with read access to the resident `inputs`
+    /// (after their producers), returning what it computes: the escape
+    /// hatch for work the vocabulary does not name.
+    ///
+    /// # Errors
+    ///
+    /// The handle errors of [`Lane::download`].
+    pub fn with<R, F>(&self, inputs: &[&TensorHandle], f: F) -> Result<Ticket<R, OpError>, OpError>
+    where
+        F: FnOnce(&CpuEngine, &[&Tensor]) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        for input in inputs {
+            self.check("with", input)?;
+        }
+        let tensors = self.tensors().clone();
+        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
+        let body = move |engine: &mut CpuEngine| -> Result<R, OpError> {
+            tensors.release_freed(engine);
+            let resident = held
+                .iter()
+                .map(|h| engine.store().get(h.id()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(f(engine, &resident))
+        };
+        self.submit_op(Op::fallible(body).label("with").after(after))
+    }
+}
+
+/// The destination's half of a transfer.
+struct TakeIn {
+    meta: Meta,
+    after: Event,
+    flow: u64,
+    handoff: Arc<parking_lot::Mutex<Option<Tensor>>>,
+    copy: bool,
+}
+
+impl TakeIn {
+    fn submit<E: TensorEngine>(self, dest: &Lane<E>) -> Result<TensorHandle, OpError> {
+        let TakeIn {
+            meta,
+            after,
+            flow,
+            handoff,
+            copy,
+        } = self;
+        let lane = dest.actor_lane().id();
+        let mut handles = dest.produce(
+            "transfer in",
+            &[],
+            Some((after, Flow::In(flow))),
+            vec![meta],
+            move |engine, _, outs| {
+                let sent = handoff
+                    .lock()
+                    .take()
+                    .expect("the transfer-out op ran before this one");
+                let tensor = if copy {
+                    // The source's copy is freed here.
+                    let (shape, data) = sent.into_parts();
+                    Tensor::from_data(data.clone(), &shape)?
+                } else {
+                    sent
+                };
+                Ok(engine.upload(outs[0].id, tensor, lane)?)
+            },
+        )?;
+        Ok(handles.pop().expect("one output"))
+    }
+}
+
+/// A destination lane that cannot be had, as a transfer's error.
+fn lane_error(e: crate::RuntimeError, closed: impl Fn() -> OpError) -> OpError {
+    match e {
+        crate::RuntimeError::NoSuchDomain { domain, count } => {
+            OpError::NoSuchDomain { domain, count }
+        }
+        crate::RuntimeError::NoSuchDevice { device, running } => {
+            OpError::NoSuchDevice { device, running }
+        }
+        _ => closed(),
     }
 }

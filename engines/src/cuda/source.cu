@@ -1,0 +1,322 @@
+// weft's CUDA kernels, compiled by NVRTC once per element type: the engine
+// prepends `typedef <element> T;`, `typedef <real> R;` and the element
+// type's suffix macro, so every kernel name ends in `_f32`, `_f64`, `_c32`
+// or `_c64`. No headers: NVRTC provides the device math functions.
+//
+// Op codes match the engine's tables (`cuda/kernels.rs`).
+
+#define MAXR 8
+
+// A strided walk over up to three operands: element `i` of a `shape`
+// (row-major) sits at `b_k + sum(index[d] * s_k[d])` in operand k.
+struct Dims {
+    long long n;
+    long long rank;
+    long long shape[MAXR];
+    long long s0[MAXR];
+    long long s1[MAXR];
+    long long s2[MAXR];
+    long long b0;
+    long long b1;
+    long long b2;
+};
+
+template <typename F> struct cx {
+    F re;
+    F im;
+};
+
+#define REAL_FN(name, f32fn, f64fn)                                              \
+    __device__ __forceinline__ float name(float x) { return f32fn(x); }        \
+    __device__ __forceinline__ double name(double x) { return f64fn(x); }
+REAL_FN(r_exp, expf, exp)
+REAL_FN(r_log, logf, log)
+REAL_FN(r_expm1, expm1f, expm1)
+REAL_FN(r_log1p, log1pf, log1p)
+REAL_FN(r_sqrt, sqrtf, sqrt)
+REAL_FN(r_sin, sinf, sin)
+REAL_FN(r_cos, cosf, cos)
+REAL_FN(r_tanh, tanhf, tanh)
+REAL_FN(r_sinh, sinhf, sinh)
+REAL_FN(r_cosh, coshf, cosh)
+REAL_FN(r_fabs, fabsf, fabs)
+__device__ __forceinline__ float r_hypot(float a, float b) { return hypotf(a, b); }
+__device__ __forceinline__ double r_hypot(double a, double b) { return hypot(a, b); }
+__device__ __forceinline__ float r_atan2(float a, float b) { return atan2f(a, b); }
+__device__ __forceinline__ double r_atan2(double a, double b) { return atan2(a, b); }
+__device__ __forceinline__ float r_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double r_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ float r_inf(float) { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ double r_inf(double) { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ float r_copysign(float a, float b) { return copysignf(a, b); }
+__device__ __forceinline__ double r_copysign(double a, double b) { return copysign(a, b); }
+
+template <typename F> __device__ __forceinline__ cx<F> mk(F re, F im) {
+    cx<F> z;
+    z.re = re;
+    z.im = im;
+    return z;
+}
+
+// Conversions from the host's (re, im) pair of doubles.
+template <typename F> __device__ __forceinline__ void from_pair(F &out, double re, double) {
+    out = (F)re;
+}
+template <typename F> __device__ __forceinline__ void from_pair(cx<F> &out, double re, double im) {
+    out = mk<F>((F)re, (F)im);
+}
+template <typename F> __device__ __forceinline__ void from_real(F &out, double re) { out = (F)re; }
+template <typename F> __device__ __forceinline__ void from_real(cx<F> &out, double re) {
+    out = mk<F>((F)re, (F)0);
+}
+
+template <typename F> __device__ __forceinline__ cx<F> operator+(cx<F> a, cx<F> b) {
+    return mk<F>(a.re + b.re, a.im + b.im);
+}
+template <typename F> __device__ __forceinline__ cx<F> operator-(cx<F> a, cx<F> b) {
+    return mk<F>(a.re - b.re, a.im - b.im);
+}
+template <typename F> __device__ __forceinline__ cx<F> operator-(cx<F> a) {
+    return mk<F>(-a.re, -a.im);
+}
+template <typename F> __device__ __forceinline__ cx<F> operator*(cx<F> a, cx<F> b) {
+    return mk<F>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+template <typename F> __device__ __forceinline__ cx<F> operator/(cx<F> a, cx<F> b) {
+    F d = b.re * b.re + b.im * b.im;
+    return mk<F>((a.re * b.re + a.im * b.im) / d, (a.im * b.re - a.re * b.im) / d);
+}
+template <typename F> __device__ __forceinline__ cx<F> scale(cx<F> a, F s) {
+    return mk<F>(a.re * s, a.im * s);
+}
+
+template <typename F> __device__ __forceinline__ F magnitude(F x) { return r_fabs(x); }
+template <typename F> __device__ __forceinline__ F magnitude(cx<F> z) { return r_hypot(z.re, z.im); }
+template <typename F> __device__ __forceinline__ F magnitude2(F x) { return x * x; }
+template <typename F> __device__ __forceinline__ F magnitude2(cx<F> z) {
+    return z.re * z.re + z.im * z.im;
+}
+
+template <typename F> __device__ __forceinline__ cx<F> c_exp(cx<F> z) {
+    F e = r_exp(z.re);
+    return mk<F>(e * r_cos(z.im), e * r_sin(z.im));
+}
+template <typename F> __device__ __forceinline__ cx<F> c_log(cx<F> z) {
+    return mk<F>(r_log(r_hypot(z.re, z.im)), r_atan2(z.im, z.re));
+}
+template <typename F> __device__ __forceinline__ cx<F> c_sqrt(cx<F> z) {
+    F r = r_hypot(z.re, z.im);
+    if (r == (F)0) return mk<F>((F)0, (F)0);
+    F t = r_sqrt((r + r_fabs(z.re)) / (F)2);
+    if (z.re >= (F)0) return mk<F>(t, z.im / ((F)2 * t));
+    return mk<F>(r_fabs(z.im) / ((F)2 * t), r_copysign(t, z.im));
+}
+
+// Unary op codes: 0 neg, 1 abs (same type: |z| + 0i), 2 sign, 3 conj,
+// 4 exp, 5 log, 6 expm1, 7 log1p, 8 sqrt, 9 rsqrt, 10 sin, 11 cos, 12 tanh.
+template <typename F> __device__ __forceinline__ F unary(F x, int op) {
+    switch (op) {
+    case 0: return -x;
+    case 1: return r_fabs(x);
+    case 2: return x > (F)0 ? (F)1 : (x < (F)0 ? (F)-1 : x);
+    case 3: return x;
+    case 4: return r_exp(x);
+    case 5: return r_log(x);
+    case 6: return r_expm1(x);
+    case 7: return r_log1p(x);
+    case 8: return r_sqrt(x);
+    case 9: return (F)1 / r_sqrt(x);
+    case 10: return r_sin(x);
+    case 11: return r_cos(x);
+    default: return r_tanh(x);
+    }
+}
+template <typename F> __device__ __forceinline__ cx<F> unary(cx<F> z, int op) {
+    cx<F> one = mk<F>((F)1, (F)0);
+    switch (op) {
+    case 0: return -z;
+    case 1: return mk<F>(magnitude(z), (F)0);
+    case 2: {
+        F n = magnitude(z);
+        return n == (F)0 ? z : mk<F>(z.re / n, z.im / n);
+    }
+    case 3: return mk<F>(z.re, -z.im);
+    case 4: return c_exp(z);
+    case 5: return c_log(z);
+    case 6: return c_exp(z) - one;
+    case 7: return c_log(one + z);
+    case 8: return c_sqrt(z);
+    case 9: return one / c_sqrt(z);
+    case 10: return mk<F>(r_sin(z.re) * r_cosh(z.im), r_cos(z.re) * r_sinh(z.im));
+    case 11: return mk<F>(r_cos(z.re) * r_cosh(z.im), -r_sin(z.re) * r_sinh(z.im));
+    default: {
+        F d = r_cosh((F)2 * z.re) + r_cos((F)2 * z.im);
+        return mk<F>(r_sinh((F)2 * z.re) / d, r_sin((F)2 * z.im) / d);
+    }
+    }
+}
+
+// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow.
+// Maximum and minimum propagate NaN; the host refuses them for complex types.
+template <typename F> __device__ __forceinline__ F binary(F a, F b, int op) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return (a != a || b != b) ? a + b : (a >= b ? a : b);
+    case 5: return (a != a || b != b) ? a + b : (a <= b ? a : b);
+    default: return r_pow(a, b);
+    }
+}
+template <typename F> __device__ __forceinline__ cx<F> binary(cx<F> a, cx<F> b, int op) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 6: {
+        if (a.re == (F)0 && a.im == (F)0) {
+            return (b.re == (F)0 && b.im == (F)0) ? mk<F>((F)1, (F)0) : mk<F>((F)0, (F)0);
+        }
+        return c_exp(b * c_log(a));
+    }
+    default: return a;
+    }
+}
+
+// Reduction op codes: 0 sum, 1 prod, 2 max, 3 min, 4 mean.
+template <typename F> __device__ __forceinline__ F identity(int op) {
+    switch (op) {
+    case 1: return (F)1;
+    case 2: return -r_inf((F)0);
+    case 3: return r_inf((F)0);
+    default: return (F)0;
+    }
+}
+template <typename F> __device__ __forceinline__ cx<F> identity_cx(int op) {
+    return mk<F>(op == 1 ? (F)1 : (F)0, (F)0);
+}
+__device__ __forceinline__ void set_identity(float &x, int op) { x = identity<float>(op); }
+__device__ __forceinline__ void set_identity(double &x, int op) { x = identity<double>(op); }
+template <typename F> __device__ __forceinline__ void set_identity(cx<F> &x, int op) {
+    x = identity_cx<F>(op);
+}
+template <typename F> __device__ __forceinline__ F combine(F a, F b, int op) {
+    switch (op) {
+    case 1: return a * b;
+    case 2: return binary(a, b, 4);
+    case 3: return binary(a, b, 5);
+    default: return a + b;
+    }
+}
+template <typename F> __device__ __forceinline__ cx<F> combine(cx<F> a, cx<F> b, int op) {
+    return op == 1 ? a * b : a + b;
+}
+template <typename F> __device__ __forceinline__ F divide(F a, double n) { return a / (F)n; }
+template <typename F> __device__ __forceinline__ cx<F> divide(cx<F> a, double n) {
+    return scale(a, (F)1 / (F)n);
+}
+
+__device__ __forceinline__ long long offset(const long long *strides, const Dims &d, long long i,
+                                            long long base) {
+    long long o = base;
+    for (long long k = d.rank - 1; k >= 0; --k) {
+        long long c = i % d.shape[k];
+        i /= d.shape[k];
+        o += c * strides[k];
+    }
+    return o;
+}
+
+#define GRID_STRIDE(i, n)                                                        \
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (long long)gridDim.x * blockDim.x)
+
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define K(name) CAT(name, SUFFIX)
+
+// dst[b1 + Σ index·s1] = src[b0 + Σ index·s0]: permutations, slices,
+// reversals, broadcasts, diagonals, and the parts of a concatenation.
+extern "C" __global__ void K(strided_copy)(T *dst, const T *src, Dims d) {
+    GRID_STRIDE(i, d.n) { dst[offset(d.s1, d, i, d.b1)] = src[offset(d.s0, d, i, d.b0)]; }
+}
+
+// out[i] = a[...] op b[...], out contiguous, a and b broadcast by strides.
+extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dims d) {
+    GRID_STRIDE(i, d.n) {
+        out[i] = binary(a[offset(d.s0, d, i, d.b0)], b[offset(d.s1, d, i, d.b1)], op);
+    }
+}
+
+// out[i] = a[i] op s (or s op a[i]), the scalar given as (re, im).
+extern "C" __global__ void K(binary_scalar)(T *out, const T *a, double re, double im, int op,
+                                           int scalar_first, long long n) {
+    T s;
+    from_pair(s, re, im);
+    GRID_STRIDE(i, n) { out[i] = scalar_first ? binary(s, a[i], op) : binary(a[i], s, op); }
+}
+
+extern "C" __global__ void K(unary)(T *out, const T *a, int op, long long n) {
+    GRID_STRIDE(i, n) { out[i] = unary(a[i], op); }
+}
+
+// |z| into the real type (abs of a complex tensor).
+extern "C" __global__ void K(magnitude)(R *out, const T *a, long long n) {
+    GRID_STRIDE(i, n) { out[i] = magnitude(a[i]); }
+}
+
+extern "C" __global__ void K(fill)(T *out, double re, double im, long long n) {
+    T v;
+    from_pair(v, re, im);
+    GRID_STRIDE(i, n) { out[i] = v; }
+}
+
+extern "C" __global__ void K(arange)(T *out, double start, double step, long long n) {
+    GRID_STRIDE(i, n) { from_real(out[i], start + step * (double)i); }
+}
+
+extern "C" __global__ void K(eye)(T *out, long long rows, long long cols) {
+    GRID_STRIDE(i, rows * cols) { from_real(out[i], (i / cols == i % cols) ? 1.0 : 0.0); }
+}
+
+#define REDUCE_THREADS 256
+
+// One block per row of `len` contiguous elements (the reduced axes moved
+// last): out[row] = op over the row. Rows beyond the grid loop.
+extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len, int op) {
+    __shared__ T part[REDUCE_THREADS];
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T *x = a + row * len;
+        T acc;
+        set_identity(acc, op);
+        for (long long j = threadIdx.x; j < len; j += blockDim.x) acc = combine(acc, x[j], op);
+        part[threadIdx.x] = acc;
+        __syncthreads();
+        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (threadIdx.x < s) part[threadIdx.x] = combine(part[threadIdx.x], part[threadIdx.x + s], op);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[row] = op == 4 ? divide(part[0], (double)len) : part[0];
+        __syncthreads();
+    }
+}
+
+// The 2-norm of each row, in the real type.
+extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long len) {
+    __shared__ R part[REDUCE_THREADS];
+    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+        const T *x = a + row * len;
+        R acc = (R)0;
+        for (long long j = threadIdx.x; j < len; j += blockDim.x) acc += magnitude2(x[j]);
+        part[threadIdx.x] = acc;
+        __syncthreads();
+        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[row] = r_sqrt(part[0]);
+        __syncthreads();
+    }
+}

@@ -1,0 +1,161 @@
+//! What every tensor engine offers the runtime: resident ops by id, host
+//! copies in and out, frees, and a memory report. The runtime's lanes are
+//! generic over it, so a CPU domain and a CUDA device get the same lanes,
+//! handles, tickets and transfers.
+
+use std::fmt;
+
+use crate::buffer::BufferStats;
+use crate::op::TensorOp;
+use crate::store::{NotResident, TensorId};
+use crate::tensor::{DType, Tensor, TensorError};
+
+/// Where a tensor lives: a CPU domain or a CUDA device, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// CPU domain `i`.
+    Cpu(usize),
+    /// CUDA device `i` (its ordinal).
+    Cuda(usize),
+}
+
+impl Place {
+    /// The index within its kind.
+    pub fn index(self) -> usize {
+        match self {
+            Place::Cpu(i) | Place::Cuda(i) => i,
+        }
+    }
+}
+
+/// A bare index names a CPU domain.
+impl From<usize> for Place {
+    fn from(domain: usize) -> Place {
+        Place::Cpu(domain)
+    }
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Cpu(i) => write!(f, "CPU domain {i}"),
+            Place::Cuda(i) => write!(f, "CUDA device {i}"),
+        }
+    }
+}
+
+/// A device call that failed: the driver's, cuBLAS's or NVRTC's word,
+/// with the call that got it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CUDA device {device}: {call} failed: {message}")]
+pub struct DeviceError {
+    /// The device's ordinal.
+    pub device: usize,
+    /// What was called.
+    pub call: &'static str,
+    /// What the library said.
+    pub message: String,
+    /// Whether the device ran out of memory (the op may succeed later,
+    /// once tensors are freed).
+    pub out_of_memory: bool,
+}
+
+/// A resident op could not run: an input is not resident, the op failed,
+/// the engine does not implement it, or the device failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// An input id names no resident tensor.
+    #[error(transparent)]
+    NotResident(#[from] NotResident),
+    /// The op failed.
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    /// This engine does not implement the op for this element type. There
+    /// is no silent fallback to another engine: transfer the tensors to
+    /// one that does.
+    #[error(
+        "{place} does not implement {op} for {dtype} tensors{}",
+        detail(reason)
+    )]
+    Unsupported {
+        /// The engine's place.
+        place: Place,
+        /// The op.
+        op: &'static str,
+        /// The element type.
+        dtype: DType,
+        /// What is missing, when it is narrower than the whole op.
+        reason: Option<&'static str>,
+    },
+    /// A device call failed. The engine lives on, with its other tensors.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+fn detail(reason: &Option<&'static str>) -> String {
+    reason.map(|r| format!(" ({r})")).unwrap_or_default()
+}
+
+/// What an engine holds in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineMemory {
+    /// Resident tensors.
+    pub tensors: usize,
+    /// Bytes of their elements.
+    pub tensor_bytes: usize,
+    /// The engine's buffer pool (all zero for an engine without one).
+    pub buffers: BufferStats,
+}
+
+/// A tensor engine as the runtime drives it. Every method runs on the
+/// engine's actor thread; `lane` names the lane whose op is running, so an
+/// engine that orders work per lane (a CUDA stream per lane) can.
+pub trait TensorEngine: 'static {
+    /// Where the engine's tensors live.
+    fn place(&self) -> Place;
+
+    /// Runs `op` on the resident `inputs` and makes its results resident
+    /// under the ids of `outputs` (already checked by [`TensorOp::infer`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError`].
+    fn execute_into(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[(TensorId, DType, &[usize])],
+        lane: u64,
+    ) -> Result<(), ExecError>;
+
+    /// Makes a host tensor resident under `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::Device`] when a device cannot take it.
+    fn upload(&mut self, id: TensorId, tensor: Tensor, lane: u64) -> Result<(), ExecError>;
+
+    /// A host copy of the resident tensor `id`, complete when returned.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::NotResident`], [`ExecError::Device`].
+    fn download(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError>;
+
+    /// Hands the resident tensor `id` to the host, for a transfer: the
+    /// tensor itself where the engine's memory is the host's, else a copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`TensorEngine::download`].
+    fn download_shared(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError> {
+        self.download(id, lane)
+    }
+
+    /// Frees the resident tensor `id`; whether it was resident.
+    fn free(&mut self, id: TensorId) -> bool;
+
+    /// What the engine holds.
+    fn memory(&self) -> EngineMemory;
+}

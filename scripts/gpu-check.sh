@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The CUDA checks, for a machine with a GPU but no Rust toolchain.
+#
+#   scripts/gpu-check.sh build   # here: release binaries with --features cuda into .gpu/
+#   scripts/gpu-check.sh run     # there (with .gpu/ carried): the op-by-op
+#                                # comparison against the CPU engine, the
+#                                # transfers, a CPU+GPU pipeline, then the
+#                                # benchmark (GEMM, dispatch, bandwidth)
+#
+# `run` finds NVRTC and cuBLAS under the CUDA toolkit or the Python CUDA
+# wheels and links them under the names the loader asks for. Under 5 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu
+
+case "${1:-}" in
+build)
+    mkdir -p "$out"
+    cargo build --release -p weft-examples --features cuda --example cuda_bench
+    cp target/release/examples/cuda_bench "$out/"
+    bin=$(cargo test --release -p weft-tests --features cuda --test cuda_engine --no-run \
+        --message-format=json 2>/dev/null |
+        python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "cuda_engine" and m.get("executable"):
+        print(m["executable"])')
+    cp "$bin" "$out/cuda_engine"
+    ls -la "$out"
+    ;;
+run)
+    libs=$(mktemp -d)
+    dirs=""
+    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+        $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | tr ' ' '\n' |
+            xargs -I{} find {} -path '*nvidia*' -type d -name lib 2>/dev/null); do
+        [ -d "$dir" ] && dirs="$dirs:$dir"
+    done
+    for name in nvrtc cublas cublasLt nvrtc-builtins; do
+        found=$(echo "${dirs#:}" | tr ':' '\n' | while read -r d; do
+            ls "$d"/lib"$name".so* 2>/dev/null | grep -v alt | sort -V | tail -1; done | tail -1)
+        if [ -n "$found" ]; then
+            ln -sf "$found" "$libs/lib$name.so"
+            echo "lib$name: $found"
+        else
+            echo "lib$name: not found"
+        fi
+    done
+    export LD_LIBRARY_PATH="$libs$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+    status=0
+    timeout 180 "$out/cuda_engine" || status=$?
+    timeout 100 "$out/cuda_bench" || status=$?
+    exit "$status"
+    ;;
+*)
+    echo "usage: $0 build|run" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,671 @@
+//! The CUDA engine (feature `cuda`), with its own harness: a check that
+//! needs a GPU prints `skipped: <reason>` on a machine without one and is
+//! not counted as passed.
+//!
+//! `cargo test --release -p weft-tests --features cuda --test cuda_engine`
+//!
+//! Every device op is checked against the CPU engine on the same random
+//! inputs (moved to the device by transfers): f32 and c32 within 1e-4
+//! relative, f64 and c64 within 1e-10 (GEMM sums of `k` products: `k`
+//! times that). Without a GPU, the kernels' source is still compiled by
+//! NVRTC when its library can be loaded (`LD_LIBRARY_PATH`).
+
+use std::process::ExitCode;
+
+use weft::{
+    BinaryOp, BuildError, CudaEngine, CudaUnavailable, DType, Data, Distribution, Lane, Place,
+    ReduceOp, Runtime, RuntimeError, Scalar, SliceAxis, Tensor, TensorHandle, UnaryOp,
+};
+use weft_engines::cuda::kernels;
+use weft_tests::{check, run_checks, wait_ok, Check, Outcome};
+
+const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
+
+/// The kernels' CUDA source compiles for every element type (for Hopper
+/// and for NVRTC's default target). Needs only NVRTC, not a device.
+fn kernels_compile() -> Result<Outcome, String> {
+    if !kernels::nvrtc_present() {
+        return Ok(Outcome::Skipped(
+            "NVRTC (libnvrtc.so) cannot be loaded; set LD_LIBRARY_PATH to a CUDA 12 lib folder"
+                .into(),
+        ));
+    }
+    for dtype in DTYPES {
+        for arch in [Some((9, 0)), None] {
+            let ptx = kernels::compile(dtype, arch).map_err(|log| format!("{dtype}: {log}"))?;
+            let text = ptx.to_src();
+            for name in ["strided_copy", "binary", "unary", "reduce", "norm", "fill"] {
+                let entry = format!(".entry {name}_{dtype}(");
+                check(text.contains(&entry), format!("{dtype}: no {entry}"))?;
+            }
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// Asking for a device the machine does not have is a typed error, never a
+/// panic; a lane into a device the runtime does not run names the ones it does.
+fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
+    let rt = Runtime::builder()
+        .split(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    match rt.cuda_lane(0) {
+        Err(RuntimeError::NoSuchDevice { device: 0, running }) if running.is_empty() => {}
+        other => return Err(format!("cuda_lane on a CPU-only runtime: {other:?}")),
+    }
+    let present = weft::cuda_devices().map(|d| d.len()).unwrap_or(0);
+    let wanted = present + 7;
+    match Runtime::builder().split(1).cuda_devices([wanted]).build() {
+        Err(BuildError::Cuda(reason)) => {
+            let typed = matches!(
+                reason,
+                CudaUnavailable::NoDriver
+                    | CudaUnavailable::NoDevice
+                    | CudaUnavailable::Driver { .. }
+            ) || matches!(reason, CudaUnavailable::NoSuchDevice { ordinal, .. } if ordinal == wanted);
+            check(typed, format!("{reason:?}"))?;
+            check(
+                reason.to_string().starts_with("CUDA unavailable"),
+                reason.to_string(),
+            )?;
+        }
+        other => return Err(format!("device {wanted}: {other:?}")),
+    }
+    if present == 0 {
+        match Runtime::builder().split(1).cuda().build() {
+            Err(BuildError::Cuda(_)) => {}
+            other => return Err(format!("cuda() without a device: {other:?}")),
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// A runtime with one CPU domain and CUDA device 0, or the reason there is none.
+fn gpu_runtime() -> Result<Result<Runtime, String>, String> {
+    match weft::cuda_devices() {
+        Err(reason) => return Ok(Err(reason.to_string())),
+        Ok(devices) if devices.is_empty() => return Ok(Err("no CUDA device".into())),
+        Ok(_) => {}
+    }
+    Runtime::builder()
+        .split(1)
+        .cuda_devices([0])
+        .build()
+        .map(Ok)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `body` with a CPU lane and a GPU lane, or skips saying why.
+fn with_gpu(
+    body: impl FnOnce(&Runtime, &Lane, &Lane<CudaEngine>) -> Result<(), String>,
+) -> Result<Outcome, String> {
+    let rt = match gpu_runtime()? {
+        Ok(rt) => rt,
+        Err(reason) => return Ok(Outcome::Skipped(reason)),
+    };
+    let cpu = rt.lane(0).map_err(|e| e.to_string())?;
+    let gpu = rt.cuda_lane(0).map_err(|e| e.to_string())?;
+    body(&rt, &cpu, &gpu)?;
+    rt.shutdown().map_err(|e| e.to_string())?;
+    Ok(Outcome::Passed)
+}
+
+/// The elements as f64s (complex: re, im interleaved).
+fn flat(t: &Tensor) -> Vec<f64> {
+    match t.data() {
+        Data::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+        Data::F64(v) => v.clone(),
+        Data::C32(v) => v
+            .iter()
+            .flat_map(|z| [f64::from(z.re), f64::from(z.im)])
+            .collect(),
+        Data::C64(v) => v.iter().flat_map(|z| [z.re, z.im]).collect(),
+    }
+}
+
+fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 | DType::C32 => 1e-4,
+        DType::F64 | DType::C64 => 1e-10,
+    }
+}
+
+/// `got` matches `want` in type, shape and values within `tol` (relative,
+/// absolute below 1; NaNs must match NaNs).
+fn close(what: &str, got: &Tensor, want: &Tensor, tol: f64) -> Result<(), String> {
+    check(
+        got.dtype() == want.dtype() && got.shape() == want.shape(),
+        format!(
+            "{what}: {}{:?} against {}{:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ),
+    )?;
+    for (i, (g, w)) in flat(got).into_iter().zip(flat(want)).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * w.abs().max(1.0);
+        check(ok, format!("{what}: element {i}: {g} against {w}"))?;
+    }
+    Ok(())
+}
+
+fn download<E: weft::TensorEngine>(lane: &Lane<E>, h: &TensorHandle) -> Result<Tensor, String> {
+    lane.download(h)
+        .map_err(|e| e.to_string())?
+        .wait()
+        .map_err(|e| e.to_string())
+}
+
+/// Runs the same op on both lanes (the inputs made on the CPU and moved to
+/// the device) and compares the results.
+macro_rules! same {
+    ($what:expr, $tol:expr, $cpu:expr, $gpu:expr, $inputs:expr, |$l:ident, $x:ident| $body:expr) => {{
+        let inputs: &[TensorHandle] = $inputs;
+        let on_gpu = inputs
+            .iter()
+            .map(|h| $cpu.transfer(h, Place::Cuda(0)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{}: transfer: {e}", $what))?;
+        let want = {
+            let ($l, $x) = ($cpu, inputs);
+            $body
+        }
+        .map_err(|e| format!("{} on the CPU: {e}", $what))?;
+        let got = {
+            let ($l, $x) = ($gpu, &on_gpu[..]);
+            $body
+        }
+        .map_err(|e| format!("{} on the GPU: {e}", $what))?;
+        close(
+            &$what,
+            &download($gpu, &got)?,
+            &download($cpu, &want)?,
+            $tol,
+        )?;
+    }};
+}
+
+fn random(cpu: &Lane, dtype: DType, shape: &[usize], seed: u64) -> Result<TensorHandle, String> {
+    cpu.random(dtype, shape, Distribution::Uniform, seed)
+        .map_err(|e| e.to_string())
+}
+
+/// Inputs inside log's and sqrt's domain, away from the branch cut: real
+/// `|x| + 0.5`, complex `x + 2.5`.
+fn positive(cpu: &Lane, x: &TensorHandle) -> Result<TensorHandle, String> {
+    let base = if x.dtype().is_complex() {
+        x.clone()
+    } else {
+        cpu.unary(UnaryOp::Abs, x).map_err(|e| e.to_string())?
+    };
+    let shift = if x.dtype().is_complex() { 2.5 } else { 0.5 };
+    cpu.binary_scalar(BinaryOp::Add, &base, Scalar::Real(shift))
+        .map_err(|e| e.to_string())
+}
+
+fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            let tol = tolerance(dtype);
+            let seed = seed as u64 * 10;
+            let a = random(cpu, dtype, &[3, 1, 5], seed)?;
+            let b = random(cpu, dtype, &[4, 5], seed + 1)?;
+            let p = positive(cpu, &random(cpu, dtype, &[3, 4, 5], seed + 2)?)?;
+            for op in [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div] {
+                same!(
+                    format!("{dtype} {op:?} broadcast"),
+                    tol,
+                    cpu,
+                    gpu,
+                    &[a.clone(), b.clone()],
+                    |l, x| l.binary(op, &x[0], &x[1])
+                );
+                same!(
+                    format!("{dtype} {op:?} scalar"),
+                    tol,
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(&a),
+                    |l, x| l.binary_scalar(op, &x[0], Scalar::Real(1.5))
+                );
+            }
+            same!(
+                format!("{dtype} pow"),
+                tol * 10.0,
+                cpu,
+                gpu,
+                &[p.clone(), a.clone()],
+                |l, x| l.pow(&x[0], &x[1])
+            );
+            if !dtype.is_complex() {
+                for op in [BinaryOp::Maximum, BinaryOp::Minimum] {
+                    same!(
+                        format!("{dtype} {op:?}"),
+                        tol,
+                        cpu,
+                        gpu,
+                        &[a.clone(), b.clone()],
+                        |l, x| l.binary(op, &x[0], &x[1])
+                    );
+                }
+            }
+            for op in weft_engines::unary::UNARY_OPS {
+                let input = match op {
+                    UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => &p,
+                    _ => &a,
+                };
+                same!(
+                    format!("{dtype} {op:?}"),
+                    tol,
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(input),
+                    |l, x| l.unary(op, &x[0])
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+fn reductions_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            let tol = tolerance(dtype) * 10.0;
+            let x = random(cpu, dtype, &[6, 7, 300], 100 + seed as u64)?;
+            let mut ops = vec![
+                ReduceOp::Sum,
+                ReduceOp::Mean,
+                ReduceOp::Norm,
+                ReduceOp::Prod,
+            ];
+            if !dtype.is_complex() {
+                ops.extend([ReduceOp::Max, ReduceOp::Min]);
+            }
+            for op in ops {
+                let axes_list: [&[usize]; 4] = [&[2], &[0, 2], &[1], &[0, 1, 2]];
+                for axes in axes_list {
+                    if op == ReduceOp::Prod && axes.contains(&2) {
+                        continue; // 300 factors under 1 underflow to noise
+                    }
+                    for keep in [false, true] {
+                        same!(
+                            format!("{dtype} {op:?} over {axes:?} keep {keep}"),
+                            tol,
+                            cpu,
+                            gpu,
+                            std::slice::from_ref(&x),
+                            |l, x| l.reduce(op, &x[0], axes, keep)
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn structural_and_creation_ops_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            let x = random(cpu, dtype, &[4, 5, 6], 200 + seed as u64)?;
+            let y = random(cpu, dtype, &[4, 2, 6], 300 + seed as u64)?;
+            let all = [x.clone()];
+            same!(format!("{dtype} permute"), 0.0, cpu, gpu, &all, |l, x| l
+                .permute(&x[0], &[2, 0, 1]));
+            same!(format!("{dtype} transpose"), 0.0, cpu, gpu, &all, |l, x| l
+                .transpose(&x[0]));
+            same!(format!("{dtype} reshape"), 0.0, cpu, gpu, &all, |l, x| l
+                .reshape(&x[0], &[20, 6]));
+            let axes = [
+                SliceAxis {
+                    start: 1,
+                    stop: 4,
+                    step: 2,
+                },
+                SliceAxis::ALL,
+                SliceAxis {
+                    start: 5,
+                    stop: 0,
+                    step: 1,
+                },
+            ];
+            same!(format!("{dtype} slice"), 0.0, cpu, gpu, &all, |l, x| l
+                .slice(&x[0], &axes));
+            let axes = [
+                SliceAxis {
+                    start: 0,
+                    stop: 4,
+                    step: 3,
+                },
+                SliceAxis {
+                    start: 1,
+                    stop: 5,
+                    step: 2,
+                },
+                SliceAxis::ALL,
+            ];
+            same!(
+                format!("{dtype} strided slice"),
+                0.0,
+                cpu,
+                gpu,
+                &all,
+                |l, x| l.slice(&x[0], &axes)
+            );
+            same!(format!("{dtype} reverse"), 0.0, cpu, gpu, &all, |l, x| l
+                .reverse(&x[0], &[0, 2]));
+            same!(
+                format!("{dtype} broadcast_to"),
+                0.0,
+                cpu,
+                gpu,
+                &all,
+                |l, x| l.broadcast_to(&x[0], &[3, 4, 5, 6])
+            );
+            same!(format!("{dtype} diagonal"), 0.0, cpu, gpu, &all, |l, x| l
+                .diagonal(&x[0]));
+            same!(
+                format!("{dtype} concatenate"),
+                0.0,
+                cpu,
+                gpu,
+                &[x.clone(), y.clone(), x.clone()],
+                |l, x| l.concatenate(&[&x[0], &x[1], &x[2]], 1)
+            );
+            same!(format!("{dtype} full"), 0.0, cpu, gpu, &[], |l, _x| l.full(
+                dtype,
+                &[3, 2],
+                Scalar::Real(-2.5)
+            ));
+            same!(format!("{dtype} zeros"), 0.0, cpu, gpu, &[], |l, _x| l
+                .zeros(dtype, &[7]));
+            same!(format!("{dtype} ones"), 0.0, cpu, gpu, &[], |l, _x| l
+                .ones(dtype, &[2, 0, 3]));
+            same!(format!("{dtype} eye"), 0.0, cpu, gpu, &[], |l, _x| l
+                .eye(dtype, 4, 6));
+            if !dtype.is_complex() {
+                same!(
+                    format!("{dtype} arange"),
+                    tolerance(dtype),
+                    cpu,
+                    gpu,
+                    &[],
+                    |l, _x| l.arange(dtype, -1.0, 0.25, 1000)
+                );
+            }
+        }
+        Ok(())
+    })
+}
+
+fn products_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            let s = 400 + 10 * seed as u64;
+            let tol = tolerance(dtype) * 100.0;
+            let a = random(cpu, dtype, &[33, 65], s)?;
+            let b = random(cpu, dtype, &[65, 17], s + 1)?;
+            let ba = random(cpu, dtype, &[3, 33, 65], s + 2)?;
+            let bb = random(cpu, dtype, &[3, 65, 17], s + 3)?;
+            let b4 = random(cpu, dtype, &[2, 1, 33, 65], s + 4)?;
+            let c4 = random(cpu, dtype, &[1, 3, 65, 17], s + 5)?;
+            same!(
+                format!("{dtype} matmul"),
+                tol,
+                cpu,
+                gpu,
+                &[a.clone(), b.clone()],
+                |l, x| l.matmul(&x[0], &x[1])
+            );
+            same!(
+                format!("{dtype} batched matmul"),
+                tol,
+                cpu,
+                gpu,
+                &[ba.clone(), bb.clone()],
+                |l, x| l.matmul(&x[0], &x[1])
+            );
+            same!(
+                format!("{dtype} matmul, one side broadcast"),
+                tol,
+                cpu,
+                gpu,
+                &[ba.clone(), b.clone()],
+                |l, x| l.matmul(&x[0], &x[1])
+            );
+            same!(
+                format!("{dtype} matmul, both broadcast"),
+                tol,
+                cpu,
+                gpu,
+                &[b4.clone(), c4.clone()],
+                |l, x| l.matmul(&x[0], &x[1])
+            );
+            let specs: [(&str, Vec<TensorHandle>); 6] = [
+                ("ij,jk->ik", vec![a.clone(), b.clone()]),
+                ("bij,bjk->bik", vec![ba.clone(), bb.clone()]),
+                ("bij,bjk->kib", vec![ba.clone(), bb.clone()]),
+                (
+                    "bij,jk,bkl->il",
+                    vec![
+                        ba.clone(),
+                        b.clone(),
+                        random(cpu, dtype, &[3, 17, 5], s + 6)?,
+                    ],
+                ),
+                ("ij->ji", vec![a.clone()]),
+                ("ii->i", vec![random(cpu, dtype, &[9, 9], s + 7)?]),
+            ];
+            for (spec, inputs) in specs {
+                same!(
+                    format!("{dtype} einsum {spec}"),
+                    tol,
+                    cpu,
+                    gpu,
+                    &inputs,
+                    |l, x| {
+                        let refs: Vec<&TensorHandle> = x.iter().collect();
+                        l.einsum(spec, &refs)
+                    }
+                );
+            }
+            same!(
+                format!("{dtype} dot_general"),
+                tol,
+                cpu,
+                gpu,
+                &[ba.clone(), bb.clone()],
+                |l, x| l.dot_general(&x[0], &x[1], &[(0, 0)], &[(2, 1)])
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Host → device → host is exact, for every type and size (the large ones
+/// go through the pinned staging in several chunks), and device → device
+/// through two lanes keeps the values.
+fn transfers_round_trip() -> Result<Outcome, String> {
+    with_gpu(|rt, cpu, gpu| {
+        let other = rt.cuda_lane(0).map_err(|e| e.to_string())?;
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            for n in [0usize, 1, 1000, 3 << 20] {
+                let x = random(cpu, dtype, &[n], 500 + seed as u64)?;
+                let there = cpu
+                    .transfer(&x, Place::Cuda(0))
+                    .map_err(|e| e.to_string())?;
+                let moved = other.add(
+                    &there,
+                    &other.zeros(dtype, &[n]).map_err(|e| e.to_string())?,
+                );
+                let moved = moved.map_err(|e| e.to_string())?;
+                let back = gpu.transfer(&moved, 0).map_err(|e| e.to_string())?;
+                close(
+                    &format!("{dtype} x{n} round trip"),
+                    &download(cpu, &back)?,
+                    &download(cpu, &x)?,
+                    0.0,
+                )?;
+                let uploaded = gpu.upload(download(cpu, &x)?).map_err(|e| e.to_string())?;
+                close(
+                    &format!("{dtype} x{n} upload/download"),
+                    &download(gpu, &uploaded)?,
+                    &download(cpu, &x)?,
+                    0.0,
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Ops on one stream read tensors another stream wrote: the device orders
+/// them by events, the actor never waits. A long product on lane A, read
+/// at once by lane B, must give the product.
+fn lanes_are_ordered_across_streams() -> Result<Outcome, String> {
+    with_gpu(|rt, cpu, a| {
+        let b = rt.cuda_lane(0).map_err(|e| e.to_string())?;
+        let x = random(cpu, DType::F64, &[1024, 1024], 600)?;
+        let xa = cpu
+            .transfer(&x, Place::Cuda(0))
+            .map_err(|e| e.to_string())?;
+        let mut p = xa.clone();
+        for _ in 0..8 {
+            p = a.matmul(&p, &xa).map_err(|e| e.to_string())?;
+            p = a
+                .binary_scalar(BinaryOp::Mul, &p, Scalar::Real(1.0 / 512.0))
+                .map_err(|e| e.to_string())?;
+        }
+        let sum_b = b.sum_all(&p).map_err(|e| e.to_string())?;
+        let mut q = x.clone();
+        for _ in 0..8 {
+            q = cpu.matmul(&q, &x).map_err(|e| e.to_string())?;
+            q = cpu
+                .binary_scalar(BinaryOp::Mul, &q, Scalar::Real(1.0 / 512.0))
+                .map_err(|e| e.to_string())?;
+        }
+        let sum_cpu = cpu.sum_all(&q).map_err(|e| e.to_string())?;
+        close(
+            "cross-lane sum",
+            &download(&b, &sum_b)?,
+            &download(cpu, &sum_cpu)?,
+            1e-8,
+        )
+    })
+}
+
+/// A two-stage pipeline: CPU makes inputs, the GPU multiplies, the CPU reduces.
+fn cpu_gpu_pipeline() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let mut pending = Vec::new();
+        for i in 0..16u64 {
+            let a = random(cpu, DType::F32, &[128, 64], 700 + i)?;
+            let b = random(cpu, DType::F32, &[64, 32], 800 + i)?;
+            let (ga, gb) = (
+                cpu.transfer(&a, Place::Cuda(0))
+                    .map_err(|e| e.to_string())?,
+                cpu.transfer(&b, Place::Cuda(0))
+                    .map_err(|e| e.to_string())?,
+            );
+            let c = gpu.matmul(&ga, &gb).map_err(|e| e.to_string())?;
+            let back = gpu.transfer(&c, 0).map_err(|e| e.to_string())?;
+            let total = cpu.sum_all(&back).map_err(|e| e.to_string())?;
+            let want = cpu
+                .sum_all(&cpu.matmul(&a, &b).map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
+            pending.push((total, want));
+        }
+        for (i, (got, want)) in pending.iter().enumerate() {
+            close(
+                &format!("item {i}"),
+                &download(cpu, got)?,
+                &download(cpu, want)?,
+                1e-4,
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// What the device does not implement is a typed error naming op and type,
+/// never a CPU fallback; a device failure (out of memory) fails its op and
+/// loses nothing resident.
+fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let x = cpu
+            .transfer(&random(cpu, DType::F64, &[8, 8], 900)?, Place::Cuda(0))
+            .map_err(|e| e.to_string())?;
+        let before = download(gpu, &x)?;
+        let (_, s, _) = gpu.svd(&x).map_err(|e| e.to_string())?;
+        match gpu.download(&s).map_err(|e| e.to_string())?.wait() {
+            Err(e) => check(e.to_string().contains("svd"), e.to_string())?,
+            Ok(_) => return Err("svd on the device succeeded".into()),
+        }
+        let direct = gpu.cast(&x, DType::F32).map_err(|e| e.to_string())?;
+        let err = wait_err(gpu, &direct)?;
+        check(
+            err.contains("CUDA device 0 does not implement cast for f64"),
+            err,
+        )?;
+        let huge = gpu
+            .zeros(DType::F64, &[1 << 22, 1 << 22])
+            .map_err(|e| e.to_string())?;
+        let err = wait_err(gpu, &huge)?;
+        check(err.contains("CUDA device 0"), err)?;
+        close(
+            "resident after the errors",
+            &download(gpu, &x)?,
+            &before,
+            0.0,
+        )?;
+        let memory = wait_ok(gpu.memory().map_err(|e| e.to_string())?);
+        check(
+            memory.tensors >= 1 && memory.tensor_bytes >= 512,
+            format!("{memory:?}"),
+        )?;
+        Ok(())
+    })
+}
+
+fn wait_err(gpu: &Lane<CudaEngine>, h: &TensorHandle) -> Result<String, String> {
+    match gpu.download(h).map_err(|e| e.to_string())?.wait() {
+        Err(e) => Ok(format!(
+            "{e}: {:?}",
+            std::error::Error::source(&e).map(ToString::to_string)
+        )),
+        Ok(_) => Err(format!("{h:?} was made")),
+    }
+}
+
+fn main() -> ExitCode {
+    run_checks(&[
+        ("kernels_compile", kernels_compile as Check),
+        (
+            "missing_devices_are_typed_errors",
+            missing_devices_are_typed_errors,
+        ),
+        (
+            "elementwise_ops_match_the_cpu",
+            elementwise_ops_match_the_cpu,
+        ),
+        ("reductions_match_the_cpu", reductions_match_the_cpu),
+        (
+            "structural_and_creation_ops_match_the_cpu",
+            structural_and_creation_ops_match_the_cpu,
+        ),
+        ("products_match_the_cpu", products_match_the_cpu),
+        ("transfers_round_trip", transfers_round_trip),
+        (
+            "lanes_are_ordered_across_streams",
+            lanes_are_ordered_across_streams,
+        ),
+        ("cpu_gpu_pipeline", cpu_gpu_pipeline),
+        (
+            "unsupported_and_device_errors_are_typed",
+            unsupported_and_device_errors_are_typed,
+        ),
+    ])
+}
