@@ -6,7 +6,8 @@
 //! Ordering on the device: each lane's ops run in order on the lane's
 //! stream; a tensor written on one stream and read on another is ordered by
 //! CUDA events that cudarc records on every device buffer (the reading
-//! stream waits on the device; the actor never blocks for it). An op
+//! stream waits on the device; the actor never blocks for it: kernels take
+//! their outputs as `&mut` buffers, so that the write is what is recorded). An op
 //! completes for the actor once it is enqueued: only a host copy
 //! ([`TensorEngine::download`]) waits, and only for its own lane's stream.
 //!
@@ -348,19 +349,19 @@ impl Exec<'_> {
 
     /// Copies `view` of `src` into a new contiguous tensor.
     fn gather(&mut self, src: &DeviceTensor, view: &View) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(src.dtype, &view.shape)?;
+        let mut out = self.alloc(src.dtype, &view.shape)?;
         let dims = Dims::gather(view).ok_or(ExecError::Tensor(TensorError::Unsupported {
             op: "a strided copy of more than 8 axes",
             dtype: src.dtype,
         }))?;
-        self.copy(&out, src, dims)?;
+        self.copy(&mut out, src, dims)?;
         Ok(out)
     }
 
     /// `dst[walk₁] = src[walk₀]` over `dims`.
     fn copy(
         &mut self,
-        dst: &DeviceTensor,
+        dst: &mut DeviceTensor,
         src: &DeviceTensor,
         dims: Dims,
     ) -> Result<(), ExecError> {
@@ -370,7 +371,7 @@ impl Exec<'_> {
         let f = self.function(src.dtype, Kernel::StridedCopy)?;
         let stream = &self.lane.stream;
         let mut launch = stream.launch_builder(&f);
-        launch.arg(&dst.buf).arg(&src.buf).arg(&dims);
+        launch.arg(&mut dst.buf).arg(&src.buf).arg(&dims);
         // SAFETY: `strided_copy` takes (T*, const T*, Dims). Both buffers
         // hold `dtype` elements, and every offset the walk reaches lies
         // inside its buffer: `dims` comes from a view checked against the
@@ -387,7 +388,7 @@ impl Exec<'_> {
         b: &DeviceTensor,
         shape: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(a.dtype, shape)?;
+        let mut out = self.alloc(a.dtype, shape)?;
         let sa = structural::broadcast_view(&a.shape, shape)?;
         let sb = structural::broadcast_view(&b.shape, shape)?;
         let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)]).ok_or(
@@ -401,7 +402,7 @@ impl Exec<'_> {
             let code = binary_code(op);
             let mut launch = self.lane.stream.launch_builder(&f);
             launch
-                .arg(&out.buf)
+                .arg(&mut out.buf)
                 .arg(&a.buf)
                 .arg(&b.buf)
                 .arg(&code)
@@ -422,7 +423,7 @@ impl Exec<'_> {
         value: Scalar,
         scalar_first: bool,
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(a.dtype, &a.shape)?;
+        let mut out = self.alloc(a.dtype, &a.shape)?;
         let n = a.len() as i64;
         if n > 0 {
             let (re, im) = scalar_parts(value);
@@ -430,7 +431,7 @@ impl Exec<'_> {
             let (code, first) = (binary_code(op), i32::from(scalar_first));
             let mut launch = self.lane.stream.launch_builder(&f);
             launch
-                .arg(&out.buf)
+                .arg(&mut out.buf)
                 .arg(&a.buf)
                 .arg(&re)
                 .arg(&im)
@@ -452,7 +453,7 @@ impl Exec<'_> {
         a: &DeviceTensor,
         out_dtype: DType,
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(out_dtype, &a.shape)?;
+        let mut out = self.alloc(out_dtype, &a.shape)?;
         let n = a.len() as i64;
         if n > 0 {
             let magnitude = out_dtype != a.dtype;
@@ -466,7 +467,7 @@ impl Exec<'_> {
             )?;
             let code = unary_code(op);
             let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&out.buf).arg(&a.buf);
+            launch.arg(&mut out.buf).arg(&a.buf);
             if !magnitude {
                 launch.arg(&code);
             }
@@ -502,14 +503,14 @@ impl Exec<'_> {
         };
         let rows: usize = kept.iter().map(|&i| a.shape[i]).product();
         let len: usize = axes.iter().map(|&i| a.shape[i]).product();
-        let out = self.alloc(out_dtype, out_shape)?;
+        let mut out = self.alloc(out_dtype, out_shape)?;
         if rows > 0 {
             let (r, l) = (rows as i64, len as i64);
             let norm = op == ReduceOp::Norm;
             let f = self.function(a.dtype, if norm { Kernel::Norm } else { Kernel::Reduce })?;
             let code = reduce_code(op);
             let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&out.buf).arg(&src.buf).arg(&r).arg(&l);
+            launch.arg(&mut out.buf).arg(&src.buf).arg(&r).arg(&l);
             if !norm {
                 launch.arg(&code);
             }
@@ -529,16 +530,16 @@ impl Exec<'_> {
         shape: &[usize],
         value: Scalar,
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(dtype, shape)?;
+        let mut out = self.alloc(dtype, shape)?;
         let n = out.len() as i64;
         if n > 0 {
             let (re, im) = scalar_parts(value);
             let f = self.function(dtype, Kernel::Fill)?;
             let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&out.buf).arg(&re).arg(&im).arg(&n);
+            launch.arg(&mut out.buf).arg(&re).arg(&im).arg(&n);
             // SAFETY: `fill` takes (T*, double, double, long long) and
             // writes the `n` elements the buffer holds.
-            unsafe { launch.launch(kernels::elementwise(out.len())) }
+            unsafe { launch.launch(kernels::elementwise(n as usize)) }
                 .map_err(self.err("cuLaunchKernel fill"))?;
         }
         Ok(out)
@@ -551,12 +552,12 @@ impl Exec<'_> {
         step: f64,
         len: usize,
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(dtype, &[len])?;
+        let mut out = self.alloc(dtype, &[len])?;
         if len > 0 {
             let n = len as i64;
             let f = self.function(dtype, Kernel::Arange)?;
             let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&out.buf).arg(&start).arg(&step).arg(&n);
+            launch.arg(&mut out.buf).arg(&start).arg(&step).arg(&n);
             // SAFETY: `arange` takes (T*, double, double, long long) and
             // writes the `len` elements the buffer holds.
             unsafe { launch.launch(kernels::elementwise(len)) }
@@ -566,12 +567,12 @@ impl Exec<'_> {
     }
 
     fn eye(&mut self, dtype: DType, rows: usize, cols: usize) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(dtype, &[rows, cols])?;
+        let mut out = self.alloc(dtype, &[rows, cols])?;
         if rows * cols > 0 {
             let (r, c) = (rows as i64, cols as i64);
             let f = self.function(dtype, Kernel::Eye)?;
             let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&out.buf).arg(&r).arg(&c);
+            launch.arg(&mut out.buf).arg(&r).arg(&c);
             // SAFETY: `eye` takes (T*, long long, long long) and writes
             // the `rows·cols` elements the buffer holds.
             unsafe { launch.launch(kernels::elementwise(rows * cols)) }
@@ -744,7 +745,7 @@ impl Exec<'_> {
         axis: usize,
         out_shape: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
-        let out = self.alloc(inputs[0].dtype, out_shape)?;
+        let mut out = self.alloc(inputs[0].dtype, out_shape)?;
         let out_strides = structural::row_major(out_shape);
         let mut at = 0isize;
         for t in inputs {
@@ -757,7 +758,7 @@ impl Exec<'_> {
                 op: "concatenate over more than 8 axes",
                 dtype: t.dtype,
             })?;
-            self.copy(&out, t, dims)?;
+            self.copy(&mut out, t, dims)?;
             at += t.shape[axis] as isize;
         }
         Ok(out)
