@@ -630,6 +630,45 @@ fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
     })
 }
 
+/// A lane's stream and cuBLAS handle go with its last handle, after its
+/// last op: lanes opened and dropped by the hundred leave nothing behind.
+fn dropped_lanes_release_their_streams() -> Result<Outcome, String> {
+    with_gpu(|rt, _, gpu| {
+        let x = gpu.ones(DType::F32, &[64, 64]).map_err(|e| e.to_string())?;
+        let mut kept = Vec::new();
+        for i in 0..200 {
+            let lane = rt.cuda_lane(0).map_err(|e| e.to_string())?;
+            let y = lane.matmul(&x, &x).map_err(|e| e.to_string())?;
+            if i % 50 == 0 {
+                kept.push(y); // outlives its lane: the stream lives on under it
+            }
+        }
+        for y in &kept {
+            let total = gpu.sum_all(y).map_err(|e| e.to_string())?;
+            let got = download(gpu, &total)?;
+            check(flat(&got) == [64.0 * 64.0 * 64.0], format!("{got:?}"))?;
+        }
+        // Retirements are ops of their own lanes, served fairly with the
+        // query's: ask until they are all through (bounded).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let streams = loop {
+            let streams = gpu
+                .run(|engine| engine.lane_streams())
+                .map_err(|e| e.to_string())?
+                .wait()
+                .map_err(|e| e.to_string())?;
+            if streams <= 2 || std::time::Instant::now() > deadline {
+                break streams;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        check(
+            streams <= 2,
+            format!("{streams} streams after 200 dropped lanes"),
+        )
+    })
+}
+
 fn wait_err(gpu: &Lane<CudaEngine>, h: &TensorHandle) -> Result<String, String> {
     match gpu.download(h).map_err(|e| e.to_string())?.wait() {
         Err(e) => Ok(format!(
@@ -666,6 +705,10 @@ fn main() -> ExitCode {
         (
             "unsupported_and_device_errors_are_typed",
             unsupported_and_device_errors_are_typed,
+        ),
+        (
+            "dropped_lanes_release_their_streams",
+            dropped_lanes_release_their_streams,
         ),
     ])
 }

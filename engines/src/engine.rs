@@ -112,6 +112,11 @@ pub struct EngineMemory {
 /// engine's actor thread; `lane` names the lane whose op is running, so an
 /// engine that orders work per lane (a CUDA stream per lane) can.
 pub trait TensorEngine: 'static {
+    /// Whether the engine keeps per-lane state that
+    /// [`TensorEngine::retire_lane`] frees; only then does a dropped lane
+    /// cost the actor an op.
+    const RETIRES_LANES: bool = false;
+
     /// Where the engine's tensors live.
     fn place(&self) -> Place;
 
@@ -155,6 +160,13 @@ pub trait TensorEngine: 'static {
 
     /// Frees the resident tensor `id`; whether it was resident.
     fn free(&mut self, id: TensorId) -> bool;
+
+    /// Lane `lane` is gone (its last handle dropped), and every op it
+    /// submitted has run: per-lane state (a CUDA stream and its cuBLAS
+    /// handle) can go. Work still in flight on the device is unaffected.
+    fn retire_lane(&mut self, lane: u64) {
+        let _ = lane;
+    }
 
     /// What the engine holds.
     fn memory(&self) -> EngineMemory;

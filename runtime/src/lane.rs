@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use weft_actors::Op;
 use weft_engines::{CpuEngine, Place, TensorEngine};
 
 use crate::runtime::WeakRuntime;
@@ -40,6 +41,25 @@ pub struct Lane<E: TensorEngine = CpuEngine> {
     lane: weft_actors::Lane<E>,
     tensors: Arc<DomainTensors>,
     runtime: WeakRuntime,
+    retire: Arc<Retire<E>>,
+}
+
+/// Dropped with a lane's last clone: tells the engine, in order after the
+/// lane's last op, that the lane is gone ([`TensorEngine::retire_lane`]).
+struct Retire<E: TensorEngine>(weft_actors::Lane<E>);
+
+impl<E: TensorEngine> Drop for Retire<E> {
+    fn drop(&mut self) {
+        if !E::RETIRES_LANES {
+            return;
+        }
+        let lane = self.0.id();
+        // Never waits: if the lane is full or the actor is shut down, the
+        // engine keeps the lane's state until it is dropped itself.
+        let _ = self.0.try_submit(
+            Op::new(move |engine: &mut E| engine.retire_lane(lane)).label("retire lane"),
+        );
+    }
 }
 
 impl<E: TensorEngine> Clone for Lane<E> {
@@ -48,6 +68,7 @@ impl<E: TensorEngine> Clone for Lane<E> {
             lane: self.lane.clone(),
             tensors: self.tensors.clone(),
             runtime: self.runtime.clone(),
+            retire: self.retire.clone(),
         }
     }
 }
@@ -59,6 +80,7 @@ impl<E: TensorEngine> Lane<E> {
         runtime: WeakRuntime,
     ) -> Lane<E> {
         Lane {
+            retire: Arc::new(Retire(lane.clone())),
             lane,
             tensors,
             runtime,

@@ -245,3 +245,43 @@ pub(crate) fn rows(rows: usize) -> LaunchConfig {
         shared_mem_bytes: 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_walk_each_operand_by_its_strides() {
+        let d = Dims::new(&[2, 3], &[(&[3, 1], 0), (&[0, 1], 5)]).unwrap();
+        assert_eq!((d.n, d.rank, d.len()), (6, 2, 6));
+        assert_eq!(&d.shape[..2], &[2, 3]);
+        assert_eq!((&d.s0[..2], d.b0), (&[3i64, 1][..], 0));
+        assert_eq!((&d.s1[..2], d.b1), (&[0i64, 1][..], 5));
+        assert_eq!(d.s2, [0; MAX_RANK]);
+        assert!(Dims::new(&[1; MAX_RANK + 1], &[]).is_none());
+        // Layout: what the kernels read by value (`long long` fields).
+        assert_eq!(std::mem::size_of::<Dims>(), 8 * (2 + 4 * MAX_RANK + 3));
+    }
+
+    #[test]
+    fn a_gather_writes_the_destination_row_major() {
+        let view = crate::structural::reverse_view(&[2, 3], &[1]).unwrap();
+        let d = Dims::gather(&view).unwrap();
+        assert_eq!((&d.s0[..2], d.b0), (&[3i64, -1][..], 2));
+        assert_eq!((&d.s1[..2], d.b1), (&[3i64, 1][..], 0));
+    }
+
+    #[test]
+    fn the_source_names_every_kernel_for_every_type() {
+        for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+            let src = source(dtype);
+            // The typedefs come after the complex template they may name.
+            let cx = src.find("template <typename F> struct cx").unwrap();
+            assert!(src.find("typedef ELEMENT T;").unwrap() > cx);
+            assert!(src.starts_with(&format!("#define SUFFIX {dtype}\n")));
+            for k in Kernel::ALL {
+                assert!(src.contains(&format!("K({})(", k.name())), "{}", k.name());
+            }
+        }
+    }
+}

@@ -234,6 +234,12 @@ impl CudaEngine {
         self.store.get(&id).ok_or(NotResident(id))
     }
 
+    /// How many lanes hold a stream now (a lane's stream goes when the
+    /// lane's last handle does).
+    pub fn lane_streams(&self) -> usize {
+        self.lanes.len()
+    }
+
     /// Lane `lane`'s stream, made (with its cuBLAS handle) on first use.
     ///
     /// # Errors
@@ -303,6 +309,16 @@ impl Exec<'_> {
         move |e| device_error(self.device, call, e)
     }
 
+    /// The kernels walk at most [`kernels::MAX_RANK`] axes.
+    fn too_many_axes(&self, op: &'static str, dtype: DType) -> ExecError {
+        ExecError::Unsupported {
+            place: Place::Cuda(self.device),
+            op,
+            dtype,
+            reason: Some("more than 8 axes"),
+        }
+    }
+
     /// Device memory for a `dtype` tensor of `shape`, uninitialized.
     fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
         let bytes = element_count(shape)
@@ -350,10 +366,8 @@ impl Exec<'_> {
     /// Copies `view` of `src` into a new contiguous tensor.
     fn gather(&mut self, src: &DeviceTensor, view: &View) -> Result<DeviceTensor, ExecError> {
         let mut out = self.alloc(src.dtype, &view.shape)?;
-        let dims = Dims::gather(view).ok_or(ExecError::Tensor(TensorError::Unsupported {
-            op: "a strided copy of more than 8 axes",
-            dtype: src.dtype,
-        }))?;
+        let dims =
+            Dims::gather(view).ok_or_else(|| self.too_many_axes("strided copy", src.dtype))?;
         self.copy(&mut out, src, dims)?;
         Ok(out)
     }
@@ -391,12 +405,8 @@ impl Exec<'_> {
         let mut out = self.alloc(a.dtype, shape)?;
         let sa = structural::broadcast_view(&a.shape, shape)?;
         let sb = structural::broadcast_view(&b.shape, shape)?;
-        let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)]).ok_or(
-            TensorError::Unsupported {
-                op: "broadcasting over more than 8 axes",
-                dtype: a.dtype,
-            },
-        )?;
+        let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
+            .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
         if dims.len() > 0 {
             let f = self.function(a.dtype, Kernel::Binary)?;
             let code = binary_code(op);
@@ -754,10 +764,7 @@ impl Exec<'_> {
                 &t.shape,
                 &[(&own, 0), (&out_strides, at * out_strides[axis])],
             )
-            .ok_or(TensorError::Unsupported {
-                op: "concatenate over more than 8 axes",
-                dtype: t.dtype,
-            })?;
+            .ok_or_else(|| self.too_many_axes("concatenate", t.dtype))?;
             self.copy(&mut out, t, dims)?;
             at += t.shape[axis] as isize;
         }
@@ -1041,6 +1048,8 @@ impl CudaEngine {
 }
 
 impl TensorEngine for CudaEngine {
+    const RETIRES_LANES: bool = true;
+
     fn place(&self) -> Place {
         Place::Cuda(self.info.ordinal)
     }
@@ -1185,6 +1194,12 @@ impl TensorEngine for CudaEngine {
             }
             None => false,
         }
+    }
+
+    fn retire_lane(&mut self, lane: u64) {
+        // Buffers allocated on the stream keep it alive (cudarc holds it
+        // by `Arc`) until they are freed; only the engine's claim goes.
+        self.lanes.remove(&lane);
     }
 
     fn memory(&self) -> EngineMemory {
