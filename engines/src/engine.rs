@@ -63,7 +63,6 @@ pub struct DeviceError {
 /// A resident op could not run: an input is not resident, the op failed,
 /// the engine does not implement it, or the device failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ExecError {
     /// An input id names no resident tensor.
     #[error(transparent)]

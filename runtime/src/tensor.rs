@@ -78,10 +78,15 @@ impl DomainTensors {
 
     /// The name of the actor these tensors live in.
     fn actor_name(&self) -> String {
-        match self.place {
-            Place::Cpu(i) => format!("weft-cpu-{i}"),
-            Place::Cuda(i) => format!("weft-cuda-{i}"),
-        }
+        actor_name(self.place)
+    }
+}
+
+/// The name of the actor of `place` (as the runtime starts it).
+fn actor_name(place: Place) -> String {
+    match place {
+        Place::Cpu(i) => format!("weft-cpu-{i}"),
+        Place::Cuda(i) => format!("weft-cuda-{i}"),
     }
 }
 
@@ -175,7 +180,6 @@ impl From<ExecError> for OpError {
                 reason,
             },
             ExecError::Device(e) => OpError::Device(e),
-            _ => unreachable!("every engine error is mapped"),
         }
     }
 }
@@ -539,7 +543,7 @@ impl<E: TensorEngine> Lane<E> {
         }
         let closed = || {
             OpError::Closed(ActorClosed {
-                actor: DomainTensors::new(self.tensors().runtime, to, Arc::default()).actor_name(),
+                actor: actor_name(to),
             })
         };
         let runtime = self.runtime().upgrade().ok_or_else(closed)?;

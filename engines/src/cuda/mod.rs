@@ -7,9 +7,12 @@
 //! stream; a tensor written on one stream and read on another is ordered by
 //! CUDA events that cudarc records on every device buffer (the reading
 //! stream waits on the device; the actor never blocks for it: kernels take
-//! their outputs as `&mut` buffers, so that the write is what is recorded). An op
-//! completes for the actor once it is enqueued: only a host copy
-//! ([`TensorEngine::download`]) waits, and only for its own lane's stream.
+//! their outputs as `&mut` buffers, so that the write is what is recorded).
+//! An op completes for the actor once it is enqueued: only a copy to the
+//! host ([`TensorEngine::download`]) waits, and only for that copy, on the
+//! engine's device-to-host stream (which first waits, on the device, for
+//! the op that wrote the tensor). Copies to the device go on a
+//! host-to-device stream: a lane that only moves tensors makes no stream.
 //!
 //! Kernels: GEMM through cuBLAS (`cublasGemmStridedBatchedEx`, all four
 //! element types); everything else through this module's own kernels,
@@ -114,11 +117,27 @@ impl fmt::Debug for DeviceTensor {
 /// One lane's stream and the cuBLAS handle bound to it.
 struct LaneStream {
     stream: Arc<CudaStream>,
-    blas: CudaBlas,
+    /// Bound to `stream` on the lane's first product.
+    blas: Option<CudaBlas>,
 }
 
-/// Two pinned host buffers, each with the event of the last copy that used it.
-struct Staging {
+/// A cuBLAS handle of a retired lane, still bound to that lane's stream.
+/// Destroying a handle synchronizes the whole device, so handles are kept
+/// and rebound instead: the next lane that needs one takes it.
+struct SpareBlas {
+    blas: CudaBlas,
+    stream: Arc<CudaStream>,
+}
+
+/// The engine's host copies: a stream each way (a copy waits on the
+/// device for the op that wrote its source, through the buffer's event),
+/// and two pinned host buffers, each with the event of the last copy that
+/// used it. Shared by every lane: copies go through the actor thread one
+/// at a time anyway, and a lane that only moves tensors (a transfer's)
+/// never makes a stream of its own.
+struct Copies {
+    h2d: Arc<CudaStream>,
+    d2h: Arc<CudaStream>,
     buffers: Vec<(PinnedHostSlice<u8>, CudaEvent)>,
 }
 
@@ -128,10 +147,11 @@ pub struct CudaEngine {
     info: CudaInfo,
     ctx: Arc<CudaContext>,
     lanes: HashMap<u64, LaneStream>,
+    spare_blas: Vec<SpareBlas>,
     store: HashMap<TensorId, DeviceTensor>,
     bytes: usize,
     kernels: Kernels,
-    staging: Option<Staging>,
+    copies: Option<Copies>,
     /// Keeps the engine on the thread that built it.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -207,10 +227,11 @@ impl CudaEngine {
             info,
             ctx,
             lanes: HashMap::new(),
+            spare_blas: Vec::new(),
             store: HashMap::new(),
             bytes: 0,
             kernels: Kernels::default(),
-            staging: None,
+            copies: None,
             _not_send: std::marker::PhantomData,
         })
     }
@@ -249,18 +270,51 @@ impl CudaEngine {
         Ok(&self.lane(lane)?.stream)
     }
 
-    fn lane(&mut self, lane: u64) -> Result<&LaneStream, DeviceError> {
+    fn lane(&mut self, lane: u64) -> Result<&mut LaneStream, DeviceError> {
         let device = self.info.ordinal;
         if !self.lanes.contains_key(&lane) {
             let stream = self
                 .ctx
                 .new_stream()
                 .map_err(|e| device_error(device, "cuStreamCreate", e))?;
-            let blas = CudaBlas::new(stream.clone())
-                .map_err(|e| device_error(device, "cublasCreate", e))?;
-            self.lanes.insert(lane, LaneStream { stream, blas });
+            self.lanes.insert(lane, LaneStream { stream, blas: None });
         }
-        Ok(&self.lanes[&lane])
+        Ok(self.lanes.get_mut(&lane).expect("made above"))
+    }
+
+    /// Gives lane `lane` a cuBLAS handle bound to its stream, if it has
+    /// none: a retired lane's, or a new one.
+    fn blas(&mut self, lane: u64) -> Result<(), DeviceError> {
+        let device = self.info.ordinal;
+        let spare = self.spare_blas.pop();
+        let lane = self.lane(lane)?;
+        if lane.blas.is_some() {
+            if let Some(spare) = spare {
+                self.spare_blas.push(spare);
+            }
+            return Ok(());
+        }
+        let blas = match spare {
+            Some(SpareBlas { mut blas, stream }) => {
+                // The handle's workspace may still be in use by the old
+                // lane's last product: the new stream waits for all of the
+                // old one's work, on the device.
+                lane.stream
+                    .join(&stream)
+                    .map_err(|e| device_error(device, "cuStreamWaitEvent", e))?;
+                // SAFETY: after the join above, nothing the handle enqueues
+                // on the new stream can overlap what it enqueued on the old
+                // one, and the old lane is gone, so the handle is used by
+                // one stream at a time, as cuBLAS requires.
+                unsafe { blas.set_stream(lane.stream.clone()) }
+                    .map_err(|e| device_error(device, "cublasSetStream", format!("{e:?}")))?;
+                blas
+            }
+            None => CudaBlas::new(lane.stream.clone())
+                .map_err(|e| device_error(device, "cublasCreate", e))?,
+        };
+        lane.blas = Some(blas);
+        Ok(())
     }
 
     /// Reports an error a drop recorded since the last call (a free that
@@ -319,24 +373,10 @@ impl Exec<'_> {
         }
     }
 
-    /// Device memory for a `dtype` tensor of `shape`, uninitialized.
+    /// Device memory for a `dtype` tensor of `shape` on the lane's stream,
+    /// uninitialized.
     fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
-        let bytes = element_count(shape)
-            .and_then(|n| n.checked_mul(dtype.size()))
-            .ok_or_else(|| TensorError::TooLarge {
-                shape: shape.to_vec(),
-            })?;
-        // SAFETY: the buffer is uninitialized; every caller writes all
-        // `bytes` of it (a kernel over every element, a copy of the whole
-        // tensor) on this stream before anything reads it, and the stream
-        // orders those reads after the write.
-        let buf = unsafe { self.lane.stream.alloc::<u8>(bytes.max(1)) }
-            .map_err(self.err("cuMemAllocAsync"))?;
-        Ok(DeviceTensor {
-            dtype,
-            shape: shape.to_vec(),
-            buf,
-        })
+        alloc_on(&self.lane.stream, self.device, dtype, shape)
     }
 
     fn function(
@@ -677,7 +717,12 @@ impl Exec<'_> {
         // call, which reads them before returning (host pointer mode).
         unsafe {
             cudarc::cublas::result::gemm_strided_batched_ex(
-                *self.lane.blas.handle(),
+                *self
+                    .lane
+                    .blas
+                    .as_ref()
+                    .expect("made before a product runs")
+                    .handle(),
                 cublasOperation_t::CUBLAS_OP_N,
                 cublasOperation_t::CUBLAS_OP_N,
                 n,
@@ -770,6 +815,32 @@ impl Exec<'_> {
         }
         Ok(out)
     }
+}
+
+/// Device memory for a `dtype` tensor of `shape`, uninitialized, allocated
+/// in `stream`'s order.
+fn alloc_on(
+    stream: &Arc<CudaStream>,
+    device: usize,
+    dtype: DType,
+    shape: &[usize],
+) -> Result<DeviceTensor, ExecError> {
+    let bytes = element_count(shape)
+        .and_then(|n| n.checked_mul(dtype.size()))
+        .ok_or_else(|| TensorError::TooLarge {
+            shape: shape.to_vec(),
+        })?;
+    // SAFETY: the buffer is uninitialized; every caller writes all `bytes`
+    // of it (a kernel over every element, a copy of the whole tensor) on
+    // this stream before anything reads it, and every read, on this stream
+    // or (through the write's event) on another, is ordered after it.
+    let buf = unsafe { stream.alloc::<u8>(bytes.max(1)) }
+        .map_err(|e| device_error(device, "cuMemAllocAsync", e))?;
+    Ok(DeviceTensor {
+        dtype,
+        shape: shape.to_vec(),
+        buf,
+    })
 }
 
 /// A value of an einsum on the device: a resident input, or an intermediate.
@@ -927,8 +998,9 @@ fn host_bytes_mut(data: &mut Data) -> &mut [u8] {
     }
 }
 
-impl Staging {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Staging, DriverError> {
+impl Copies {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Copies, DriverError> {
+        let (h2d, d2h) = (ctx.new_stream()?, ctx.new_stream()?);
         let mut buffers = Vec::with_capacity(2);
         for _ in 0..2 {
             // SAFETY: the pinned buffer is uninitialized host memory; it is
@@ -937,40 +1009,39 @@ impl Staging {
             let pinned = unsafe { ctx.alloc_pinned::<u8>(STAGING_CHUNK) }?;
             buffers.push((pinned, ctx.new_event(None)?));
         }
-        Ok(Staging { buffers })
+        Ok(Copies { h2d, d2h, buffers })
     }
 }
 
 impl CudaEngine {
-    fn staging(&mut self) -> Result<&mut Staging, DeviceError> {
-        if self.staging.is_none() {
-            let staging = Staging::new(&self.ctx)
+    fn copies(&mut self) -> Result<&mut Copies, DeviceError> {
+        if self.copies.is_none() {
+            let copies = Copies::new(&self.ctx)
                 .map_err(|e| device_error(self.info.ordinal, "cuMemHostAlloc", e))?;
-            self.staging = Some(staging);
+            self.copies = Some(copies);
         }
-        Ok(self.staging.as_mut().expect("made above"))
+        Ok(self.copies.as_mut().expect("made above"))
     }
 
-    /// Copies `src` into `dst` on `lane`'s stream; large copies alternate
-    /// between the two pinned buffers so that filling one overlaps the
-    /// bus transfer of the other.
-    fn copy_in(
-        &mut self,
-        lane: u64,
-        src: &[u8],
-        dst: &mut CudaSlice<u8>,
-    ) -> Result<(), DeviceError> {
+    /// A new device tensor holding `tensor`'s elements, copied on the
+    /// host-to-device stream; large copies alternate between the two
+    /// pinned buffers so that filling one overlaps the bus transfer of the
+    /// other. Returns once the copy is enqueued (and the host data read).
+    fn copy_in(&mut self, tensor: &Tensor) -> Result<DeviceTensor, ExecError> {
         let device = self.info.ordinal;
         let err = |call| move |e: DriverError| device_error(device, call, e);
-        let stream = self.lane(lane)?.stream.clone();
+        let copies = self.copies()?;
+        let stream = copies.h2d.clone();
+        let mut out = alloc_on(&stream, device, tensor.dtype(), tensor.shape())?;
+        let (src, dst) = (host_bytes(tensor.data()), &mut out.buf);
         if src.len() < STAGING_THRESHOLD {
-            return stream
+            stream
                 .memcpy_htod(src, &mut dst.slice_mut(..src.len()))
-                .map_err(err("cuMemcpyHtoDAsync"));
+                .map_err(err("cuMemcpyHtoDAsync"))?;
+            return Ok(out);
         }
-        let staging = self.staging()?;
         for (i, piece) in src.chunks(STAGING_CHUNK).enumerate() {
-            let (pinned, done) = &mut staging.buffers[i % 2];
+            let (pinned, done) = &mut copies.buffers[i % 2];
             // The copy that last read this buffer must be over.
             done.synchronize().map_err(err("cuEventSynchronize"))?;
             let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
@@ -992,33 +1063,32 @@ impl CudaEngine {
             .map_err(err("cuMemcpyHtoDAsync"))?;
             done.record(&stream).map_err(err("cuEventRecord"))?;
         }
-        Ok(())
+        Ok(out)
     }
 
-    /// Copies `src` into `dst` from `lane`'s stream and waits for it.
-    fn copy_out(
-        &mut self,
-        lane: u64,
-        src: &CudaSlice<u8>,
-        dst: &mut [u8],
-    ) -> Result<(), DeviceError> {
+    /// Copies `src` into `dst` on the device-to-host stream, after the op
+    /// that wrote `src` (a wait on the device), and waits for the copy:
+    /// the host waits for that tensor alone, not for any lane's other work.
+    fn copy_out(&mut self, src: &CudaSlice<u8>, dst: &mut [u8]) -> Result<(), DeviceError> {
         let device = self.info.ordinal;
         let err = |call| move |e: DriverError| device_error(device, call, e);
-        let stream = self.lane(lane)?.stream.clone();
+        let copies = self.copies()?;
+        let stream = copies.d2h.clone();
         if dst.len() < STAGING_THRESHOLD {
             stream
                 .memcpy_dtoh(&src.slice(..dst.len()), dst)
                 .map_err(err("cuMemcpyDtoHAsync"))?;
             return stream.synchronize().map_err(err("cuStreamSynchronize"));
         }
-        let staging = self.staging()?;
         let chunks = dst.len().div_ceil(STAGING_CHUNK);
         let total = dst.len();
         let range = |i: usize| i * STAGING_CHUNK..((i + 1) * STAGING_CHUNK).min(total);
         for i in 0..=chunks {
             if i < chunks {
                 let r = range(i);
-                let (pinned, done) = &mut staging.buffers[i % 2];
+                let (pinned, done) = &mut copies.buffers[i % 2];
+                // Its last use (an upload's copy, on the other stream) is over.
+                done.synchronize().map_err(err("cuEventSynchronize"))?;
                 let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
                 let part = src.slice(r.clone());
                 let (ptr, _record) = part.device_ptr(&stream);
@@ -1037,7 +1107,7 @@ impl CudaEngine {
             }
             if i > 0 {
                 let r = range(i - 1);
-                let (pinned, done) = &mut staging.buffers[(i - 1) % 2];
+                let (pinned, done) = &mut copies.buffers[(i - 1) % 2];
                 done.synchronize().map_err(err("cuEventSynchronize"))?;
                 let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
                 dst[r.clone()].copy_from_slice(&host[..r.len()]);
@@ -1070,7 +1140,11 @@ impl TensorEngine for CudaEngine {
                 return Err(self.unsupported(op.name(), dtype, Some("ops with several outputs")));
             }
         };
-        self.lane(lane)?;
+        if matches!(op, TensorOp::Matmul | TensorOp::Einsum(_)) {
+            self.blas(lane)?;
+        } else {
+            self.lane(lane)?;
+        }
         let CudaEngine {
             info,
             ctx,
@@ -1159,27 +1233,18 @@ impl TensorEngine for CudaEngine {
         Ok(())
     }
 
-    fn upload(&mut self, id: TensorId, tensor: Tensor, lane: u64) -> Result<(), ExecError> {
+    fn upload(&mut self, id: TensorId, tensor: Tensor, _lane: u64) -> Result<(), ExecError> {
         self.deferred_error()?;
-        self.lane(lane)?;
-        let x = Exec {
-            device: self.info.ordinal,
-            arch: self.info.compute_capability,
-            ctx: &self.ctx,
-            lane: &self.lanes[&lane],
-            kernels: &mut self.kernels,
-        };
-        let mut out = x.alloc(tensor.dtype(), tensor.shape())?;
-        self.copy_in(lane, host_bytes(tensor.data()), &mut out.buf)?;
+        let out = self.copy_in(&tensor)?;
         self.insert(id, out);
         Ok(())
     }
 
-    fn download(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError> {
+    fn download(&mut self, id: TensorId, _lane: u64) -> Result<Tensor, ExecError> {
         self.deferred_error()?;
         let t = self.store.remove(&id).ok_or(NotResident(id))?;
         let mut data = Scalar::Real(0.0).to_data(t.dtype, t.len())?;
-        let copied = self.copy_out(lane, &t.buf, host_bytes_mut(&mut data));
+        let copied = self.copy_out(&t.buf, host_bytes_mut(&mut data));
         self.store.insert(id, t);
         copied?;
         let shape = self.store[&id].shape.clone();
@@ -1197,9 +1262,17 @@ impl TensorEngine for CudaEngine {
     }
 
     fn retire_lane(&mut self, lane: u64) {
-        // Buffers allocated on the stream keep it alive (cudarc holds it
-        // by `Arc`) until they are freed; only the engine's claim goes.
-        self.lanes.remove(&lane);
+        // Buffers allocated on the stream keep it alive (cudarc holds it by
+        // `Arc`) until they are freed; destroying it returns at once, with
+        // its work finishing on the device. The cuBLAS handle is kept for
+        // the next lane (destroying one would wait for the whole device).
+        if let Some(LaneStream {
+            stream,
+            blas: Some(blas),
+        }) = self.lanes.remove(&lane)
+        {
+            self.spare_blas.push(SpareBlas { blas, stream });
+        }
     }
 
     fn memory(&self) -> EngineMemory {
