@@ -144,7 +144,7 @@ fn wrong_domain_is_refused() {
     let err = rt.lane(1).unwrap().add(&h, &h).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "add: the tensor lives in CPU domain 0, this lane feeds domain 1"
+        "add: the tensor lives in CPU domain 0, this lane feeds CPU domain 1"
     );
     let err = rt.lane(1).unwrap().download(&h).unwrap_err();
     assert!(

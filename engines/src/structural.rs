@@ -125,7 +125,8 @@ mod tests {
 
 /// A strided view of a tensor: element `index` of the output is input
 /// element `base + Σ index[i] · strides[i]`. Slices, reversals, broadcasts
-/// and diagonals are all such views; [`view`] copies one out.
+/// and diagonals are all such views. The CPU engine copies one out with
+/// `view`; the CUDA engine, with one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct View {
     /// The view's shape.

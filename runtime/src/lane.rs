@@ -13,7 +13,7 @@ use crate::tensor::DomainTensors;
 
 /// An ordered, bounded stream of ops into one actor: a CPU domain's
 /// (`Lane`, the default) or, with the `cuda` feature, a CUDA device's
-/// (`Lane<CudaEngine>`, from [`crate::Runtime::cuda_lane`]). The tensor ops
+/// (`Lane<CudaEngine>`, from `Runtime::cuda_lane`). The tensor ops
 /// are the same on both; on a CUDA device each lane is its own stream.
 ///
 /// It is the generic actor lane ([`weft_actors::Lane`], reached through
