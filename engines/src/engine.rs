@@ -70,26 +70,31 @@ pub enum ExecError {
     /// The op failed.
     #[error(transparent)]
     Tensor(#[from] TensorError),
-    /// This engine does not implement the op for this element type. There
-    /// is no silent fallback to another engine: transfer the tensors to
-    /// one that does.
-    #[error(
-        "{place} does not implement {op} for {dtype} tensors{}",
-        detail(reason)
-    )]
-    Unsupported {
-        /// The engine's place.
-        place: Place,
-        /// The op.
-        op: &'static str,
-        /// The element type.
-        dtype: DType,
-        /// What is missing, when it is narrower than the whole op.
-        reason: Option<&'static str>,
-    },
+    /// This engine does not implement the op for this element type.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
     /// A device call failed. The engine lives on, with its other tensors.
     #[error(transparent)]
     Device(#[from] DeviceError),
+}
+
+/// An op an engine does not implement for an element type. There is no
+/// silent fallback to another engine: transfer the tensors to one that
+/// implements it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{place} does not implement {op} for {dtype} tensors{}",
+    detail(reason)
+)]
+pub struct Unsupported {
+    /// The engine's place.
+    pub place: Place,
+    /// The op.
+    pub op: &'static str,
+    /// The element type.
+    pub dtype: DType,
+    /// What is missing, when it is narrower than the whole op.
+    pub reason: Option<&'static str>,
 }
 
 fn detail(reason: &Option<&'static str>) -> String {

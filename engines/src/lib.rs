@@ -38,7 +38,7 @@ pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning, DEFA
 pub use create::{Distribution, Scalar};
 pub use einsum::Spec as EinsumSpec;
 pub use elementwise::BinaryOp;
-pub use engine::{DeviceError, EngineMemory, ExecError, Place, TensorEngine};
+pub use engine::{DeviceError, EngineMemory, ExecError, Place, TensorEngine, Unsupported};
 pub use linalg::Linalg;
 pub use op::{Meta, TensorOp};
 pub use reduce::ReduceOp;

@@ -25,7 +25,7 @@ use weft_engines::structural::SliceAxis;
 use weft_engines::{
     BinaryOp, CpuEngine, DType, DeviceError, Distribution, EinsumSpec, EngineMemory, ExecError,
     Linalg, Meta, NotResident, Place, ReduceOp, Scalar, Tensor, TensorEngine, TensorError,
-    TensorId, TensorOp, UnaryOp,
+    TensorId, TensorOp, UnaryOp, Unsupported,
 };
 
 use crate::lane::Lane;
@@ -141,17 +141,8 @@ pub enum OpError {
     },
     /// The engine does not implement the op for this element type: no
     /// silent fallback to another engine.
-    #[error("{place} does not implement {op} for {dtype} tensors{}", reason.map(|r| format!(" ({r})")).unwrap_or_default())]
-    Unsupported {
-        /// The engine's place.
-        place: Place,
-        /// The op.
-        op: &'static str,
-        /// The element type.
-        dtype: DType,
-        /// What is missing, when narrower than the whole op.
-        reason: Option<&'static str>,
-    },
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
     /// A device call failed; the device's other tensors are intact.
     #[error(transparent)]
     Device(#[from] DeviceError),
@@ -168,17 +159,7 @@ impl From<ExecError> for OpError {
         match error {
             ExecError::NotResident(e) => OpError::NotResident(e),
             ExecError::Tensor(e) => OpError::Tensor(e),
-            ExecError::Unsupported {
-                place,
-                op,
-                dtype,
-                reason,
-            } => OpError::Unsupported {
-                place,
-                op,
-                dtype,
-                reason,
-            },
+            ExecError::Unsupported(e) => OpError::Unsupported(e),
             ExecError::Device(e) => OpError::Device(e),
         }
     }

@@ -32,7 +32,7 @@ use cudarc::driver::{
 
 use crate::buffer::BufferStats;
 use crate::einsum::Contraction;
-use crate::engine::{DeviceError, EngineMemory, ExecError, Place, TensorEngine};
+use crate::engine::{DeviceError, EngineMemory, ExecError, Place, TensorEngine, Unsupported};
 use crate::op::TensorOp;
 use crate::reduce::ReduceOp;
 use crate::store::{NotResident, TensorId};
@@ -338,12 +338,12 @@ impl CudaEngine {
         dtype: DType,
         reason: Option<&'static str>,
     ) -> ExecError {
-        ExecError::Unsupported {
+        ExecError::Unsupported(Unsupported {
             place: Place::Cuda(self.info.ordinal),
             op,
             dtype,
             reason,
-        }
+        })
     }
 }
 
@@ -365,12 +365,12 @@ impl Exec<'_> {
 
     /// The kernels walk at most [`kernels::MAX_RANK`] axes.
     fn too_many_axes(&self, op: &'static str, dtype: DType) -> ExecError {
-        ExecError::Unsupported {
+        ExecError::Unsupported(Unsupported {
             place: Place::Cuda(self.device),
             op,
             dtype,
             reason: Some("more than 8 axes"),
-        }
+        })
     }
 
     /// Device memory for a `dtype` tensor of `shape` on the lane's stream,
@@ -1166,11 +1166,13 @@ impl TensorEngine for CudaEngine {
                 resident.push(store.get(id).ok_or(NotResident(*id))?);
             }
             let input_dtype = resident.first().map_or(out_dtype, |t| t.dtype);
-            let unsupported = |reason| ExecError::Unsupported {
-                place,
-                op: op.name(),
-                dtype: input_dtype,
-                reason,
+            let unsupported = |reason| {
+                ExecError::Unsupported(Unsupported {
+                    place,
+                    op: op.name(),
+                    dtype: input_dtype,
+                    reason,
+                })
             };
             let gather =
                 |x: &mut Exec<'_>, view: Result<View, TensorError>| x.gather(resident[0], &view?);
