@@ -45,30 +45,47 @@ pub(crate) struct Dims {
 unsafe impl DeviceRepr for Dims {}
 
 impl Dims {
-    /// A walk over `shape` with one stride list and base per operand
-    /// (operands beyond those given walk nothing). `None` when the rank is
-    /// over [`MAX_RANK`].
+    /// A walk over `shape` with one stride list and base per operand (up
+    /// to three; operands not given walk nothing). Axes of extent 1 are
+    /// dropped and neighbours that every operand walks as one axis are
+    /// merged, so a contiguous operand costs the kernel one multiply per
+    /// element instead of a division per axis. `None` when more than
+    /// [`MAX_RANK`] axes remain.
     pub(crate) fn new(shape: &[usize], operands: &[(&[isize], isize)]) -> Option<Dims> {
-        if shape.len() > MAX_RANK {
+        let mut axes: Vec<(usize, [isize; 3])> = Vec::with_capacity(shape.len());
+        for (k, &extent) in shape.iter().enumerate() {
+            if extent == 1 {
+                continue;
+            }
+            let mut strides = [0isize; 3];
+            for (s, (given, _)) in strides.iter_mut().zip(operands) {
+                *s = given[k];
+            }
+            match axes.last_mut() {
+                Some((outer, outer_strides))
+                    if (0..3).all(|j| outer_strides[j] == strides[j] * extent as isize) =>
+                {
+                    *outer *= extent;
+                    *outer_strides = strides;
+                }
+                _ => axes.push((extent, strides)),
+            }
+        }
+        if axes.len() > MAX_RANK {
             return None;
         }
         let mut d = Dims {
             n: shape.iter().product::<usize>() as i64,
-            rank: shape.len() as i64,
+            rank: axes.len() as i64,
             ..Dims::default()
         };
-        for (axis, &extent) in shape.iter().enumerate() {
-            d.shape[axis] = extent as i64;
+        for (k, (extent, strides)) in axes.into_iter().enumerate() {
+            d.shape[k] = extent as i64;
+            d.s0[k] = strides[0] as i64;
+            d.s1[k] = strides[1] as i64;
+            d.s2[k] = strides[2] as i64;
         }
-        let slots = [
-            (&mut d.s0, &mut d.b0),
-            (&mut d.s1, &mut d.b1),
-            (&mut d.s2, &mut d.b2),
-        ];
-        for ((strides, base), (given, b)) in slots.into_iter().zip(operands) {
-            for (axis, &s) in given.iter().enumerate() {
-                strides[axis] = s as i64;
-            }
+        for (base, (_, b)) in [&mut d.b0, &mut d.b1, &mut d.b2].into_iter().zip(operands) {
             *base = *b as i64;
         }
         Some(d)
@@ -250,17 +267,104 @@ pub(crate) fn rows(rows: usize) -> LaunchConfig {
 mod tests {
     use super::*;
 
+    /// The kernel's `offset`, on the host.
+    fn offset(d: &Dims, strides: &[i64; MAX_RANK], base: i64, mut i: i64) -> i64 {
+        let mut o = base;
+        for k in (0..d.rank as usize).rev() {
+            o += (i % d.shape[k]) * strides[k];
+            i /= d.shape[k];
+        }
+        o
+    }
+
+    /// Every element's offsets, walked axis by axis as given.
+    fn reference(shape: &[usize], strides: &[isize], base: isize) -> Vec<i64> {
+        let n: usize = shape.iter().product();
+        (0..n)
+            .map(|mut i| {
+                let mut o = base as i64;
+                for k in (0..shape.len()).rev() {
+                    o += (i % shape[k]) as i64 * strides[k] as i64;
+                    i /= shape[k];
+                }
+                o
+            })
+            .collect()
+    }
+
     #[test]
     fn dims_walk_each_operand_by_its_strides() {
+        // A broadcast row (stride 0) beside a contiguous operand: no merge.
         let d = Dims::new(&[2, 3], &[(&[3, 1], 0), (&[0, 1], 5)]).unwrap();
         assert_eq!((d.n, d.rank, d.len()), (6, 2, 6));
         assert_eq!(&d.shape[..2], &[2, 3]);
         assert_eq!((&d.s0[..2], d.b0), (&[3i64, 1][..], 0));
         assert_eq!((&d.s1[..2], d.b1), (&[0i64, 1][..], 5));
         assert_eq!(d.s2, [0; MAX_RANK]);
-        assert!(Dims::new(&[1; MAX_RANK + 1], &[]).is_none());
+        // Contiguous operands become one axis; extents of 1 vanish, so a
+        // walk of more than MAX_RANK axes can still fit.
+        let shape = [2, 1, 3, 4];
+        let rm = crate::structural::row_major(&shape);
+        let d = Dims::new(&shape, &[(&rm, 0), (&rm, 7)]).unwrap();
+        assert_eq!(
+            (d.rank, d.shape[0], d.s0[0], d.s1[0], d.b1),
+            (1, 24, 1, 1, 7)
+        );
+        let tall = [1usize; MAX_RANK + 4];
+        assert_eq!(
+            Dims::new(&tall, &[(&[0; MAX_RANK + 4], 0)]).unwrap().rank,
+            0
+        );
+        let distinct: Vec<usize> = (0..MAX_RANK + 1).map(|_| 2).collect();
+        let broadcast: Vec<isize> = (0..MAX_RANK + 1).map(|k| (k % 2) as isize).collect();
+        assert!(Dims::new(&distinct, &[(&broadcast, 0)]).is_none());
         // Layout: what the kernels read by value (`long long` fields).
         assert_eq!(std::mem::size_of::<Dims>(), 8 * (2 + 4 * MAX_RANK + 3));
+    }
+
+    #[test]
+    fn merged_walks_reach_the_same_offsets() {
+        // Permutations, slices with steps, reversals and broadcasts of a
+        // few shapes: the merged walk visits every element where the
+        // axis-by-axis walk does.
+        let shapes: [&[usize]; 5] = [&[4, 5, 6], &[1, 7, 1, 3], &[2, 3, 4, 5], &[6], &[]];
+        for shape in shapes {
+            let rank = shape.len();
+            let mut views = vec![View {
+                shape: shape.to_vec(),
+                strides: crate::structural::row_major(shape),
+                base: 0,
+            }];
+            if rank >= 2 {
+                let perm: Vec<usize> = (0..rank).rev().collect();
+                views.push(crate::structural::permute_view(shape, &perm).unwrap());
+                let axes: Vec<usize> = (0..rank).step_by(2).collect();
+                views.push(crate::structural::reverse_view(shape, &axes).unwrap());
+                let mut to = vec![3];
+                to.extend_from_slice(shape);
+                views.push(crate::structural::broadcast_view(shape, &to).unwrap());
+            }
+            let steps: Vec<crate::structural::SliceAxis> = shape
+                .iter()
+                .map(|&e| crate::structural::SliceAxis {
+                    start: usize::from(e > 2),
+                    stop: e,
+                    step: 1 + usize::from(e > 3),
+                })
+                .collect();
+            views.push(crate::structural::slice_view(shape, &steps).unwrap());
+            for v in views {
+                let d = Dims::gather(&v).unwrap();
+                let dst = crate::structural::row_major(&v.shape);
+                let want_src = reference(&v.shape, &v.strides, v.base);
+                let want_dst = reference(&v.shape, &dst, 0);
+                assert_eq!(d.len(), want_src.len(), "{v:?}");
+                for i in 0..d.len() {
+                    assert_eq!(offset(&d, &d.s0, d.b0, i as i64), want_src[i], "{v:?} {i}");
+                    assert_eq!(offset(&d, &d.s1, d.b1, i as i64), want_dst[i], "{v:?} {i}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -220,6 +220,7 @@ template <typename F> __device__ __forceinline__ cx<F> divide(cx<F> a, double n)
 
 __device__ __forceinline__ long long offset(const long long *strides, const Dims &d, long long i,
                                             long long base) {
+    if (d.rank == 1) return base + i * strides[0];
     long long o = base;
     for (long long k = d.rank - 1; k >= 0; --k) {
         long long c = i % d.shape[k];
