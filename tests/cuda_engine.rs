@@ -303,6 +303,32 @@ fn reductions_match_the_cpu() -> Result<Outcome, String> {
                 }
             }
         }
+        // Long rows: each is cut into parts that a second launch combines.
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            // f32 sums of 300 000 terms, in another order than the CPU's.
+            let tol = match dtype {
+                DType::F32 | DType::C32 => 1e-3,
+                DType::F64 | DType::C64 => 1e-9,
+            };
+            let x = random(cpu, dtype, &[3, 300_000], 150 + seed as u64)?;
+            let mut ops = vec![ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Norm];
+            if !dtype.is_complex() {
+                ops.extend([ReduceOp::Max, ReduceOp::Min]);
+            }
+            for op in ops {
+                let axes_list: [&[usize]; 2] = [&[1], &[0, 1]];
+                for axes in axes_list {
+                    same!(
+                        format!("{dtype} {op:?} over {axes:?} of [3, 300000]"),
+                        tol,
+                        cpu,
+                        gpu,
+                        std::slice::from_ref(&x),
+                        |l, x| l.reduce(op, &x[0], axes, false)
+                    );
+                }
+            }
+        }
         Ok(())
     })
 }

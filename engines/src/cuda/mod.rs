@@ -554,24 +554,99 @@ impl Exec<'_> {
         let rows: usize = kept.iter().map(|&i| a.shape[i]).product();
         let len: usize = axes.iter().map(|&i| a.shape[i]).product();
         let mut out = self.alloc(out_dtype, out_shape)?;
-        if rows > 0 {
-            let (r, l) = (rows as i64, len as i64);
-            let norm = op == ReduceOp::Norm;
-            let f = self.function(a.dtype, if norm { Kernel::Norm } else { Kernel::Reduce })?;
-            let code = reduce_code(op);
-            let mut launch = self.lane.stream.launch_builder(&f);
-            launch.arg(&mut out.buf).arg(&src.buf).arg(&r).arg(&l);
-            if !norm {
-                launch.arg(&code);
+        if rows == 0 {
+            return Ok(out);
+        }
+        let parts = reduce_parts(rows, len);
+        let code = reduce_code(op);
+        if op == ReduceOp::Norm {
+            if parts == 1 {
+                self.norm_rows(&mut out, src, rows, len, 1, false)?;
+            } else {
+                // Sums of squares per part, then their sums and roots (on
+                // the real type's kernels).
+                let mut partial = self.alloc(out_dtype, &[rows * parts])?;
+                self.norm_rows(&mut partial, src, rows, len, parts, false)?;
+                self.norm_rows(&mut out, &partial, rows, parts, 1, true)?;
             }
-            // SAFETY: `reduce` takes (T*, const T*, long long, long long,
-            // int) and `norm` (R*, const T*, long long, long long); the
-            // source holds `rows·len` contiguous elements and the output
-            // `rows` of its type.
-            unsafe { launch.launch(kernels::rows(rows)) }
-                .map_err(self.err("cuLaunchKernel reduce"))?;
+        } else if parts == 1 {
+            self.reduce_rows(&mut out, src, rows, len, code, 1, len)?;
+        } else {
+            // Partials per part (a mean's are sums), then one per row.
+            let first = if op == ReduceOp::Mean {
+                reduce_code(ReduceOp::Sum)
+            } else {
+                code
+            };
+            let mut partial = self.alloc(a.dtype, &[rows * parts])?;
+            self.reduce_rows(&mut partial, src, rows, len, first, parts, len)?;
+            self.reduce_rows(&mut out, &partial, rows, parts, code, 1, len)?;
         }
         Ok(out)
+    }
+
+    /// `out[b] = op` over part `b % parts` of row `b / parts` of `src`
+    /// (`rows` rows of `len` contiguous elements); a mean divides by `count`.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_rows(
+        &mut self,
+        out: &mut DeviceTensor,
+        src: &DeviceTensor,
+        rows: usize,
+        len: usize,
+        code: i32,
+        parts: usize,
+        count: usize,
+    ) -> Result<(), ExecError> {
+        let f = self.function(src.dtype, Kernel::Reduce)?;
+        let (r, l, p, c) = (rows as i64, len as i64, parts as i64, count as f64);
+        let mut launch = self.lane.stream.launch_builder(&f);
+        launch
+            .arg(&mut out.buf)
+            .arg(&src.buf)
+            .arg(&r)
+            .arg(&l)
+            .arg(&code)
+            .arg(&p)
+            .arg(&c);
+        // SAFETY: `reduce` takes (T*, const T*, long long, long long, int,
+        // long long, double); the source holds `rows·len` contiguous
+        // elements and the output `rows·parts` of the same type.
+        unsafe { launch.launch(kernels::rows(rows * parts)) }
+            .map_err(self.err("cuLaunchKernel reduce"))?;
+        Ok(())
+    }
+
+    /// `out[b]` = the sum of `|x|²` over part `b % parts` of row
+    /// `b / parts` (of values already squared and summed if `squared`, which
+    /// also takes the root: the second pass).
+    fn norm_rows(
+        &mut self,
+        out: &mut DeviceTensor,
+        src: &DeviceTensor,
+        rows: usize,
+        len: usize,
+        parts: usize,
+        squared: bool,
+    ) -> Result<(), ExecError> {
+        let f = self.function(src.dtype, Kernel::Norm)?;
+        let (r, l, p) = (rows as i64, len as i64, parts as i64);
+        let (squared, root) = (i32::from(squared), i32::from(squared || parts == 1));
+        let mut launch = self.lane.stream.launch_builder(&f);
+        launch
+            .arg(&mut out.buf)
+            .arg(&src.buf)
+            .arg(&r)
+            .arg(&l)
+            .arg(&p)
+            .arg(&squared)
+            .arg(&root);
+        // SAFETY: `norm` takes (R*, const T*, long long, long long, long
+        // long, int, int); the source holds `rows·len` contiguous elements,
+        // the output `rows·parts` of the real type.
+        unsafe { launch.launch(kernels::rows(rows * parts)) }
+            .map_err(self.err("cuLaunchKernel norm"))?;
+        Ok(())
     }
 
     fn fill(
@@ -951,6 +1026,20 @@ fn unary_code(op: crate::UnaryOp) -> i32 {
     }
 }
 
+/// Elements each block of a split reduction takes at least.
+const REDUCE_PART: usize = 1 << 14;
+
+/// Parts each row of a reduction is cut into: enough blocks to fill the
+/// device when there are few long rows (a full reduction is one row), one
+/// part when the rows alone are many or short.
+fn reduce_parts(rows: usize, len: usize) -> usize {
+    if rows >= 512 || len < 4 * REDUCE_PART {
+        1
+    } else {
+        (len / REDUCE_PART).min(1024usize.div_ceil(rows)).max(1)
+    }
+}
+
 /// The source's reduction op codes (norm has its own kernel).
 fn reduce_code(op: ReduceOp) -> i32 {
     match op {
@@ -1282,6 +1371,28 @@ impl TensorEngine for CudaEngine {
             tensors: self.store.len(),
             tensor_bytes: self.bytes,
             buffers: BufferStats::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_rows_are_split_to_fill_the_device() {
+        // Short rows, or many rows: one part each.
+        assert_eq!(reduce_parts(1, 1000), 1);
+        assert_eq!(reduce_parts(4096, 1 << 20), 1);
+        // One long row (a full reduction): up to 1024 blocks of at least
+        // REDUCE_PART elements.
+        assert_eq!(reduce_parts(1, 1 << 20), (1 << 20) / REDUCE_PART);
+        assert_eq!(reduce_parts(1, 1 << 30), 1024);
+        assert_eq!(reduce_parts(8, 1 << 30), 128);
+        for (rows, len) in [(1, 4 * REDUCE_PART), (3, 200_000), (511, 1 << 24)] {
+            let parts = reduce_parts(rows, len);
+            assert!(parts >= 1 && rows * parts <= 1 << 16, "{rows} {len}");
+            assert!(len.div_ceil(parts) >= REDUCE_PART / 2, "{rows} {len}");
         }
     }
 }

@@ -284,40 +284,59 @@ extern "C" __global__ void K(eye)(T *out, long long rows, long long cols) {
 
 #define REDUCE_THREADS 256
 
-// One block per row of `len` contiguous elements (the reduced axes moved
-// last): out[row] = op over the row. Rows beyond the grid loop.
-extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len, int op) {
+// Rows of `len` contiguous elements (the reduced axes moved last), each cut
+// into `parts` equal ranges: block `b` reduces range `b % parts` of row
+// `b / parts` into out[b] (blocks beyond the grid loop). One part gives the
+// rows' results; several give partials that a second launch combines.
+// A mean divides by `count` (the row's full length), a sum of partials not.
+__device__ __forceinline__ void part_range(long long b, long long parts, long long len,
+                                           long long *begin, long long *end) {
+    long long per = (len + parts - 1) / parts;
+    long long part = b % parts;
+    *begin = part * per < len ? part * per : len;
+    *end = *begin + per < len ? *begin + per : len;
+}
+
+extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len, int op,
+                                    long long parts, double count) {
     __shared__ T part[REDUCE_THREADS];
-    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T *x = a + row * len;
+    for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {
+        const T *x = a + (b / parts) * len;
+        long long begin, end;
+        part_range(b, parts, len, &begin, &end);
         T acc;
         set_identity(acc, op);
-        for (long long j = threadIdx.x; j < len; j += blockDim.x) acc = combine(acc, x[j], op);
+        for (long long j = begin + threadIdx.x; j < end; j += blockDim.x) acc = combine(acc, x[j], op);
         part[threadIdx.x] = acc;
         __syncthreads();
         for (int s = blockDim.x / 2; s > 0; s >>= 1) {
             if (threadIdx.x < s) part[threadIdx.x] = combine(part[threadIdx.x], part[threadIdx.x + s], op);
             __syncthreads();
         }
-        if (threadIdx.x == 0) out[row] = op == 4 ? divide(part[0], (double)len) : part[0];
+        if (threadIdx.x == 0) out[b] = op == 4 ? divide(part[0], count) : part[0];
         __syncthreads();
     }
 }
 
-// The 2-norm of each row, in the real type.
-extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long len) {
+// Sums of |x|² per part, in the real type (`squared`: the input already
+// holds such sums, as real numbers), and their square roots if `root`.
+extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long len,
+                                  long long parts, int squared, int root) {
     __shared__ R part[REDUCE_THREADS];
-    for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T *x = a + row * len;
+    for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {
+        const T *x = a + (b / parts) * len;
+        long long begin, end;
+        part_range(b, parts, len, &begin, &end);
         R acc = (R)0;
-        for (long long j = threadIdx.x; j < len; j += blockDim.x) acc += magnitude2(x[j]);
+        for (long long j = begin + threadIdx.x; j < end; j += blockDim.x)
+            acc += squared ? magnitude(x[j]) : magnitude2(x[j]);
         part[threadIdx.x] = acc;
         __syncthreads();
         for (int s = blockDim.x / 2; s > 0; s >>= 1) {
             if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
             __syncthreads();
         }
-        if (threadIdx.x == 0) out[row] = r_sqrt(part[0]);
+        if (threadIdx.x == 0) out[b] = root ? r_sqrt(part[0]) : part[0];
         __syncthreads();
     }
 }
