@@ -3,16 +3,18 @@
 //! host copies. Built on its actor thread (the context is made current
 //! there, once, by the factory) and never shared: no lock guards any of it.
 //!
-//! Ordering on the device: each lane's ops run in order on the lane's
-//! stream; a tensor written on one stream and read on another is ordered by
-//! CUDA events that cudarc records on every device buffer (the reading
-//! stream waits on the device; the actor never blocks for it: kernels take
-//! their outputs as `&mut` buffers, so that the write is what is recorded).
-//! An op completes for the actor once it is enqueued: only a copy to the
-//! host ([`TensorEngine::download`]) waits, and only for that copy, on the
-//! engine's device-to-host stream (which first waits, on the device, for
-//! the op that wrote the tensor). Copies to the device go on a
-//! host-to-device stream: a lane that only moves tensors makes no stream.
+//! Ordering on the device:
+//! - each lane's ops run in order on the lane's stream;
+//! - a tensor written on one stream and read on another is ordered by the
+//!   CUDA events cudarc records on every device buffer: the reading stream
+//!   waits on the device, the actor never blocks. Kernels take their
+//!   outputs as `&mut` buffers, so that what is recorded is a write;
+//! - an op completes for the actor once it is enqueued. Only a copy to the
+//!   host ([`TensorEngine::download`]) waits, and only for that copy, on the
+//!   engine's device-to-host stream (which first waits, on the device, for
+//!   the op that wrote the tensor). Copies to the device go on a
+//!   host-to-device stream, so a lane that only moves tensors makes no
+//!   stream.
 //!
 //! Kernels: GEMM through cuBLAS (`cublasGemmStridedBatchedEx`, all four
 //! element types); everything else through this module's own kernels,
