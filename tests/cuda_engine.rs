@@ -54,6 +54,12 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
         Err(RuntimeError::NoSuchDevice { device: 0, running }) if running.is_empty() => {}
         other => return Err(format!("cuda_lane on a CPU-only runtime: {other:?}")),
     }
+    let lane = rt.lane(0).map_err(|e| e.to_string())?;
+    let x = lane.zeros(DType::F32, &[3]).map_err(|e| e.to_string())?;
+    match lane.transfer(&x, Place::Cuda(0)) {
+        Err(weft::OpError::NoSuchDevice { device: 0, running }) if running.is_empty() => {}
+        other => return Err(format!("transfer to a device the runtime lacks: {other:?}")),
+    }
     let present = weft::cuda_devices().map(|d| d.len()).unwrap_or(0);
     let wanted = present + 7;
     match Runtime::builder().split(1).cuda_devices([wanted]).build() {

@@ -161,6 +161,38 @@ fn wrong_domain_is_refused() {
 }
 
 #[test]
+fn transfers_to_places_the_runtime_does_not_run_are_refused() {
+    let rt = two_domains_unpinned();
+    let lane = rt.lane(0).unwrap();
+    let h = lane.upload(matrix(2, 2, 0.0)).unwrap();
+    let err = lane.transfer(&h, Place::Cuda(0)).unwrap_err();
+    assert!(
+        matches!(&err, OpError::NoSuchDevice { device: 0, running } if running.is_empty()),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "no CUDA device 0 in this runtime (it runs [])"
+    );
+    let err = lane.transfer(&h, 5).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::NoSuchDomain {
+                domain: 5,
+                count: 2
+            }
+        ),
+        "{err:?}"
+    );
+    // Nothing was lost: the tensor is still there, and a transfer to its
+    // own place is the same handle.
+    assert_eq!(lane.transfer(&h, Place::Cpu(0)).unwrap().id(), h.id());
+    let back = lane.download(&h).unwrap().wait().unwrap();
+    assert_eq!(back.as_slice::<f64>().unwrap().len(), 4);
+}
+
+#[test]
 fn a_failed_op_fails_exactly_its_dependents() {
     let rt = one_domain();
     let lane = rt.lane(0).expect("lane");

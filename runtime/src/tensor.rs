@@ -528,6 +528,19 @@ impl<E: TensorEngine> Lane<E> {
             })
         };
         let runtime = self.runtime().upgrade().ok_or_else(closed)?;
+        // The destination first: a place that cannot be had costs nothing.
+        let dest = match to {
+            Place::Cpu(d) => Dest::Cpu(runtime.lane(d).map_err(|e| lane_error(e, closed))?),
+            #[cfg(feature = "cuda")]
+            Place::Cuda(d) => Dest::Cuda(runtime.cuda_lane(d).map_err(|e| lane_error(e, closed))?),
+            #[cfg(not(feature = "cuda"))]
+            Place::Cuda(device) => {
+                return Err(OpError::NoSuchDevice {
+                    device,
+                    running: Vec::new(),
+                })
+            }
+        };
         let node = |p: Place| match p {
             Place::Cpu(d) => runtime.domains().get(d).and_then(|d| d.numa_node()),
             Place::Cuda(_) => None,
@@ -560,17 +573,10 @@ impl<E: TensorEngine> Lane<E> {
             // pages on its node.
             copy: !same_node && matches!(to, Place::Cpu(_)),
         };
-        match to {
-            Place::Cpu(d) => take_in.submit(&runtime.lane(d).map_err(|e| lane_error(e, closed))?),
+        match dest {
+            Dest::Cpu(lane) => take_in.submit(&lane),
             #[cfg(feature = "cuda")]
-            Place::Cuda(d) => {
-                take_in.submit(&runtime.cuda_lane(d).map_err(|e| lane_error(e, closed))?)
-            }
-            #[cfg(not(feature = "cuda"))]
-            Place::Cuda(device) => Err(OpError::NoSuchDevice {
-                device,
-                running: Vec::new(),
-            }),
+            Dest::Cuda(lane) => take_in.submit(&lane),
         }
     }
 
@@ -1113,6 +1119,13 @@ impl Lane<CpuEngine> {
         };
         self.submit_op(Op::fallible(body).label("with").after(after))
     }
+}
+
+/// A transfer's destination lane.
+enum Dest {
+    Cpu(Lane),
+    #[cfg(feature = "cuda")]
+    Cuda(Lane<weft_engines::cuda::CudaEngine>),
 }
 
 /// The destination's half of a transfer.
