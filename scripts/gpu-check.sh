@@ -17,7 +17,6 @@ case "${1:-}" in
 build)
     mkdir -p "$out"
     cargo build --release -p weft-examples --features cuda --example cuda_bench
-    cp target/release/examples/cuda_bench "$out/"
     bin=$(cargo test --release -p weft-tests --features cuda --test cuda_engine --no-run \
         --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
@@ -25,20 +24,30 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "cuda_engine" and m.get("executable"):
         print(m["executable"])')
-    cp "$bin" "$out/cuda_engine"
+    # Without their debug info the two fit the device tool's 64 MiB.
+    strip -o "$out/cuda_engine" "$bin"
+    strip -o "$out/cuda_bench" target/release/examples/cuda_bench
     ls -la "$out"
     ;;
 run)
-    libs=$(mktemp -d)
-    dirs=""
-    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-        $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null | tr ' ' '\n' |
-            xargs -I{} find {} -path '*nvidia*' -type d -name lib 2>/dev/null); do
-        [ -d "$dir" ] && dirs="$dirs:$dir"
+    # The newest lib$1.so* in the folders after it (NVRTC's alternative
+    # builds, `*.alt.*`, left out).
+    newest() {
+        local name=$1
+        shift
+        for d in "$@"; do ls "$d"/lib"$name".so* 2>/dev/null; done |
+            grep -v '\.alt\.' | sort -V | tail -1 || true
+    }
+    dirs=()
+    for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+        if [ -d "$dir" ]; then dirs+=("$dir"); fi
     done
-    for name in nvrtc cublas cublasLt nvrtc-builtins; do
-        found=$(echo "${dirs#:}" | tr ':' '\n' | while read -r d; do
-            ls "$d"/lib"$name".so* 2>/dev/null | grep -v alt | sort -V | tail -1; done | tail -1)
+    for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true); do
+        while IFS= read -r dir; do dirs+=("$dir"); done < <(find "$site" -path '*nvidia*' -type d -name lib 2>/dev/null || true)
+    done
+    libs=$(mktemp -d)
+    for name in nvrtc nvrtc-builtins cublas cublasLt; do
+        found=$(newest "$name" "${dirs[@]}")
         if [ -n "$found" ]; then
             ln -sf "$found" "$libs/lib$name.so"
             echo "lib$name: $found"
@@ -46,7 +55,9 @@ run)
             echo "lib$name: not found"
         fi
     done
-    export LD_LIBRARY_PATH="$libs$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    path=$libs
+    for dir in "${dirs[@]}"; do path="$path:$dir"; done
+    export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
     status=0
     timeout 180 "$out/cuda_engine" || status=$?
