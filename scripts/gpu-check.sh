@@ -4,7 +4,8 @@
 #   scripts/gpu-check.sh build   # here: release binaries with --features cuda into .gpu/
 #   scripts/gpu-check.sh run     # there (with .gpu/ carried): the op-by-op
 #                                # comparison against the CPU engine, the
-#                                # transfers, a CPU+GPU pipeline, then the
+#                                # transfers, CPU+GPU pipelines (a test and
+#                                # the cuda_pipeline example), then the
 #                                # benchmark (GEMM, dispatch, bandwidth)
 #
 # `run` finds NVRTC and cuBLAS under the CUDA toolkit or the Python CUDA
@@ -16,7 +17,7 @@ out=.gpu
 case "${1:-}" in
 build)
     mkdir -p "$out"
-    cargo build --release -p weft-examples --features cuda --example cuda_bench
+    cargo build --release -p weft-examples --features cuda --example cuda_bench --example cuda_pipeline
     bin=$(cargo test --release -p weft-tests --features cuda --test cuda_engine --no-run \
         --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
@@ -24,9 +25,11 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "cuda_engine" and m.get("executable"):
         print(m["executable"])')
-    # Without their debug info the two fit the device tool's 64 MiB.
+    # Without their debug info the three fit the device tool's 64 MiB.
     strip -o "$out/cuda_engine" "$bin"
-    strip -o "$out/cuda_bench" target/release/examples/cuda_bench
+    for example in cuda_bench cuda_pipeline; do
+        strip -o "$out/$example" "target/release/examples/$example"
+    done
     ls -la "$out"
     ;;
 run)
@@ -61,6 +64,7 @@ run)
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
     status=0
     timeout 180 "$out/cuda_engine" || status=$?
+    timeout 60 "$out/cuda_pipeline" || status=$?
     timeout 100 "$out/cuda_bench" || status=$?
     exit "$status"
     ;;
