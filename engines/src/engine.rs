@@ -152,16 +152,6 @@ pub trait TensorEngine: 'static {
     /// [`ExecError::NotResident`], [`ExecError::Device`].
     fn download(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError>;
 
-    /// Hands the resident tensor `id` to the host, for a transfer: the
-    /// tensor itself where the engine's memory is the host's, else a copy.
-    ///
-    /// # Errors
-    ///
-    /// As [`TensorEngine::download`].
-    fn download_shared(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError> {
-        self.download(id, lane)
-    }
-
     /// Frees the resident tensor `id`; whether it was resident.
     fn free(&mut self, id: TensorId) -> bool;
 

@@ -41,7 +41,8 @@ pub struct Lane<E: TensorEngine = CpuEngine> {
     lane: weft_actors::Lane<E>,
     tensors: Arc<DomainTensors>,
     runtime: WeakRuntime,
-    retire: Arc<Retire<E>>,
+    /// Only for engines that keep per-lane state.
+    retire: Option<Arc<Retire<E>>>,
 }
 
 /// Dropped with a lane's last clone: tells the engine, in order after the
@@ -50,9 +51,6 @@ struct Retire<E: TensorEngine>(weft_actors::Lane<E>);
 
 impl<E: TensorEngine> Drop for Retire<E> {
     fn drop(&mut self) {
-        if !E::RETIRES_LANES {
-            return;
-        }
         let lane = self.0.id();
         // Never waits: if the lane is full or the actor is shut down, the
         // engine keeps the lane's state until it is dropped itself.
@@ -80,7 +78,7 @@ impl<E: TensorEngine> Lane<E> {
         runtime: WeakRuntime,
     ) -> Lane<E> {
         Lane {
-            retire: Arc::new(Retire(lane.clone())),
+            retire: E::RETIRES_LANES.then(|| Arc::new(Retire(lane.clone()))),
             lane,
             tensors,
             runtime,

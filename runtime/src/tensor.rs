@@ -75,11 +75,6 @@ impl DomainTensors {
             engine.free(id);
         });
     }
-
-    /// The name of the actor these tensors live in.
-    fn actor_name(&self) -> String {
-        actor_name(self.place)
-    }
 }
 
 /// The name of the actor of `place` (as the runtime starts it).
@@ -389,7 +384,7 @@ impl<E: TensorEngine> Lane<E> {
     {
         self.actor_lane().submit(op).map_err(|e| match e {
             SubmitError::Closed(_) => OpError::Closed(ActorClosed {
-                actor: self.tensors().actor_name(),
+                actor: actor_name(self.tensors().place),
             }),
             SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
         })
@@ -553,7 +548,7 @@ impl<E: TensorEngine> Lane<E> {
         let out = self.submit_op(
             Op::fallible(move |engine: &mut E| -> Result<(), OpError> {
                 tensors.release_freed(engine);
-                *put.lock() = Some(engine.download_shared(held.id(), lane)?);
+                *put.lock() = Some(engine.download(held.id(), lane)?);
                 Ok(())
             })
             .label("transfer out")

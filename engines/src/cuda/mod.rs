@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError,
-    PinnedHostSlice, PushKernelArg,
+    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError, PinnedHostSlice, PushKernelArg,
 };
 
 use crate::buffer::BufferStats;
@@ -560,19 +560,20 @@ impl Exec<'_> {
             return Ok(out);
         }
         let parts = reduce_parts(rows, len);
-        let code = reduce_code(op);
+        let (code, count) = (reduce_code(op), len as f64);
         if op == ReduceOp::Norm {
             if parts == 1 {
-                self.norm_rows(&mut out, src, rows, len, 1, false)?;
+                self.rows_kernel(Kernel::Norm, &mut out, src, [rows, len, 1], (0i32, 1i32))?;
             } else {
                 // Sums of squares per part, then their sums and roots (on
                 // the real type's kernels).
                 let mut partial = self.alloc(out_dtype, &[rows * parts])?;
-                self.norm_rows(&mut partial, src, rows, len, parts, false)?;
-                self.norm_rows(&mut out, &partial, rows, parts, 1, true)?;
+                let (sums, of_sums) = ([rows, len, parts], [rows, parts, 1]);
+                self.rows_kernel(Kernel::Norm, &mut partial, src, sums, (0i32, 0i32))?;
+                self.rows_kernel(Kernel::Norm, &mut out, &partial, of_sums, (1i32, 1i32))?;
             }
         } else if parts == 1 {
-            self.reduce_rows(&mut out, src, rows, len, code, 1, len)?;
+            self.rows_kernel(Kernel::Reduce, &mut out, src, [rows, len, 1], (code, count))?;
         } else {
             // Partials per part (a mean's are sums), then one per row.
             let first = if op == ReduceOp::Mean {
@@ -581,59 +582,39 @@ impl Exec<'_> {
                 code
             };
             let mut partial = self.alloc(a.dtype, &[rows * parts])?;
-            self.reduce_rows(&mut partial, src, rows, len, first, parts, len)?;
-            self.reduce_rows(&mut out, &partial, rows, parts, code, 1, len)?;
+            self.rows_kernel(
+                Kernel::Reduce,
+                &mut partial,
+                src,
+                [rows, len, parts],
+                (first, count),
+            )?;
+            self.rows_kernel(
+                Kernel::Reduce,
+                &mut out,
+                &partial,
+                [rows, parts, 1],
+                (code, count),
+            )?;
         }
         Ok(out)
     }
 
-    /// `out[b] = op` over part `b % parts` of row `b / parts` of `src`
-    /// (`rows` rows of `len` contiguous elements); a mean divides by `count`.
-    #[allow(clippy::too_many_arguments)]
-    fn reduce_rows(
+    /// Launches a row kernel over `rows` rows of `len` contiguous elements
+    /// of `src`, each cut into `parts`: block `b` takes part `b % parts` of
+    /// row `b / parts` into `out[b]`. `reduce` gets (op code, the count a
+    /// mean divides by); `norm` gets (whether `src` holds sums of squares
+    /// already, whether to take the root).
+    fn rows_kernel<X: DeviceRepr, Y: DeviceRepr>(
         &mut self,
+        kernel: Kernel,
         out: &mut DeviceTensor,
         src: &DeviceTensor,
-        rows: usize,
-        len: usize,
-        code: i32,
-        parts: usize,
-        count: usize,
+        [rows, len, parts]: [usize; 3],
+        (x, y): (X, Y),
     ) -> Result<(), ExecError> {
-        let f = self.function(src.dtype, Kernel::Reduce)?;
-        let (r, l, p, c) = (rows as i64, len as i64, parts as i64, count as f64);
-        let mut launch = self.lane.stream.launch_builder(&f);
-        launch
-            .arg(&mut out.buf)
-            .arg(&src.buf)
-            .arg(&r)
-            .arg(&l)
-            .arg(&code)
-            .arg(&p)
-            .arg(&c);
-        // SAFETY: `reduce` takes (T*, const T*, long long, long long, int,
-        // long long, double); the source holds `rows·len` contiguous
-        // elements and the output `rows·parts` of the same type.
-        unsafe { launch.launch(kernels::rows(rows * parts)) }
-            .map_err(self.err("cuLaunchKernel reduce"))?;
-        Ok(())
-    }
-
-    /// `out[b]` = the sum of `|x|²` over part `b % parts` of row
-    /// `b / parts` (of values already squared and summed if `squared`, which
-    /// also takes the root: the second pass).
-    fn norm_rows(
-        &mut self,
-        out: &mut DeviceTensor,
-        src: &DeviceTensor,
-        rows: usize,
-        len: usize,
-        parts: usize,
-        squared: bool,
-    ) -> Result<(), ExecError> {
-        let f = self.function(src.dtype, Kernel::Norm)?;
+        let f = self.function(src.dtype, kernel)?;
         let (r, l, p) = (rows as i64, len as i64, parts as i64);
-        let (squared, root) = (i32::from(squared), i32::from(squared || parts == 1));
         let mut launch = self.lane.stream.launch_builder(&f);
         launch
             .arg(&mut out.buf)
@@ -641,13 +622,15 @@ impl Exec<'_> {
             .arg(&r)
             .arg(&l)
             .arg(&p)
-            .arg(&squared)
-            .arg(&root);
-        // SAFETY: `norm` takes (R*, const T*, long long, long long, long
-        // long, int, int); the source holds `rows·len` contiguous elements,
-        // the output `rows·parts` of the real type.
+            .arg(&x)
+            .arg(&y);
+        // SAFETY: `reduce` takes (T*, const T*, long long, long long, long
+        // long, int, double) and `norm` (R*, const T*, long long, long
+        // long, long long, int, int), which the callers' (x, y) match. The
+        // source holds `rows·len` contiguous elements and the output
+        // `rows·parts` of its type (T for `reduce`, R for `norm`).
         unsafe { launch.launch(kernels::rows(rows * parts)) }
-            .map_err(self.err("cuLaunchKernel norm"))?;
+            .map_err(self.err("cuLaunchKernel (row reduction)"))?;
         Ok(())
     }
 
@@ -845,29 +828,33 @@ impl Exec<'_> {
             a.shape[a.shape.len() - 1],
             b.shape[b.shape.len() - 1],
         );
-        let mut owned = Vec::new();
-        let mut operand = |this: &mut Self,
-                           t: &DeviceTensor,
-                           rows: usize,
-                           cols: usize|
-         -> Result<(usize, usize), ExecError> {
-            let own: usize = t.shape[..t.shape.len() - 2].iter().product();
-            if own == nb {
-                Ok((usize::MAX, rows * cols))
-            } else if own == 1 {
-                Ok((usize::MAX, 0))
-            } else {
-                let full: Vec<usize> = batch.iter().copied().chain([rows, cols]).collect();
-                let view = structural::broadcast_view(&t.shape, &full)?;
-                owned.push(this.gather(t, &view)?);
-                Ok((owned.len() - 1, rows * cols))
-            }
-        };
-        let (ia, sa) = operand(self, a, m, k)?;
-        let (ib, sb) = operand(self, b, k, n)?;
-        let a = if ia == usize::MAX { a } else { &owned[ia] };
-        let b = if ib == usize::MAX { b } else { &owned[ib] };
+        let (a_full, sa) = self.batch_operand(a, batch, m, k)?;
+        let (b_full, sb) = self.batch_operand(b, batch, k, n)?;
+        let (a, b) = (a_full.as_ref().unwrap_or(a), b_full.as_ref().unwrap_or(b));
         self.gemm(a, sa, b, sb, [nb, m, k, n], out_shape)
+    }
+
+    /// A `[…, rows, cols]` operand as a strided batch over `batch`: read as
+    /// it is (one matrix per batch, or stride 0 when its batch is all
+    /// ones), or broadcast into a new tensor first. Returns that tensor,
+    /// if made, and the batch stride.
+    fn batch_operand(
+        &mut self,
+        t: &DeviceTensor,
+        batch: &[usize],
+        rows: usize,
+        cols: usize,
+    ) -> Result<(Option<DeviceTensor>, usize), ExecError> {
+        let own: usize = t.shape[..t.shape.len() - 2].iter().product();
+        if own == batch.iter().product::<usize>() {
+            Ok((None, rows * cols))
+        } else if own == 1 {
+            Ok((None, 0))
+        } else {
+            let full: Vec<usize> = batch.iter().copied().chain([rows, cols]).collect();
+            let view = structural::broadcast_view(&t.shape, &full)?;
+            Ok((Some(self.gather(t, &view)?), rows * cols))
+        }
     }
 
     /// Joins `inputs` along `axis`: each is copied into its band of the output.

@@ -297,8 +297,8 @@ __device__ __forceinline__ void part_range(long long b, long long parts, long lo
     *end = *begin + per < len ? *begin + per : len;
 }
 
-extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len, int op,
-                                    long long parts, double count) {
+extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len,
+                                    long long parts, int op, double count) {
     __shared__ T part[REDUCE_THREADS];
     for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {
         const T *x = a + (b / parts) * len;
