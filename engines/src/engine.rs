@@ -1,13 +1,12 @@
 //! What every tensor engine offers the runtime: resident ops by id, host
 //! copies in and out, frees, and a memory report. The runtime's lanes are
 //! generic over it, so a CPU domain and a CUDA device get the same lanes,
-//! handles, tickets and transfers.
+//! handles, tickets and transfers. The types both backends share live
+//! here: places, ids, errors and memory reports.
 
 use std::fmt;
 
-use crate::buffer::BufferStats;
-use crate::op::TensorOp;
-use crate::store::{NotResident, TensorId};
+use crate::ops::TensorOp;
 use crate::tensor::{DType, Tensor, TensorError};
 
 /// Where a tensor lives: a CPU domain or a CUDA device, by index.
@@ -99,6 +98,39 @@ pub struct Unsupported {
 
 fn detail(reason: &Option<&'static str>) -> String {
     reason.map(|r| format!(" ({r})")).unwrap_or_default()
+}
+
+/// Names one resident tensor for the life of its runtime. Ids are handed
+/// out once and never reused, so a handle outliving its tensor can never
+/// name another one: looking it up fails instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(pub u64);
+
+/// A tensor id that names nothing in this store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("tensor {0:?} is not resident here (freed, never produced, or of another domain)")]
+pub struct NotResident(pub TensorId);
+
+/// Counters of an engine's buffer pool (the CPU engine's `BufferPool`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    /// The byte cap (0: the pool is off).
+    pub cap_bytes: usize,
+    /// Bytes held for reuse now.
+    pub pooled_bytes: usize,
+    /// Most bytes ever held at once.
+    pub peak_bytes: usize,
+    /// Buffers held for reuse now.
+    pub pooled_buffers: usize,
+    /// Requests served from the pool.
+    pub hits: u64,
+    /// Requests that allocated.
+    pub misses: u64,
+    /// Freed buffers kept.
+    pub kept: u64,
+    /// Freed buffers let go: keeping them would pass the cap, or they
+    /// are smaller than the smallest class.
+    pub released: u64,
 }
 
 /// What an engine holds in memory.

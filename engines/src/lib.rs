@@ -4,44 +4,50 @@
 //! nothing about threads or channels. It is built by a factory on its actor
 //! thread and never leaves it.
 //!
+//! - [`ops`]: the backend-neutral vocabulary — [`TensorOp`], [`Meta`], the
+//!   shape rules every op is checked by before it runs
+//!   ([`TensorOp::infer`]), einsum parsing and contraction planning.
+//! - `layout`: strides, NumPy broadcasting and strided views, the one
+//!   place both backends learn shapes from.
+//! - [`TensorEngine`]: what every engine offers the runtime (`engine.rs`,
+//!   with the places, ids and errors the backends share).
 //! - [`CpuEngine`]: a CPU domain's engine, a rayon pool whose workers are
 //!   pinned to the domain's CPUs, with the actor thread itself as worker 0,
-//!   and the domain's resident [`Store`] of tensors.
-//! - [`Tensor`]: dense, row-major tensors of `f32`, `f64`, [`c32`], [`c64`].
-//! - [`TensorOp`]: the op vocabulary as values, checked before they run
-//!   ([`TensorOp::infer`]) and run by [`CpuEngine::execute`]: elementwise
-//!   ops with NumPy broadcasting ([`elementwise`], [`unary`]) and matrix
-//!   products through faer ([`gemm`]).
+//!   the domain's resident [`Store`] of tensors, its buffer pool and the
+//!   CPU kernels (products and decompositions through faer).
+//! - `cuda::CudaEngine` (feature `cuda`): a CUDA device's engine.
+//! - [`Tensor`]: dense, row-major host tensors of `f32`, `f64`, [`c32`],
+//!   [`c64`].
+//!
+//! Each backend matches [`TensorOp`] exhaustively, so a new op is a compile
+//! error in every engine until it says what it does there.
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-pub mod buffer;
+#[macro_use]
+mod dispatch;
 mod cpu;
-pub mod create;
 #[cfg(feature = "cuda")]
-#[allow(unsafe_code)] // CUDA FFI: each block argued where it stands.
 pub mod cuda;
-pub mod einsum;
-pub mod elementwise;
 mod engine;
-pub mod gemm;
-pub mod linalg;
-mod op;
-pub mod reduce;
-mod store;
-pub mod structural;
+mod layout;
+pub mod ops;
 mod tensor;
-pub mod unary;
 
-pub use buffer::{BufferPool, BufferStats};
-pub use cpu::{CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning, DEFAULT_BUFFER_CAP};
-pub use create::{Distribution, Scalar};
-pub use einsum::Spec as EinsumSpec;
-pub use elementwise::BinaryOp;
-pub use engine::{DeviceError, EngineMemory, ExecError, Place, TensorEngine, Unsupported};
-pub use linalg::Linalg;
-pub use op::{Meta, TensorOp};
-pub use reduce::ReduceOp;
-pub use store::{NotResident, Store, TensorId};
+// The engines.
+pub use cpu::{
+    BufferPool, CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning, Store,
+    DEFAULT_BUFFER_CAP, PARALLEL_THRESHOLD,
+};
+// What the backends share.
+pub use engine::{
+    BufferStats, DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId,
+    Unsupported,
+};
+// The vocabulary (the rest of it, the shape rules, is in `ops`).
+pub use ops::{
+    BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis,
+    TensorOp, UnaryOp,
+};
+// Host tensors.
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};
-pub use unary::UnaryOp;

@@ -23,6 +23,14 @@ impl DType {
         matches!(self, DType::C32 | DType::C64)
     }
 
+    /// The real type of this type's parts: itself for a real type.
+    pub fn real(self) -> DType {
+        match self {
+            DType::C32 | DType::F32 => DType::F32,
+            DType::C64 | DType::F64 => DType::F64,
+        }
+    }
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
@@ -82,6 +90,11 @@ impl Data {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// `len` zeros of element type `dtype`.
+    pub fn zeros(dtype: DType, len: usize) -> Data {
+        for_dtype!(dtype, |T| T::wrap(vec![T::ZERO; len]))
+    }
 }
 
 impl fmt::Debug for Data {
@@ -113,6 +126,16 @@ pub trait Element:
     const ZERO: Self;
     /// One.
     const ONE: Self;
+    /// The real type of its parts (itself for a real type).
+    type Re: Element;
+
+    /// The element with these real and imaginary parts; a real type
+    /// drops the imaginary part. Narrower types round as `as` does.
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// The real and imaginary parts (0 for a real type), widened to f64.
+    fn to_parts(self) -> (f64, f64);
+    /// The real part.
+    fn re(self) -> Self::Re;
 
     /// `self` to the power `exponent` (principal branch for complex).
     fn pow(self, exponent: Self) -> Self;
@@ -125,11 +148,27 @@ pub trait Element:
 }
 
 macro_rules! element {
-    ($t:ty, $variant:ident, $zero:expr, $one:expr, $pow:ident) => {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr, $pow:ident, $re:ty,
+     |$x:ident| $parts:expr, |$a:ident, $b:ident| $from:expr, |$y:ident| $real:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             const ZERO: Self = $zero;
             const ONE: Self = $one;
+            type Re = $re;
+
+            fn from_parts($a: f64, $b: f64) -> Self {
+                $from
+            }
+
+            fn to_parts(self) -> (f64, f64) {
+                let $x = self;
+                $parts
+            }
+
+            fn re(self) -> $re {
+                let $y = self;
+                $real
+            }
 
             fn pow(self, exponent: Self) -> Self {
                 self.$pow(exponent)
@@ -156,10 +195,14 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32, 0.0, 1.0, powf);
-element!(f64, F64, 0.0, 1.0, powf);
-element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0), powc);
-element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0), powc);
+element!(f32, F32, 0.0, 1.0, powf, f32,
+    |x| (f64::from(x), 0.0), |re, _im| re as f32, |x| x);
+element!(f64, F64, 0.0, 1.0, powf, f64,
+    |x| (x, 0.0), |re, _im| re, |x| x);
+element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0), powc, f32,
+    |z| (f64::from(z.re), f64::from(z.im)), |re, im| c32::new(re as f32, im as f32), |z| z.re);
+element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0), powc, f64,
+    |z| (z.re, z.im), |re, im| c64::new(re, im), |z| z.re);
 
 /// A bad tensor, shape or argument, named in the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

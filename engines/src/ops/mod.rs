@@ -1,17 +1,35 @@
-//! Tensor ops as values: what an op is, what it produces, how the engine
-//! runs it. Being values, ops can be checked before they run, logged,
-//! traced, and replayed.
+//! The op vocabulary, backend-neutral: what an op is, what it produces,
+//! and the rules it is checked by before any engine runs it. Being values,
+//! ops can be checked, logged, traced, and replayed. No kernel code here:
+//! each backend matches [`TensorOp`] exhaustively in its own module.
 
-use crate::create::{self, Distribution, Scalar};
-use crate::einsum::Spec;
-use crate::elementwise::{self, BinaryOp, CmpOp};
-use crate::gemm;
-use crate::linalg::Linalg;
-use crate::reduce::{self, ReduceOp};
-use crate::structural;
-use crate::structural::SliceAxis;
+mod create;
+mod einsum;
+mod elementwise;
+mod linalg;
+mod matmul;
+mod reduce;
+mod structural;
+mod unary;
+
+pub use create::{Distribution, Scalar};
+pub(crate) use einsum::Contraction;
+pub use einsum::Spec as EinsumSpec;
+pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
+pub use linalg::Linalg;
+pub use matmul::matmul_shape;
+pub use reduce::{reduce_meta, ReduceOp};
+pub use structural::{
+    broadcast_to_meta, check_axes, concat_meta, permute_meta, reshape_meta, slice_meta, SliceAxis,
+};
+pub(crate) use structural::{
+    broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
+};
+pub use unary::{UnaryOp, UNARY_OPS};
+pub use crate::layout::broadcast_shapes;
+
 use crate::tensor::{element_count, DType, Tensor, TensorError};
-use crate::unary::{self, UnaryOp};
+use einsum::Spec;
 
 /// The element type and shape of a tensor, known before it exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +97,7 @@ pub enum TensorOp {
         /// Number of elements.
         len: usize,
     },
-    /// `a op b` as a 0/1 mask of the real type (see [`elementwise::mask_dtype`]).
+    /// `a op b` as a 0/1 mask of the real type (see [`DType::real`]).
     Compare(CmpOp),
     /// Where the first input (a mask) is nonzero the second, else the third.
     Select,
@@ -256,7 +274,7 @@ impl TensorOp {
             TensorOp::Binary(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
                 let shape =
-                    elementwise::check_binary_meta(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
+                    check_binary_meta(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
                 Ok(Meta {
                     dtype: a.dtype,
                     shape,
@@ -280,7 +298,7 @@ impl TensorOp {
                 }
                 Ok(Meta {
                     dtype: a.dtype,
-                    shape: gemm::matmul_shape(&a.shape, &b.shape)?,
+                    shape: matmul_shape(&a.shape, &b.shape)?,
                 })
             }
             TensorOp::Reduce {
@@ -289,16 +307,16 @@ impl TensorOp {
                 keep_dims,
             } => {
                 let a = &inputs[0];
-                let (dtype, shape) = reduce::reduce_meta(*op, a.dtype, &a.shape, axes, *keep_dims)?;
+                let (dtype, shape) = reduce_meta(*op, a.dtype, &a.shape, axes, *keep_dims)?;
                 Ok(Meta { dtype, shape })
             }
             TensorOp::Reshape(to) => Ok(Meta {
                 dtype: inputs[0].dtype,
-                shape: structural::reshape_meta(&inputs[0].shape, to)?,
+                shape: reshape_meta(&inputs[0].shape, to)?,
             }),
             TensorOp::Permute(perm) => Ok(Meta {
                 dtype: inputs[0].dtype,
-                shape: structural::permute_meta(&inputs[0].shape, perm)?,
+                shape: permute_meta(&inputs[0].shape, perm)?,
             }),
             TensorOp::Full {
                 dtype,
@@ -306,7 +324,7 @@ impl TensorOp {
                 value,
             } => {
                 // Refuse a complex value for a real type here, not on the actor.
-                value.to_data(*dtype, 0)?;
+                value.check(*dtype)?;
                 created(*dtype, shape.clone())
             }
             TensorOp::Eye { dtype, rows, cols } => created(*dtype, vec![*rows, *cols]),
@@ -322,15 +340,15 @@ impl TensorOp {
             TensorOp::Random { dtype, shape, .. } => created(*dtype, shape.clone()),
             TensorOp::Compare(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
-                let shape = elementwise::check_compare(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
+                let shape = check_compare(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
                 Ok(Meta {
-                    dtype: elementwise::mask_dtype(a.dtype),
+                    dtype: a.dtype.real(),
                     shape,
                 })
             }
             TensorOp::Select => {
                 let (m, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
-                let shape = elementwise::check_select(
+                let shape = check_select(
                     m.dtype, &m.shape, a.dtype, &a.shape, b.dtype, &b.shape,
                 )?;
                 Ok(Meta {
@@ -350,7 +368,7 @@ impl TensorOp {
             }
             TensorOp::BinaryScalar { op, value, .. } => {
                 let a = &inputs[0];
-                value.to_data(a.dtype, 0)?;
+                value.check(a.dtype)?;
                 if !op.supports(a.dtype) {
                     return Err(TensorError::Unsupported {
                         op: op.name(),
@@ -365,15 +383,15 @@ impl TensorOp {
             }),
             TensorOp::Slice(axes) => Ok(Meta {
                 dtype: inputs[0].dtype,
-                shape: structural::slice_meta(&inputs[0].shape, axes)?,
+                shape: slice_meta(&inputs[0].shape, axes)?,
             }),
             TensorOp::Reverse(axes) => {
-                structural::check_axes("reverse", inputs[0].shape.len(), axes)?;
+                check_axes("reverse", inputs[0].shape.len(), axes)?;
                 Ok(inputs[0].clone())
             }
             TensorOp::BroadcastTo(shape) => Ok(Meta {
                 dtype: inputs[0].dtype,
-                shape: structural::broadcast_to_meta(&inputs[0].shape, shape)?,
+                shape: broadcast_to_meta(&inputs[0].shape, shape)?,
             }),
             TensorOp::Concatenate { axis, .. } => {
                 if inputs.is_empty() {
@@ -393,12 +411,12 @@ impl TensorOp {
                 let shapes: Vec<&[usize]> = inputs.iter().map(|m| &m.shape[..]).collect();
                 Ok(Meta {
                     dtype: inputs[0].dtype,
-                    shape: structural::concat_meta(&shapes, *axis)?,
+                    shape: concat_meta(&shapes, *axis)?,
                 })
             }
             TensorOp::Pad { widths, value } => {
                 let a = &inputs[0];
-                value.to_data(a.dtype, 0)?;
+                value.check(a.dtype)?;
                 if widths.len() != a.shape.len() {
                     return Err(TensorError::Slice {
                         op: "pad",
@@ -470,90 +488,6 @@ impl TensorOp {
                     dtype: a.dtype,
                     shape: Vec::new(),
                 })
-            }
-        }
-    }
-
-    /// Runs the op; `parallel` lets it spread over the current rayon pool
-    /// (the engine installs its domain's) and `threads` is that pool's size.
-    ///
-    /// # Errors
-    ///
-    /// As [`TensorOp::infer`] (which the caller should have asked first).
-    pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
-        if let TensorOp::Linalg(op) = self {
-            return op.run(inputs);
-        }
-        self.run_one(inputs, threads).map(|t| vec![t])
-    }
-
-    fn run_one(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
-        let parallel = threads > 1;
-        match self {
-            TensorOp::Linalg(_) => unreachable!("decompositions run on their own"),
-            TensorOp::Einsum(spec) => spec.run(inputs, threads),
-            TensorOp::Binary(op) => elementwise::binary(*op, inputs[0], inputs[1], parallel),
-            TensorOp::Unary(op) => unary::apply(*op, inputs[0], parallel),
-            TensorOp::Matmul => gemm::matmul(inputs[0], inputs[1], threads),
-            TensorOp::Reduce {
-                op,
-                axes,
-                keep_dims,
-            } => reduce::reduce(*op, inputs[0], axes, *keep_dims, parallel),
-            TensorOp::Reshape(to) => structural::reshape(inputs[0], to),
-            TensorOp::Permute(perm) => structural::permute(inputs[0], perm),
-            TensorOp::Full {
-                dtype,
-                shape,
-                value,
-            } => create::full(*dtype, shape, *value),
-            TensorOp::Eye { dtype, rows, cols } => create::eye(*dtype, *rows, *cols),
-            TensorOp::Arange {
-                dtype,
-                start,
-                step,
-                len,
-            } => create::arange(*dtype, *start, *step, *len),
-            TensorOp::Random {
-                dtype,
-                shape,
-                distribution,
-                seed,
-            } => create::random(*dtype, shape, *distribution, *seed),
-            TensorOp::Compare(op) => elementwise::compare(*op, inputs[0], inputs[1]),
-            TensorOp::Select => elementwise::select(inputs[0], inputs[1], inputs[2]),
-            TensorOp::Clamp { lo, hi } => elementwise::clamp(inputs[0], *lo, *hi),
-            TensorOp::BinaryScalar {
-                op,
-                value,
-                scalar_first,
-            } => {
-                let s = create::full(inputs[0].dtype(), &[], *value)?;
-                let (a, b) = if *scalar_first {
-                    (&s, inputs[0])
-                } else {
-                    (inputs[0], &s)
-                };
-                elementwise::binary(*op, a, b, parallel)
-            }
-            TensorOp::Cast(dtype) => Ok(structural::cast(inputs[0], *dtype)),
-            TensorOp::Slice(axes) => structural::slice(inputs[0], axes),
-            TensorOp::Reverse(axes) => structural::reverse(inputs[0], axes),
-            TensorOp::BroadcastTo(shape) => structural::broadcast_to(inputs[0], shape),
-            TensorOp::Concatenate { axis, .. } => structural::concatenate(inputs, *axis),
-            TensorOp::Pad { widths, value } => structural::pad(inputs[0], widths, *value),
-            TensorOp::Diagonal => structural::diagonal(inputs[0]),
-            TensorOp::DiagEmbed => structural::diag_embed(inputs[0]),
-            TensorOp::Triangle { k, upper } => structural::triangle(inputs[0], *k, *upper),
-            TensorOp::Dot { conjugate } => {
-                let conj;
-                let a = if *conjugate {
-                    conj = unary::apply(UnaryOp::Conj, inputs[0], false)?;
-                    &conj
-                } else {
-                    inputs[0]
-                };
-                crate::einsum::Spec::parse("i,i->")?.run(&[a, inputs[1]], threads)
             }
         }
     }

@@ -1,92 +1,12 @@
-//! Elementwise unary ops.
+//! Unary kernels: one function of each element.
 
 use rayon::prelude::*;
 
-use crate::buffer;
-use crate::elementwise::PARALLEL_THRESHOLD;
-use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
+use super::buffer;
+use super::exec::PARALLEL_THRESHOLD;
+use crate::ops::UnaryOp;
+use crate::tensor::{c32, c64, Element, Tensor, TensorError};
 
-/// An elementwise unary op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum UnaryOp {
-    /// `-x`
-    Neg,
-    /// `|x|`; of a complex tensor, a real one.
-    Abs,
-    /// `x / |x|`, and 0 at 0.
-    Sign,
-    /// The complex conjugate (the identity on real tensors).
-    Conj,
-    /// `e^x`
-    Exp,
-    /// The natural logarithm.
-    Log,
-    /// `e^x - 1`
-    Expm1,
-    /// `ln(1 + x)`
-    Log1p,
-    /// The square root (principal branch).
-    Sqrt,
-    /// `1 / sqrt(x)`
-    Rsqrt,
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// Hyperbolic tangent.
-    Tanh,
-}
-
-/// Every unary op, for tests and tables.
-pub const UNARY_OPS: [UnaryOp; 13] = [
-    UnaryOp::Neg,
-    UnaryOp::Abs,
-    UnaryOp::Sign,
-    UnaryOp::Conj,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Expm1,
-    UnaryOp::Log1p,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Tanh,
-];
-
-impl UnaryOp {
-    /// The op's name in errors and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Sign => "sign",
-            UnaryOp::Conj => "conj",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Expm1 => "expm1",
-            UnaryOp::Log1p => "log1p",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Rsqrt => "rsqrt",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Tanh => "tanh",
-        }
-    }
-
-    /// The element type of the result for an input of `dtype`.
-    ///
-    /// # Errors
-    ///
-    /// None today; kept fallible for ops defined on some types only.
-    pub fn output_dtype(self, dtype: DType) -> Result<DType, TensorError> {
-        Ok(match (self, dtype) {
-            (UnaryOp::Abs, DType::C32) => DType::F32,
-            (UnaryOp::Abs, DType::C64) => DType::F64,
-            (_, dtype) => dtype,
-        })
-    }
-}
 
 /// The math of one element type.
 trait Math: Element {
@@ -183,15 +103,13 @@ complex_math!(c64, f64);
 /// # Errors
 ///
 /// As [`UnaryOp::output_dtype`].
-pub fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, TensorError> {
+pub(super) fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, TensorError> {
     let parallel = parallel && input.len() >= PARALLEL_THRESHOLD;
-    let data = match (op, input.data()) {
-        (UnaryOp::Abs, Data::C32(v)) => Data::F32(map(v, parallel, |&x| x.magnitude())),
-        (UnaryOp::Abs, Data::C64(v)) => Data::F64(map(v, parallel, |&x| x.magnitude())),
-        (_, Data::F32(v)) => Data::F32(map(v, parallel, |&x| x.map(op))),
-        (_, Data::F64(v)) => Data::F64(map(v, parallel, |&x| x.map(op))),
-        (_, Data::C32(v)) => Data::C32(map(v, parallel, |&x| x.map(op))),
-        (_, Data::C64(v)) => Data::C64(map(v, parallel, |&x| x.map(op))),
+    let data = if op == UnaryOp::Abs && input.dtype().is_complex() {
+        // |z| of a complex tensor is a tensor of its real type.
+        with_data!(input.data(), |v| Element::wrap(map(v, parallel, |&x| x.magnitude())))
+    } else {
+        map_data!(input.data(), |v| map(v, parallel, |&x| x.map(op)))
     };
     Tensor::from_data(data, input.shape())
 }
@@ -213,6 +131,8 @@ fn map<T: Copy + Sync, U: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::UNARY_OPS;
+    use crate::tensor::DType;
 
     /// Reference values for real inputs: the standard library, called
     /// directly per element.

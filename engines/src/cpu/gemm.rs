@@ -2,39 +2,10 @@
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use crate::buffer;
-use crate::elementwise::broadcast_shapes;
-use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
+use super::buffer;
+use crate::ops::matmul_shape;
+use crate::tensor::{element_count, Element, Tensor, TensorError};
 
-/// The output shape of `lhs @ rhs`: both at least 2-D, `lhs[..., m, k]`
-/// times `rhs[..., k, n]` gives `[batch..., m, n]` with the batch axes
-/// broadcast.
-///
-/// # Errors
-///
-/// [`TensorError::MatmulShapes`] naming both shapes; [`TensorError::Broadcast`]
-/// for batch axes that do not broadcast.
-pub fn matmul_shape(lhs: &[usize], rhs: &[usize]) -> Result<Vec<usize>, TensorError> {
-    let bad = |reason| TensorError::MatmulShapes {
-        lhs: lhs.to_vec(),
-        rhs: rhs.to_vec(),
-        reason,
-    };
-    if lhs.len() < 2 || rhs.len() < 2 {
-        return Err(bad("both operands need at least 2 axes"));
-    }
-    let (lb, lm) = lhs.split_at(lhs.len() - 2);
-    let (rb, rm) = rhs.split_at(rhs.len() - 2);
-    if lm[1] != rm[0] {
-        return Err(bad("the inner extents differ"));
-    }
-    let mut out = broadcast_shapes("matmul", lb, rb)?;
-    out.extend([lm[0], rm[1]]);
-    if element_count(&out).is_none() {
-        return Err(TensorError::TooLarge { shape: out });
-    }
-    Ok(out)
-}
 
 /// `lhs @ rhs`, each product through faer with `threads` threads of the
 /// current rayon pool (the caller installs the domain's pool); a batch of
@@ -43,7 +14,7 @@ pub fn matmul_shape(lhs: &[usize], rhs: &[usize]) -> Result<Vec<usize>, TensorEr
 /// # Errors
 ///
 /// [`TensorError::MixedDTypes`] and the errors of [`matmul_shape`].
-pub fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, TensorError> {
+pub(super) fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, TensorError> {
     matmul_as(lhs, lhs.shape(), rhs, rhs.shape(), threads)
 }
 
@@ -54,7 +25,7 @@ pub fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, Tens
 ///
 /// As [`matmul`]; [`TensorError::ElementCount`] for a shape that does not
 /// fit its tensor.
-pub fn matmul_as(
+pub(super) fn matmul_as(
     lhs: &Tensor,
     lhs_shape: &[usize],
     rhs: &Tensor,
@@ -84,12 +55,7 @@ pub fn matmul_as(
         out: &out,
         threads,
     };
-    let data = match lhs.dtype() {
-        DType::F32 => Data::F32(typed::<f32>(lhs, rhs, &operands)),
-        DType::F64 => Data::F64(typed::<f64>(lhs, rhs, &operands)),
-        DType::C32 => Data::C32(typed::<crate::c32>(lhs, rhs, &operands)),
-        DType::C64 => Data::C64(typed::<crate::c64>(lhs, rhs, &operands)),
-    };
+    let data = for_dtype!(lhs.dtype(), |T| T::wrap(typed::<T>(lhs, rhs, &operands)));
     Tensor::from_parts(out, data)
 }
 

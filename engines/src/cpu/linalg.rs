@@ -4,164 +4,25 @@
 use faer::linalg::solvers::Solve;
 use faer::{Mat, MatRef, Side};
 
-use crate::op::Meta;
-use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
+use crate::ops::{Linalg, Meta};
+use crate::tensor::{Data, Element, Tensor, TensorError};
 
-/// A matrix decomposition or solve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Linalg {
-    /// `A = Q R`, thin: `Q` is `m × k`, `R` is `k × n`, `k = min(m, n)`.
-    Qr,
-    /// `A = U diag(S) Vᴴ`, thin; `S` is real, descending.
-    Svd,
-    /// `A = V diag(W) Vᴴ` for Hermitian `A` (its lower triangle is read);
-    /// `W` is real, ascending.
-    Eigh,
-    /// `A = L Lᴴ` for Hermitian positive definite `A`.
-    Cholesky,
-    /// `X` with `A X = B` (`B` a vector or a matrix), by LU with partial
-    /// pivoting.
-    Solve,
+
+/// Runs a decomposition or solve through faer.
+///
+/// # Errors
+///
+/// As [`Linalg::infer`]; [`TensorError::Factorization`] when the matrix
+/// does not admit it (not positive definite, singular, no convergence).
+pub(super) fn run(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
+    let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
+    op.infer(&metas)?;
+    for_dtype!(inputs[0].dtype(), |T| typed::<T>(op, inputs))
 }
 
-impl Linalg {
-    /// The op's name in errors and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            Linalg::Qr => "qr",
-            Linalg::Svd => "svd",
-            Linalg::Eigh => "eigh",
-            Linalg::Cholesky => "cholesky",
-            Linalg::Solve => "solve",
-        }
-    }
-
-    /// Number of inputs.
-    pub fn arity(self) -> usize {
-        if self == Linalg::Solve {
-            2
-        } else {
-            1
-        }
-    }
-
-    /// The outputs' types and shapes.
-    ///
-    /// # Errors
-    ///
-    /// [`TensorError::NotMatrix`], [`TensorError::NotSquare`],
-    /// [`TensorError::MixedDTypes`], [`TensorError::MatmulShapes`] (solve).
-    pub fn infer(self, inputs: &[Meta]) -> Result<Vec<Meta>, TensorError> {
-        let a = &inputs[0];
-        let [m, n] = a.shape[..] else {
-            return Err(TensorError::NotMatrix {
-                op: self.name(),
-                shape: a.shape.clone(),
-            });
-        };
-        let square = || {
-            if m == n {
-                Ok(())
-            } else {
-                Err(TensorError::NotSquare {
-                    op: self.name(),
-                    shape: a.shape.clone(),
-                })
-            }
-        };
-        let meta = |dtype, shape: Vec<usize>| Meta { dtype, shape };
-        let real = real_of(a.dtype);
-        let k = m.min(n);
-        Ok(match self {
-            Linalg::Qr => vec![meta(a.dtype, vec![m, k]), meta(a.dtype, vec![k, n])],
-            Linalg::Svd => vec![
-                meta(a.dtype, vec![m, k]),
-                meta(real, vec![k]),
-                meta(a.dtype, vec![k, n]),
-            ],
-            Linalg::Eigh => {
-                square()?;
-                vec![meta(real, vec![n]), meta(a.dtype, vec![n, n])]
-            }
-            Linalg::Cholesky => {
-                square()?;
-                vec![meta(a.dtype, vec![n, n])]
-            }
-            Linalg::Solve => {
-                square()?;
-                let b = &inputs[1];
-                if b.dtype != a.dtype {
-                    return Err(TensorError::MixedDTypes {
-                        op: "solve",
-                        lhs: a.dtype,
-                        rhs: b.dtype,
-                    });
-                }
-                if !matches!(b.shape.len(), 1 | 2) || b.shape[0] != n {
-                    return Err(TensorError::MatmulShapes {
-                        lhs: a.shape.clone(),
-                        rhs: b.shape.clone(),
-                        reason: "solve needs B with as many rows as A",
-                    });
-                }
-                vec![meta(a.dtype, b.shape.clone())]
-            }
-        })
-    }
-
-    /// Runs the op.
-    ///
-    /// # Errors
-    ///
-    /// As [`Linalg::infer`]; [`TensorError::Factorization`] when the matrix
-    /// does not admit it (not positive definite, singular, no convergence).
-    pub fn run(self, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
-        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
-        self.infer(&metas)?;
-        match inputs[0].dtype() {
-            DType::F32 => typed::<f32>(self, inputs),
-            DType::F64 => typed::<f64>(self, inputs),
-            DType::C32 => typed::<c32>(self, inputs),
-            DType::C64 => typed::<c64>(self, inputs),
-        }
-    }
-}
-
-fn real_of(dtype: DType) -> DType {
-    match dtype {
-        DType::C32 => DType::F32,
-        DType::C64 => DType::F64,
-        d => d,
-    }
-}
-
-/// The real part of a diagonal entry, as the real type's tensor data.
-trait RealPart: Element {
-    fn real_data(values: Vec<Self>) -> Data;
-}
-
-impl RealPart for f32 {
-    fn real_data(values: Vec<f32>) -> Data {
-        Data::F32(values)
-    }
-}
-
-impl RealPart for f64 {
-    fn real_data(values: Vec<f64>) -> Data {
-        Data::F64(values)
-    }
-}
-
-impl RealPart for c32 {
-    fn real_data(values: Vec<c32>) -> Data {
-        Data::F32(values.into_iter().map(|z| z.re).collect())
-    }
-}
-
-impl RealPart for c64 {
-    fn real_data(values: Vec<c64>) -> Data {
-        Data::F64(values.into_iter().map(|z| z.re).collect())
-    }
+/// The real parts of a diagonal's entries, as the real type's data.
+fn real_data<T: Element>(values: Vec<T>) -> Data {
+    <T::Re as Element>::wrap(values.into_iter().map(T::re).collect())
 }
 
 fn failed(op: Linalg, reason: impl std::fmt::Debug) -> TensorError {
@@ -171,7 +32,7 @@ fn failed(op: Linalg, reason: impl std::fmt::Debug) -> TensorError {
     }
 }
 
-fn typed<T: RealPart>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
+fn typed<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
     let a = inputs[0].as_mat::<T>()?;
     Ok(match op {
         Linalg::Qr => {
@@ -187,7 +48,7 @@ fn typed<T: RealPart>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Ten
             let k = s.len();
             vec![
                 Tensor::from_mat(svd.U()),
-                Tensor::from_data(T::real_data(s), &[k])?,
+                Tensor::from_data(real_data(s), &[k])?,
                 Tensor::from_mat(svd.V().adjoint().to_owned().as_ref()),
             ]
         }
@@ -198,7 +59,7 @@ fn typed<T: RealPart>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Ten
             let w: Vec<T> = eig.S().column_vector().iter().copied().collect();
             let n = w.len();
             vec![
-                Tensor::from_data(T::real_data(w), &[n])?,
+                Tensor::from_data(real_data(w), &[n])?,
                 Tensor::from_mat(eig.U()),
             ]
         }
@@ -239,6 +100,7 @@ fn typed<T: RealPart>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Ten
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::{c64, DType};
 
     /// Plain-loop helpers, independent of faer.
     fn mat(t: &Tensor) -> (usize, usize, Vec<c64>) {
@@ -336,7 +198,7 @@ mod tests {
     #[test]
     fn qr_and_svd_reconstruct() {
         for a in [real(5, 3, 0.1), real(3, 5, 0.2), complex(4, 4, 0.3)] {
-            let out = Linalg::Qr.run(&[&a]).unwrap();
+            let out = run(Linalg::Qr, &[&a]).unwrap();
             let (q, r) = (mat(&out[0]), mat(&out[1]));
             close(&mul(&q, &r), &mat(&a).2);
             let k = q.1;
@@ -350,7 +212,7 @@ mod tests {
                     assert!(r.2[i * r.1 + j].norm() < 1e-12, "R is upper triangular");
                 }
             }
-            let out = Linalg::Svd.run(&[&a]).unwrap();
+            let out = run(Linalg::Svd, &[&a]).unwrap();
             let s = out[1].as_slice::<f64>().unwrap();
             assert!(s.windows(2).all(|w| w[0] >= w[1]) && s.iter().all(|&x| x >= 0.0));
             let us = mul(&mat(&out[0]), &diag(&out[1]));
@@ -364,7 +226,7 @@ mod tests {
     #[test]
     fn eigh_cholesky_solve() {
         for a in [spd(&real(4, 4, 0.5)), spd(&complex(3, 3, 0.9))] {
-            let out = Linalg::Eigh.run(&[&a]).unwrap();
+            let out = run(Linalg::Eigh, &[&a]).unwrap();
             let (w, v) = (&out[0], mat(&out[1]));
             assert!(w
                 .as_slice::<f64>()
@@ -372,14 +234,14 @@ mod tests {
                 .windows(2)
                 .all(|p| p[0] <= p[1]));
             close(&mul(&mat(&a), &v), &mul(&v, &diag(w)));
-            let l = mat(&Linalg::Cholesky.run(&[&a]).unwrap()[0]);
+            let l = mat(&run(Linalg::Cholesky, &[&a]).unwrap()[0]);
             close(&mul(&l, &adjoint(&l)), &mat(&a).2);
             let n = a.shape()[0];
             let b = match a.dtype() {
                 DType::F64 => real(n, 2, 3.0),
                 _ => complex(n, 2, 3.0),
             };
-            let x = &Linalg::Solve.run(&[&a, &b]).unwrap()[0];
+            let x = &run(Linalg::Solve, &[&a, &b]).unwrap()[0];
             close(&mul(&mat(&a), &mat(x)), &mat(&b).2);
         }
     }
@@ -387,14 +249,14 @@ mod tests {
     #[test]
     fn bad_matrices_are_named() {
         let not_spd = Tensor::from_vec(vec![1.0, 2.0, 2.0, 1.0], &[2, 2]).unwrap();
-        let err = Linalg::Cholesky.run(&[&not_spd]).unwrap_err();
+        let err = run(Linalg::Cholesky, &[&not_spd]).unwrap_err();
         assert!(
             matches!(err, TensorError::Factorization { op: "cholesky", .. }),
             "{err}"
         );
         let singular = Tensor::from_vec(vec![1.0, 2.0, 2.0, 4.0], &[2, 2]).unwrap();
         let b = Tensor::from_vec(vec![1.0, 1.0], &[2]).unwrap();
-        let err = Linalg::Solve.run(&[&singular, &b]).unwrap_err();
+        let err = run(Linalg::Solve, &[&singular, &b]).unwrap_err();
         assert_eq!(err.to_string(), "solve failed: the matrix is singular");
         let meta = |shape: &[usize]| Meta {
             dtype: DType::F64,

@@ -1,105 +1,12 @@
-//! Reductions over any set of axes.
+//! Reduction kernels over any set of axes.
 
 use rayon::prelude::*;
 
-use crate::elementwise::PARALLEL_THRESHOLD;
-use crate::structural::View;
-use crate::tensor::{c32, c64, DType, Data, Element, Tensor, TensorError};
+use super::exec::PARALLEL_THRESHOLD;
+use crate::layout::View;
+use crate::ops::{reduce_meta, ReduceOp};
+use crate::tensor::{Data, Element, Tensor, TensorError};
 
-/// A reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    /// Sum.
-    Sum,
-    /// Product.
-    Prod,
-    /// Largest element (real types; undefined on empty input).
-    Max,
-    /// Smallest element (real types; undefined on empty input).
-    Min,
-    /// Arithmetic mean (NaN on empty input).
-    Mean,
-    /// Euclidean norm, `sqrt(sum |x|^2)`; real for complex input.
-    Norm,
-}
-
-impl ReduceOp {
-    /// The op's name in errors and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Prod => "prod",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::Mean => "mean",
-            ReduceOp::Norm => "norm",
-        }
-    }
-}
-
-/// Checks a reduction of a `dtype` tensor of `shape` over `axes`; returns
-/// the result's type and shape.
-///
-/// # Errors
-///
-/// [`TensorError::Axis`] for an axis out of range or given twice;
-/// [`TensorError::Unsupported`] for max/min of complex tensors;
-/// [`TensorError::EmptyReduction`] for max/min over no elements.
-pub fn reduce_meta(
-    op: ReduceOp,
-    dtype: DType,
-    shape: &[usize],
-    axes: &[usize],
-    keep_dims: bool,
-) -> Result<(DType, Vec<usize>), TensorError> {
-    let rank = shape.len();
-    let mut seen = vec![false; rank];
-    for &axis in axes {
-        if axis >= rank {
-            return Err(TensorError::Axis {
-                op: op.name(),
-                axis,
-                rank,
-                reason: "out of range",
-            });
-        }
-        if std::mem::replace(&mut seen[axis], true) {
-            return Err(TensorError::Axis {
-                op: op.name(),
-                axis,
-                rank,
-                reason: "given twice",
-            });
-        }
-    }
-    if matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        if dtype.is_complex() {
-            return Err(TensorError::Unsupported {
-                op: op.name(),
-                dtype,
-            });
-        }
-        if axes.iter().any(|&a| shape[a] == 0) {
-            return Err(TensorError::EmptyReduction {
-                op: op.name(),
-                shape: shape.to_vec(),
-            });
-        }
-    }
-    let out_dtype = match (op, dtype) {
-        (ReduceOp::Norm, DType::C32) => DType::F32,
-        (ReduceOp::Norm, DType::C64) => DType::F64,
-        (_, d) => d,
-    };
-    let out_shape = (0..rank)
-        .filter_map(|i| match (seen[i], keep_dims) {
-            (false, _) => Some(shape[i]),
-            (true, true) => Some(1),
-            (true, false) => None,
-        })
-        .collect();
-    Ok((out_dtype, out_shape))
-}
 
 /// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`);
 /// `parallel` spreads large reductions over the current rayon pool.
@@ -107,7 +14,7 @@ pub fn reduce_meta(
 /// # Errors
 ///
 /// As [`reduce_meta`].
-pub fn reduce(
+pub(super) fn reduce(
     op: ReduceOp,
     input: &Tensor,
     axes: &[usize],
@@ -116,12 +23,7 @@ pub fn reduce(
 ) -> Result<Tensor, TensorError> {
     let (_, out_shape) = reduce_meta(op, input.dtype(), input.shape(), axes, keep_dims)?;
     let plan = Plan::new(input.shape(), axes);
-    let data = match input.data() {
-        Data::F32(v) => real(op, v, &plan, parallel),
-        Data::F64(v) => real(op, v, &plan, parallel),
-        Data::C32(v) => complex(op, v, &plan, parallel),
-        Data::C64(v) => complex(op, v, &plan, parallel),
-    };
+    let data = with_data!(input.data(), |v| fold(op, v, &plan, parallel));
     Tensor::from_data(data, &out_shape)
 }
 
@@ -258,76 +160,10 @@ fn prod<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
     .each(values, plan, parallel)
 }
 
-fn real<T: Element + PartialOrd + Into<f64>>(
-    op: ReduceOp,
-    values: &[T],
-    plan: &Plan,
-    parallel: bool,
-) -> Data
-where
-    f64: IntoElement<T>,
-{
-    let n = plan.count as f64;
-    let out: Vec<T> = match op {
-        ReduceOp::Sum => sum(values, plan, parallel),
-        ReduceOp::Prod => prod(values, plan, parallel),
-        ReduceOp::Mean => sum(values, plan, parallel)
-            .into_iter()
-            .map(|s| <f64 as IntoElement<T>>::convert(s.into() / n))
-            .collect(),
-        ReduceOp::Norm => sum_sq(
-            values,
-            plan,
-            |x| {
-                let x: f64 = x.into();
-                x * x
-            },
-            parallel,
-        )
-        .into_iter()
-        .map(|s| <f64 as IntoElement<T>>::convert(s.sqrt()))
-        .collect(),
-        ReduceOp::Max | ReduceOp::Min => {
-            let better: fn(T, T) -> bool = if op == ReduceOp::Max {
-                |x, a| x > a
-            } else {
-                |x, a| x < a
-            };
-            // NaN wins, then the better value: associative, so chunks of a
-            // run can be picked from in parallel.
-            let pick = move |a: T, x: T| {
-                if is_nan(&a) || !(is_nan(&x) || better(x, a)) {
-                    a
-                } else {
-                    x
-                }
-            };
-            Fold {
-                run: move |run: &[T]| {
-                    run.iter()
-                        .copied()
-                        .reduce(pick)
-                        .expect("checked: max/min over at least one element")
-                },
-                combine: pick,
-                strided: move |visit: Visit<'_, T>| {
-                    let mut best: Option<T> = None;
-                    visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
-                    best.expect("checked: at least one element")
-                },
-            }
-            .each(values, plan, parallel)
-        }
-    };
-    T::wrap(out)
-}
-
-fn complex<T: Element + Magnitude>(
-    op: ReduceOp,
-    values: &[T],
-    plan: &Plan,
-    parallel: bool,
-) -> Data {
+/// Every output of `op` over elements of type `T`. Max and min are of the
+/// real types only (checked), whose value is the real part; a mean and a
+/// norm are computed in f64 and rounded to the result's type once.
+fn fold<T: Element>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> Data {
     let n = plan.count as f64;
     match op {
         ReduceOp::Sum => T::wrap(sum(values, plan, parallel)),
@@ -335,17 +171,57 @@ fn complex<T: Element + Magnitude>(
         ReduceOp::Mean => T::wrap(
             sum(values, plan, parallel)
                 .into_iter()
-                .map(|s| s.scale(1.0 / n))
+                .map(|s| {
+                    let (re, im) = s.to_parts();
+                    T::from_parts(re / n, im / n)
+                })
                 .collect(),
         ),
         ReduceOp::Norm => {
-            let norms: Vec<f64> = sum_sq(values, plan, |z| z.norm_sq(), parallel)
-                .into_iter()
-                .map(f64::sqrt)
-                .collect();
-            T::real_data(norms)
+            let square = |x: T| {
+                let (re, im) = x.to_parts();
+                re * re + im * im
+            };
+            <T::Re as Element>::wrap(
+                sum_sq(values, plan, square, parallel)
+                    .into_iter()
+                    .map(|s| T::Re::from_parts(s.sqrt(), 0.0))
+                    .collect(),
+            )
         }
-        ReduceOp::Max | ReduceOp::Min => unreachable!("checked: real types only"),
+        ReduceOp::Max | ReduceOp::Min => {
+            let better: fn(f64, f64) -> bool = if op == ReduceOp::Max {
+                |x, a| x > a
+            } else {
+                |x, a| x < a
+            };
+            // NaN wins, then the better value: associative, so chunks of a
+            // run can be picked from in parallel.
+            let pick = move |a: T, x: T| {
+                if is_nan(&a) || !(is_nan(&x) || better(x.to_parts().0, a.to_parts().0)) {
+                    a
+                } else {
+                    x
+                }
+            };
+            T::wrap(
+                Fold {
+                    run: move |run: &[T]| {
+                        run.iter()
+                            .copied()
+                            .reduce(pick)
+                            .expect("checked: max/min over at least one element")
+                    },
+                    combine: pick,
+                    strided: move |visit: Visit<'_, T>| {
+                        let mut best: Option<T> = None;
+                        visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
+                        best.expect("checked: at least one element")
+                    },
+                }
+                .each(values, plan, parallel),
+            )
+        }
     }
 }
 
@@ -379,63 +255,16 @@ fn sum_sq<T: Element>(
     .each(values, plan, parallel)
 }
 
-/// Conversion of an f64 result back to a real element type.
-trait IntoElement<T> {
-    fn convert(self) -> T;
-}
-
-impl IntoElement<f32> for f64 {
-    fn convert(self) -> f32 {
-        self as f32
-    }
-}
-
-impl IntoElement<f64> for f64 {
-    fn convert(self) -> f64 {
-        self
-    }
-}
-
 /// NaN is the one value unequal to itself, whatever the element type.
 #[allow(clippy::eq_op)]
 fn is_nan<T: PartialEq>(x: &T) -> bool {
     x != x
 }
 
-/// What complex reductions need of their element type.
-trait Magnitude: Copy {
-    fn norm_sq(self) -> f64;
-    fn scale(self, by: f64) -> Self;
-    fn real_data(values: Vec<f64>) -> Data;
-}
-
-impl Magnitude for c32 {
-    fn norm_sq(self) -> f64 {
-        f64::from(self.norm_sqr())
-    }
-    fn scale(self, by: f64) -> Self {
-        self * by as f32
-    }
-    fn real_data(values: Vec<f64>) -> Data {
-        Data::F32(values.into_iter().map(|x| x as f32).collect())
-    }
-}
-
-impl Magnitude for c64 {
-    fn norm_sq(self) -> f64 {
-        self.norm_sqr()
-    }
-    fn scale(self, by: f64) -> Self {
-        self * by
-    }
-    fn real_data(values: Vec<f64>) -> Data {
-        Data::F64(values)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::{c64, DType};
 
     fn tensor(shape: &[usize]) -> Tensor {
         let n = shape.iter().product();

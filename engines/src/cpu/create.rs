@@ -1,63 +1,34 @@
-//! Ops that create tensors: constants, identities, ranges, seeded random.
+//! Creation kernels: constants, identities, ranges, seeded random.
 
-use crate::buffer;
-use crate::tensor::{c32, c64, element_count, DType, Data, Tensor, TensorError};
+use super::buffer;
+use crate::ops::{Distribution, Scalar};
+use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
 
-/// A scalar argument of an op, converted to the op's element type.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Scalar {
-    /// A real value (the imaginary part is 0 for complex types).
-    Real(f64),
-    /// A complex value (refused for real types unless its imaginary part is 0).
-    Complex(c64),
+/// `len` copies of `value` as element type `dtype`, in a pooled buffer.
+///
+/// # Errors
+///
+/// As [`Scalar::check`].
+pub(super) fn filled_data(value: Scalar, dtype: DType, len: usize) -> Result<Data, TensorError> {
+    value.check(dtype)?;
+    let (re, im) = value.parts();
+    Ok(for_dtype!(dtype, |T| T::wrap(buffer::filled(
+        len,
+        T::from_parts(re, im)
+    ))))
 }
 
-impl Scalar {
-    /// The value as element type `dtype`.
-    ///
-    /// # Errors
-    ///
-    /// [`TensorError::Unsupported`] for a complex value with a nonzero
-    /// imaginary part and a real `dtype`.
-    pub fn to_data(self, dtype: DType, len: usize) -> Result<Data, TensorError> {
-        let z = match self {
-            Scalar::Real(x) => c64::new(x, 0.0),
-            Scalar::Complex(z) => z,
-        };
-        if !dtype.is_complex() && z.im != 0.0 {
-            return Err(TensorError::Unsupported {
-                op: "a complex scalar",
-                dtype,
-            });
-        }
-        Ok(match dtype {
-            DType::F32 => Data::F32(buffer::filled(len, z.re as f32)),
-            DType::F64 => Data::F64(buffer::filled(len, z.re)),
-            DType::C32 => Data::C32(buffer::filled(len, c32::new(z.re as f32, z.im as f32))),
-            DType::C64 => Data::C64(buffer::filled(len, z)),
-        })
-    }
-}
-
-/// A distribution for seeded random tensors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Distribution {
-    /// Uniform on `[0, 1)` (each part, for complex types).
-    Uniform,
-    /// Standard normal (each part, for complex types).
-    Normal,
-}
 
 /// A tensor of `shape` with every element `value`.
 ///
 /// # Errors
 ///
-/// [`TensorError::TooLarge`], or as [`Scalar::to_data`].
-pub fn full(dtype: DType, shape: &[usize], value: Scalar) -> Result<Tensor, TensorError> {
+/// [`TensorError::TooLarge`], or as [`Scalar::check`].
+pub(super) fn full(dtype: DType, shape: &[usize], value: Scalar) -> Result<Tensor, TensorError> {
     let n = element_count(shape).ok_or_else(|| TensorError::TooLarge {
         shape: shape.to_vec(),
     })?;
-    Tensor::from_data(value.to_data(dtype, n)?, shape)
+    Tensor::from_data(filled_data(value, dtype, n)?, shape)
 }
 
 /// The `rows × cols` matrix with ones on the diagonal.
@@ -65,19 +36,17 @@ pub fn full(dtype: DType, shape: &[usize], value: Scalar) -> Result<Tensor, Tens
 /// # Errors
 ///
 /// [`TensorError::TooLarge`].
-pub fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, TensorError> {
+pub(super) fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, TensorError> {
     let n = element_count(&[rows, cols]).ok_or(TensorError::TooLarge {
         shape: vec![rows, cols],
     })?;
-    let mut data = Scalar::Real(0.0).to_data(dtype, n)?;
-    for k in (0..rows.min(cols)).map(|i| i * cols + i) {
-        match &mut data {
-            Data::F32(v) => v[k] = 1.0,
-            Data::F64(v) => v[k] = 1.0,
-            Data::C32(v) => v[k] = c32::new(1.0, 0.0),
-            Data::C64(v) => v[k] = c64::new(1.0, 0.0),
+    fn ones_on_diagonal<T: Element>(v: &mut [T], rows: usize, cols: usize) {
+        for k in (0..rows.min(cols)).map(|i| i * cols + i) {
+            v[k] = T::ONE;
         }
     }
+    let mut data = filled_data(Scalar::Real(0.0), dtype, n)?;
+    with_data!(&mut data, |v| ones_on_diagonal(v, rows, cols));
     Tensor::from_data(data, &[rows, cols])
 }
 
@@ -86,18 +55,17 @@ pub fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, TensorError
 /// # Errors
 ///
 /// [`TensorError::Unsupported`] for complex types.
-pub fn arange(dtype: DType, start: f64, step: f64, len: usize) -> Result<Tensor, TensorError> {
+pub(super) fn arange(dtype: DType, start: f64, step: f64, len: usize) -> Result<Tensor, TensorError> {
+    if dtype.is_complex() {
+        return Err(TensorError::Unsupported {
+            op: "arange",
+            dtype,
+        });
+    }
     let value = |i: usize| start + step * i as f64;
-    let data = match dtype {
-        DType::F32 => Data::F32((0..len).map(|i| value(i) as f32).collect()),
-        DType::F64 => Data::F64((0..len).map(value).collect()),
-        DType::C32 | DType::C64 => {
-            return Err(TensorError::Unsupported {
-                op: "arange",
-                dtype,
-            })
-        }
-    };
+    let data = for_dtype!(dtype, |T| T::wrap(
+        (0..len).map(|i| T::from_parts(value(i), 0.0)).collect()
+    ));
     Tensor::from_data(data, &[len])
 }
 
@@ -108,7 +76,7 @@ pub fn arange(dtype: DType, start: f64, step: f64, len: usize) -> Result<Tensor,
 /// # Errors
 ///
 /// [`TensorError::TooLarge`].
-pub fn random(
+pub(super) fn random(
     dtype: DType,
     shape: &[usize],
     distribution: Distribution,
@@ -130,17 +98,29 @@ pub fn random(
             }
         }
     };
-    let data = match dtype {
-        DType::F32 => Data::F32((0..n).map(|i| draw(i, 0) as f32).collect()),
-        DType::F64 => Data::F64((0..n).map(|i| draw(i, 0)).collect()),
-        DType::C32 => Data::C32(
-            (0..n)
-                .map(|i| c32::new(draw(i, 0) as f32, draw(i, 1) as f32))
-                .collect(),
-        ),
-        DType::C64 => Data::C64((0..n).map(|i| c64::new(draw(i, 0), draw(i, 1))).collect()),
-    };
+    // A real type draws no imaginary parts.
+    let im = |i: usize| if dtype.is_complex() { draw(i, 1) } else { 0.0 };
+    let data = for_dtype!(dtype, |T| T::wrap(
+        (0..n).map(|i| T::from_parts(draw(i, 0), im(i))).collect()
+    ));
     Tensor::from_data(data, shape)
+}
+
+impl Tensor {
+    /// A seeded random host tensor: the one [`crate::TensorOp::Random`]
+    /// makes on an engine (element `i` depends only on `seed` and `i`).
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::TooLarge`].
+    pub fn random(
+        dtype: DType,
+        shape: &[usize],
+        distribution: Distribution,
+        seed: u64,
+    ) -> Result<Tensor, TensorError> {
+        random(dtype, shape, distribution, seed)
+    }
 }
 
 /// splitmix64 of `key + counter`: a counter-based generator.
@@ -159,6 +139,7 @@ fn unit(bits: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::{c32, c64};
 
     #[test]
     fn constants_identity_and_ranges() {

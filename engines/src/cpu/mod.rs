@@ -1,4 +1,22 @@
-//! The CPU engine: a domain's pinned rayon pool and the facts of its domain.
+//! The CPU engine: a domain's pinned rayon pool, its resident store and
+//! buffer pool, and the CPU kernels the vocabulary runs on (dispatched in
+//! `exec`).
+
+mod buffer;
+mod create;
+mod einsum;
+mod elementwise;
+mod exec;
+mod gemm;
+mod linalg;
+mod reduce;
+mod store;
+mod structural;
+mod unary;
+
+pub use buffer::BufferPool;
+pub use exec::PARALLEL_THRESHOLD;
+pub use store::Store;
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,12 +25,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
 
-use crate::buffer::{BufferPool, BufferStats};
-use crate::elementwise::PARALLEL_THRESHOLD;
-use crate::engine::{EngineMemory, ExecError, Place, TensorEngine};
-use crate::op::{Meta, TensorOp};
-use crate::store::{Store, TensorId};
-use crate::tensor::{element_count, DType, Tensor, TensorError};
+use crate::engine::{BufferStats, EngineMemory, ExecError, Place, TensorEngine, TensorId};
+use crate::ops::{Meta, TensorOp};
+use crate::tensor::{DType, Tensor, TensorError};
 
 /// How the threads of a CPU domain are pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -361,13 +376,7 @@ impl CpuEngine {
         let outputs = op.infer(&metas)?;
         let shapes: Vec<(DType, &[usize])> =
             outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
-        check_allocatable(&shapes)?;
-        let work = work(op, inputs, &shapes);
-        if work >= PARALLEL_THRESHOLD {
-            self.pool.install(|| op.run(inputs, self.domain.threads))
-        } else {
-            op.run(inputs, 1)
-        }
+        exec::run(&self.pool, self.domain.threads, op, inputs, &shapes)
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
@@ -397,7 +406,7 @@ impl CpuEngine {
         for &id in inputs {
             resident.push(store.get(id)?);
         }
-        Ok(run(pool, domain.threads, buffers, op, &resident, outputs)?)
+        Ok(buffers.lend(|| exec::run(pool, domain.threads, op, &resident, outputs))?)
     }
 }
 
@@ -444,66 +453,6 @@ impl TensorEngine for CpuEngine {
             buffers: self.buffers.stats(),
         }
     }
-}
-
-/// The work of an op, in elements touched, that decides between running
-/// inline and over the pool.
-fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[(DType, &[usize])]) -> usize {
-    let elements: usize = outputs
-        .iter()
-        .map(|(_, shape)| element_count(shape).unwrap_or(usize::MAX))
-        .fold(0, usize::saturating_add);
-    match op {
-        TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
-        TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
-        TensorOp::Reduce { .. } => inputs[0].len(),
-        _ => elements,
-    }
-}
-
-/// Runs `op` with `buffers` lent to this thread: inline for small work,
-/// over `pool` above [`PARALLEL_THRESHOLD`].
-fn run(
-    pool: &rayon::ThreadPool,
-    threads: usize,
-    buffers: &mut BufferPool,
-    op: &TensorOp,
-    inputs: &[&Tensor],
-    outputs: &[(DType, &[usize])],
-) -> Result<Vec<Tensor>, TensorError> {
-    check_allocatable(outputs)?;
-    let work = work(op, inputs, outputs);
-    buffers.lend(|| {
-        if work >= PARALLEL_THRESHOLD {
-            pool.install(|| op.run(inputs, threads))
-        } else {
-            op.run(inputs, 1)
-        }
-    })
-}
-
-/// Outputs from this size on are tried with a fallible allocation first.
-const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
-
-/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
-/// provide: the kernels allocate infallibly, and a failed allocation there
-/// would abort the process instead of failing the op. A large allocation
-/// that is made and freed at once is an `mmap` and a `munmap`, touching no
-/// page. (An allocation that succeeds here can still fail later under
-/// memory pressure; this catches sizes the machine can never hold.)
-fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
-    for &(dtype, shape) in outputs {
-        match crate::op::byte_size(dtype, shape) {
-            Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
-            Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => {}
-            _ => {
-                return Err(TensorError::TooLarge {
-                    shape: shape.to_vec(),
-                })
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Pins the calling thread; where the platform cannot pin, runs unpinned

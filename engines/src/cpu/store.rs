@@ -3,13 +3,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::engine::{NotResident, TensorId};
 use crate::tensor::Tensor;
 
-/// Names one resident tensor for the life of its runtime. Ids are handed
-/// out once and never reused, so a handle outliving its tensor can never
-/// name another one: looking it up fails instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TensorId(pub u64);
 
 /// Ids are already unique integers: hash them by one multiply.
 #[derive(Default)]
@@ -38,10 +34,6 @@ pub struct Store {
     bytes: usize,
 }
 
-/// A tensor id that names nothing in this store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("tensor {0:?} is not resident here (freed, never produced, or of another domain)")]
-pub struct NotResident(pub TensorId);
 
 impl Store {
     /// Stores `tensor` under `id`, replacing any tensor there.

@@ -1,176 +1,49 @@
-//! Elementwise binary ops with NumPy broadcasting.
+//! Elementwise kernels: binary ops with NumPy broadcasting, comparisons,
+//! select and clamp.
 
 use rayon::prelude::*;
 
-use crate::buffer;
-use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
-
-/// Below this many output elements an elementwise op runs inline on the
-/// actor thread; above it, in parallel over the domain's pool.
-pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+use super::buffer;
+use super::exec::PARALLEL_THRESHOLD;
+use super::structural::broadcast_to;
+use crate::layout::strides_in;
+use crate::ops::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
+use crate::tensor::{element_count, Element, Tensor, TensorError};
 
 /// Output elements one parallel task computes.
 const CHUNK: usize = 1 << 13;
-
-/// A binary elementwise op.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BinaryOp {
-    /// `a + b`
-    Add,
-    /// `a - b`
-    Sub,
-    /// `a * b`
-    Mul,
-    /// `a / b`
-    Div,
-    /// The larger of `a` and `b`; NaN if either is (real types only).
-    Maximum,
-    /// The smaller of `a` and `b`; NaN if either is (real types only).
-    Minimum,
-    /// `a` to the power `b` (principal branch for complex types).
-    Pow,
-}
-
-impl BinaryOp {
-    /// The op's name in errors and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::Pow => "pow",
-        }
-    }
-
-    /// Whether the op is defined for `dtype`.
-    pub fn supports(self, dtype: DType) -> bool {
-        !matches!(self, BinaryOp::Maximum | BinaryOp::Minimum) || !dtype.is_complex()
-    }
-}
-
-/// The shape `lhs` and `rhs` broadcast to, by NumPy's rules: align on the
-/// last axis; each pair of extents is equal or one of them is 1.
-///
-/// # Errors
-///
-/// [`TensorError::Broadcast`] naming both shapes and the first axis (from
-/// the right) that does not match.
-pub fn broadcast_shapes(
-    op: &'static str,
-    lhs: &[usize],
-    rhs: &[usize],
-) -> Result<Vec<usize>, TensorError> {
-    let rank = lhs.len().max(rhs.len());
-    let extent = |shape: &[usize], from_right: usize| {
-        shape
-            .len()
-            .checked_sub(from_right + 1)
-            .map_or(1, |i| shape[i])
-    };
-    let mut out = vec![0; rank];
-    for axis in 0..rank {
-        let (l, r) = (extent(lhs, axis), extent(rhs, axis));
-        out[rank - 1 - axis] = match (l, r) {
-            _ if l == r => l,
-            (1, r) => r,
-            (l, 1) => l,
-            _ => {
-                return Err(TensorError::Broadcast {
-                    op,
-                    lhs: lhs.to_vec(),
-                    rhs: rhs.to_vec(),
-                    axis,
-                    l,
-                    r,
-                })
-            }
-        };
-    }
-    if element_count(&out).is_none() {
-        return Err(TensorError::TooLarge { shape: out });
-    }
-    Ok(out)
-}
-
-/// Row-major strides of `shape` as seen from an output of shape `out`:
-/// 0 on broadcast axes.
-fn strides_in(shape: &[usize], out: &[usize]) -> Vec<usize> {
-    let lead = out.len() - shape.len();
-    let mut strides = vec![0; out.len()];
-    let mut step = 1;
-    for i in (0..shape.len()).rev() {
-        if shape[i] != 1 {
-            strides[lead + i] = step;
-        }
-        step *= shape[i];
-    }
-    strides
-}
 
 /// Applies `op` to `lhs` and `rhs` with broadcasting; `parallel` spreads
 /// the work over the current rayon pool (the caller installs the domain's).
 ///
 /// # Errors
 ///
-/// [`TensorError::MixedDTypes`], [`TensorError::Broadcast`],
-/// [`TensorError::Unsupported`] (maximum/minimum of complex tensors).
-pub fn binary(
+/// As [`check_binary_meta`].
+pub(super) fn binary(
     op: BinaryOp,
     lhs: &Tensor,
     rhs: &Tensor,
     parallel: bool,
 ) -> Result<Tensor, TensorError> {
-    let out_shape = check_binary(op, lhs, rhs)?;
+    let out_shape = check_binary_meta(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
     let (a_shape, b_shape, out) = (lhs.shape(), rhs.shape(), &out_shape[..]);
-    let data = match (lhs.data(), rhs.data()) {
-        (Data::F32(a), Data::F32(b)) => Data::F32(real(
-            op,
-            &Operands {
-                a,
-                a_shape,
-                b,
-                b_shape,
-                out,
-                parallel,
-            },
-        )),
-        (Data::F64(a), Data::F64(b)) => Data::F64(real(
-            op,
-            &Operands {
-                a,
-                a_shape,
-                b,
-                b_shape,
-                out,
-                parallel,
-            },
-        )),
-        (Data::C32(a), Data::C32(b)) => Data::C32(field(
-            op,
-            &Operands {
-                a,
-                a_shape,
-                b,
-                b_shape,
-                out,
-                parallel,
-            },
-        )),
-        (Data::C64(a), Data::C64(b)) => Data::C64(field(
-            op,
-            &Operands {
-                a,
-                a_shape,
-                b,
-                b_shape,
-                out,
-                parallel,
-            },
-        )),
-        _ => unreachable!("checked: both operands have one element type"),
+    let refused = || TensorError::Unsupported {
+        op: op.name(),
+        dtype: lhs.dtype(),
+    };
+    let data = match op {
+        BinaryOp::Maximum | BinaryOp::Minimum => map_real2!(
+            lhs.data(),
+            rhs.data(),
+            |a, b| ordered(op, &Operands { a, a_shape, b, b_shape, out, parallel }),
+            else return Err(refused())
+        ),
+        _ => map_data2!(
+            lhs.data(),
+            rhs.data(),
+            |a, b| field(op, &Operands { a, a_shape, b, b_shape, out, parallel }),
+            else return Err(refused())
+        ),
     };
     Tensor::from_parts(out_shape, data)
 }
@@ -185,43 +58,6 @@ struct Operands<'a, T> {
     parallel: bool,
 }
 
-/// Checks operand types and shapes; returns the output shape.
-///
-/// # Errors
-///
-/// As [`binary`].
-pub fn check_binary(op: BinaryOp, lhs: &Tensor, rhs: &Tensor) -> Result<Vec<usize>, TensorError> {
-    check_binary_meta(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())
-}
-
-/// [`check_binary`] on types and shapes alone, for checking at submission.
-///
-/// # Errors
-///
-/// As [`binary`].
-pub fn check_binary_meta(
-    op: BinaryOp,
-    lhs_dtype: DType,
-    lhs: &[usize],
-    rhs_dtype: DType,
-    rhs: &[usize],
-) -> Result<Vec<usize>, TensorError> {
-    if lhs_dtype != rhs_dtype {
-        return Err(TensorError::MixedDTypes {
-            op: op.name(),
-            lhs: lhs_dtype,
-            rhs: rhs_dtype,
-        });
-    }
-    if !op.supports(lhs_dtype) {
-        return Err(TensorError::Unsupported {
-            op: op.name(),
-            dtype: lhs_dtype,
-        });
-    }
-    broadcast_shapes(op.name(), lhs, rhs)
-}
-
 /// The ops every element type has. Each arm passes its own closure, so
 /// the kernel is compiled (and vectorized) per op.
 fn field<T: Element>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
@@ -231,11 +67,12 @@ fn field<T: Element>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
         BinaryOp::Mul => kernel(|a, b| a * b, x),
         BinaryOp::Div => kernel(|a, b| a / b, x),
         BinaryOp::Pow => kernel(|a: T, b: T| a.pow(b), x),
-        BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("checked: real types only"),
+        BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("dispatched to `ordered`"),
     }
 }
 
-fn real<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
+/// Maximum and minimum, of the real types.
+fn ordered<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
     match op {
         BinaryOp::Maximum => kernel(
             |a: T, b: T| {
@@ -261,7 +98,7 @@ fn real<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<'_,
             },
             x,
         ),
-        _ => field(op, x),
+        _ => unreachable!("dispatched to `field`"),
     }
 }
 
@@ -526,147 +363,47 @@ mod tests {
     }
 }
 
-/// A comparison direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CmpOp {
-    /// `a == b`
-    Eq,
-    /// `a != b`
-    Ne,
-    /// `a < b` (real types)
-    Lt,
-    /// `a <= b` (real types)
-    Le,
-    /// `a > b` (real types)
-    Gt,
-    /// `a >= b` (real types)
-    Ge,
-}
 
-impl CmpOp {
-    /// The op's name in errors and traces.
-    pub fn name(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        }
-    }
-}
 
-/// The real type masks of `dtype` tensors use (1 for true, 0 for false).
-pub fn mask_dtype(dtype: DType) -> DType {
-    match dtype {
-        DType::C32 | DType::F32 => DType::F32,
-        DType::C64 | DType::F64 => DType::F64,
-    }
-}
-
-/// Checks a comparison; returns the mask's shape.
-///
-/// # Errors
-///
-/// [`TensorError::MixedDTypes`], [`TensorError::Broadcast`], and
-/// [`TensorError::Unsupported`] for an ordering of complex tensors.
-pub fn check_compare(
-    op: CmpOp,
-    lhs: DType,
-    lhs_shape: &[usize],
-    rhs: DType,
-    rhs_shape: &[usize],
-) -> Result<Vec<usize>, TensorError> {
-    if lhs != rhs {
-        return Err(TensorError::MixedDTypes {
-            op: op.name(),
-            lhs,
-            rhs,
-        });
-    }
-    if lhs.is_complex() && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
-        return Err(TensorError::Unsupported {
-            op: op.name(),
-            dtype: lhs,
-        });
-    }
-    broadcast_shapes(op.name(), lhs_shape, rhs_shape)
-}
-
-/// `lhs op rhs` elementwise with broadcasting, as a 0/1 mask.
+/// `lhs op rhs` elementwise with broadcasting, as a 0/1 mask of the
+/// operands' real type.
 ///
 /// # Errors
 ///
 /// As [`check_compare`].
-pub fn compare(op: CmpOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
+pub(super) fn compare(op: CmpOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
     let out = check_compare(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
-    let (a, b) = (
-        crate::structural::broadcast_to(lhs, &out)?,
-        crate::structural::broadcast_to(rhs, &out)?,
-    );
-    fn test<T: PartialEq + PartialOrd + Copy>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
+    let (a, b) = (broadcast_to(lhs, &out)?, broadcast_to(rhs, &out)?);
+    /// Orderings are of real types only (checked), whose value is the real part.
+    fn test<T: Element>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
         a.iter()
             .zip(b)
-            .map(|(x, y)| match op {
+            .map(|(&x, &y)| match op {
                 CmpOp::Eq => x == y,
                 CmpOp::Ne => x != y,
-                CmpOp::Lt => x < y,
-                CmpOp::Le => x <= y,
-                CmpOp::Gt => x > y,
-                CmpOp::Ge => x >= y,
+                CmpOp::Lt => x.to_parts().0 < y.to_parts().0,
+                CmpOp::Le => x.to_parts().0 <= y.to_parts().0,
+                CmpOp::Gt => x.to_parts().0 > y.to_parts().0,
+                CmpOp::Ge => x.to_parts().0 >= y.to_parts().0,
             })
             .collect()
     }
-    fn eq_only<T: PartialEq + Copy>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x == y) == (op == CmpOp::Eq))
+    let bits = with_data2!(a.data(), b.data(), |x, y| test(op, x, y), else return Err(mixed(op.name(), lhs, rhs)));
+    let data = for_dtype!(lhs.dtype().real(), |T| T::wrap(
+        bits.iter()
+            .map(|&t| T::from_parts(f64::from(u8::from(t)), 0.0))
             .collect()
-    }
-    let bits = match (a.data(), b.data()) {
-        (Data::F32(x), Data::F32(y)) => test(op, x, y),
-        (Data::F64(x), Data::F64(y)) => test(op, x, y),
-        (Data::C32(x), Data::C32(y)) => eq_only(op, x, y),
-        (Data::C64(x), Data::C64(y)) => eq_only(op, x, y),
-        _ => unreachable!("checked dtypes"),
-    };
-    let data = match mask_dtype(lhs.dtype()) {
-        DType::F32 => Data::F32(bits.iter().map(|&t| f32::from(u8::from(t))).collect()),
-        _ => Data::F64(bits.iter().map(|&t| f64::from(u8::from(t))).collect()),
-    };
+    ));
     Tensor::from_data(data, &out)
 }
 
-/// Checks a select; returns the output's shape.
-///
-/// # Errors
-///
-/// [`TensorError::DType`] for a complex mask, [`TensorError::MixedDTypes`]
-/// for branches of different types, [`TensorError::Broadcast`].
-pub fn check_select(
-    mask: DType,
-    mask_shape: &[usize],
-    a: DType,
-    a_shape: &[usize],
-    b: DType,
-    b_shape: &[usize],
-) -> Result<Vec<usize>, TensorError> {
-    if mask.is_complex() {
-        return Err(TensorError::DType {
-            expected: mask_dtype(mask),
-            got: mask,
-        });
+/// The error of operands whose element types differ.
+fn mixed(op: &'static str, lhs: &Tensor, rhs: &Tensor) -> TensorError {
+    TensorError::MixedDTypes {
+        op,
+        lhs: lhs.dtype(),
+        rhs: rhs.dtype(),
     }
-    if a != b {
-        return Err(TensorError::MixedDTypes {
-            op: "select",
-            lhs: a,
-            rhs: b,
-        });
-    }
-    let ab = broadcast_shapes("select", a_shape, b_shape)?;
-    broadcast_shapes("select", mask_shape, &ab)
 }
 
 /// Where `mask` is nonzero, `a`; elsewhere `b` (all three broadcast).
@@ -674,7 +411,7 @@ pub fn check_select(
 /// # Errors
 ///
 /// As [`check_select`].
-pub fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorError> {
+pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorError> {
     let out = check_select(
         mask.dtype(),
         mask.shape(),
@@ -683,16 +420,12 @@ pub fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErr
         b.dtype(),
         b.shape(),
     )?;
-    let m = crate::structural::broadcast_to(mask, &out)?;
-    let flags: Vec<bool> = match m.data() {
-        Data::F32(v) => v.iter().map(|&x| x != 0.0).collect(),
-        Data::F64(v) => v.iter().map(|&x| x != 0.0).collect(),
-        _ => unreachable!("checked: real mask"),
-    };
-    let (a, b) = (
-        crate::structural::broadcast_to(a, &out)?,
-        crate::structural::broadcast_to(b, &out)?,
-    );
+    let m = broadcast_to(mask, &out)?;
+    let flags: Vec<bool> = with_data!(m.data(), |v| v
+        .iter()
+        .map(|x| x.to_parts() != (0.0, 0.0))
+        .collect());
+    let (x, y) = (broadcast_to(a, &out)?, broadcast_to(b, &out)?);
     fn pick<T: Copy>(flags: &[bool], a: &[T], b: &[T]) -> Vec<T> {
         flags
             .iter()
@@ -700,13 +433,7 @@ pub fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErr
             .map(|(&f, (&x, &y))| if f { x } else { y })
             .collect()
     }
-    let data = match (a.data(), b.data()) {
-        (Data::F32(x), Data::F32(y)) => Data::F32(pick(&flags, x, y)),
-        (Data::F64(x), Data::F64(y)) => Data::F64(pick(&flags, x, y)),
-        (Data::C32(x), Data::C32(y)) => Data::C32(pick(&flags, x, y)),
-        (Data::C64(x), Data::C64(y)) => Data::C64(pick(&flags, x, y)),
-        _ => unreachable!("checked dtypes"),
-    };
+    let data = map_data2!(x.data(), y.data(), |x, y| pick(&flags, x, y), else return Err(mixed("select", a, b)));
     Tensor::from_data(data, &out)
 }
 
@@ -715,23 +442,22 @@ pub fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, TensorErr
 /// # Errors
 ///
 /// [`TensorError::Unsupported`] for complex tensors.
-pub fn clamp(input: &Tensor, lo: f64, hi: f64) -> Result<Tensor, TensorError> {
-    let data = match input.data() {
-        Data::F32(v) => Data::F32(v.iter().map(|&x| x.max(lo as f32).min(hi as f32)).collect()),
-        Data::F64(v) => Data::F64(v.iter().map(|&x| x.max(lo).min(hi)).collect()),
-        _ => {
-            return Err(TensorError::Unsupported {
-                op: "clamp",
-                dtype: input.dtype(),
-            })
-        }
-    };
+pub(super) fn clamp(input: &Tensor, lo: f64, hi: f64) -> Result<Tensor, TensorError> {
+    let data = map_real!(
+        input.data(),
+        |v| v.iter().map(|&x| x.max(lo as _).min(hi as _)).collect(),
+        else return Err(TensorError::Unsupported {
+            op: "clamp",
+            dtype: input.dtype(),
+        })
+    );
     Tensor::from_data(data, input.shape())
 }
 
 #[cfg(test)]
 mod select_tests {
     use super::*;
+    use crate::tensor::DType;
 
     #[test]
     fn compare_select_clamp_pow() {

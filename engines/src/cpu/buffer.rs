@@ -22,6 +22,7 @@
 
 use std::cell::RefCell;
 
+use crate::engine::BufferStats;
 use crate::tensor::{DType, Data, Element};
 
 thread_local! {
@@ -31,7 +32,7 @@ thread_local! {
 
 /// An empty vector with room for `len` elements: from the pool lent to
 /// this thread if there is one (see [`BufferPool::take`]).
-pub fn take<T: Element>(len: usize) -> Vec<T> {
+pub(crate) fn take<T: Element>(len: usize) -> Vec<T> {
     LENT.try_with(|lent| lent.borrow_mut().as_mut().map(|pool| pool.take(len)))
         .ok()
         .flatten()
@@ -39,7 +40,7 @@ pub fn take<T: Element>(len: usize) -> Vec<T> {
 }
 
 /// `len` copies of `value`, in a buffer from [`take`].
-pub fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
+pub(crate) fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
     let mut buffer = take(len);
     buffer.resize(len, value);
     buffer
@@ -52,29 +53,8 @@ const CLASSES: usize = 64 * 4;
 /// Buffers kept per class, whatever the cap: a stream that brings in more
 /// buffers than it takes (uploads of the caller's vectors) would otherwise
 /// fill the pool to its cap with buffers nobody asks for.
-pub const MAX_PER_CLASS: usize = 32;
+pub(crate) const MAX_PER_CLASS: usize = 32;
 
-/// Counters of a [`BufferPool`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BufferStats {
-    /// The byte cap (0: the pool is off).
-    pub cap_bytes: usize,
-    /// Bytes held for reuse now.
-    pub pooled_bytes: usize,
-    /// Most bytes ever held at once.
-    pub peak_bytes: usize,
-    /// Buffers held for reuse now.
-    pub pooled_buffers: usize,
-    /// Requests served from the pool.
-    pub hits: u64,
-    /// Requests that allocated.
-    pub misses: u64,
-    /// Freed buffers kept.
-    pub kept: u64,
-    /// Freed buffers let go: keeping them would pass the cap, or they
-    /// are smaller than the smallest class.
-    pub released: u64,
-}
 
 /// Freed element buffers by element type and size class, up to a byte cap.
 #[derive(Debug)]

@@ -1,0 +1,152 @@
+//! The CPU's dispatch of the vocabulary: which kernel runs each
+//! [`TensorOp`] (one exhaustive `match`), and whether it runs inline on the
+//! calling thread or over the domain's pool.
+
+use super::{create, einsum, elementwise, gemm, linalg, reduce, structural, unary};
+use crate::ops::{EinsumSpec, TensorOp, UnaryOp};
+use crate::tensor::{element_count, DType, Tensor, TensorError};
+
+/// Below this many output elements (or multiply-adds, for a product) an op
+/// runs inline on the calling thread, the actor; above it, over the
+/// domain's pool.
+pub const PARALLEL_THRESHOLD: usize = 1 << 15;
+
+/// Runs `op` on `inputs`, already checked against it (`outputs` are what
+/// [`TensorOp::infer`] gave): inline for small work, over `pool` (of
+/// `threads` threads) above [`PARALLEL_THRESHOLD`].
+///
+/// # Errors
+///
+/// [`TensorError::TooLarge`] for an output the allocator cannot provide,
+/// and the failures only the run can find (a factorization that fails).
+pub(super) fn run(
+    pool: &rayon::ThreadPool,
+    threads: usize,
+    op: &TensorOp,
+    inputs: &[&Tensor],
+    outputs: &[(DType, &[usize])],
+) -> Result<Vec<Tensor>, TensorError> {
+    check_allocatable(outputs)?;
+    if work(op, inputs, outputs) >= PARALLEL_THRESHOLD {
+        pool.install(|| kernel(op, inputs, threads))
+    } else {
+        kernel(op, inputs, 1)
+    }
+}
+
+/// The kernel of each op: `threads > 1` lets it spread over the current
+/// rayon pool (the caller installs the domain's).
+fn kernel(op: &TensorOp, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
+    let parallel = threads > 1;
+    let one = |t: Result<Tensor, TensorError>| t.map(|t| vec![t]);
+    match op {
+        TensorOp::Linalg(op) => linalg::run(*op, inputs),
+        TensorOp::Einsum(spec) => one(einsum::run(spec, inputs, threads)),
+        TensorOp::Binary(op) => one(elementwise::binary(*op, inputs[0], inputs[1], parallel)),
+        TensorOp::Unary(op) => one(unary::apply(*op, inputs[0], parallel)),
+        TensorOp::Matmul => one(gemm::matmul(inputs[0], inputs[1], threads)),
+        TensorOp::Reduce {
+            op,
+            axes,
+            keep_dims,
+        } => one(reduce::reduce(*op, inputs[0], axes, *keep_dims, parallel)),
+        TensorOp::Reshape(to) => one(structural::reshape(inputs[0], to)),
+        TensorOp::Permute(perm) => one(structural::permute(inputs[0], perm)),
+        TensorOp::Full {
+            dtype,
+            shape,
+            value,
+        } => one(create::full(*dtype, shape, *value)),
+        TensorOp::Eye { dtype, rows, cols } => one(create::eye(*dtype, *rows, *cols)),
+        TensorOp::Arange {
+            dtype,
+            start,
+            step,
+            len,
+        } => one(create::arange(*dtype, *start, *step, *len)),
+        TensorOp::Random {
+            dtype,
+            shape,
+            distribution,
+            seed,
+        } => one(create::random(*dtype, shape, *distribution, *seed)),
+        TensorOp::Compare(op) => one(elementwise::compare(*op, inputs[0], inputs[1])),
+        TensorOp::Select => one(elementwise::select(inputs[0], inputs[1], inputs[2])),
+        TensorOp::Clamp { lo, hi } => one(elementwise::clamp(inputs[0], *lo, *hi)),
+        TensorOp::BinaryScalar {
+            op,
+            value,
+            scalar_first,
+        } => {
+            let s = create::full(inputs[0].dtype(), &[], *value)?;
+            let (a, b) = if *scalar_first {
+                (&s, inputs[0])
+            } else {
+                (inputs[0], &s)
+            };
+            one(elementwise::binary(*op, a, b, parallel))
+        }
+        TensorOp::Cast(dtype) => one(Ok(structural::cast(inputs[0], *dtype))),
+        TensorOp::Slice(axes) => one(structural::slice(inputs[0], axes)),
+        TensorOp::Reverse(axes) => one(structural::reverse(inputs[0], axes)),
+        TensorOp::BroadcastTo(shape) => one(structural::broadcast_to(inputs[0], shape)),
+        TensorOp::Concatenate { axis, .. } => one(structural::concatenate(inputs, *axis)),
+        TensorOp::Pad { widths, value } => one(structural::pad(inputs[0], widths, *value)),
+        TensorOp::Diagonal => one(structural::diagonal(inputs[0])),
+        TensorOp::DiagEmbed => one(structural::diag_embed(inputs[0])),
+        TensorOp::Triangle { k, upper } => one(structural::triangle(inputs[0], *k, *upper)),
+        TensorOp::Dot { conjugate } => {
+            let conj;
+            let a = if *conjugate {
+                conj = unary::apply(UnaryOp::Conj, inputs[0], false)?;
+                &conj
+            } else {
+                inputs[0]
+            };
+            one(einsum::run(
+                &EinsumSpec::parse("i,i->")?,
+                &[a, inputs[1]],
+                threads,
+            ))
+        }
+    }
+}
+
+/// The work of an op, in elements touched, that decides between running
+/// inline and over the pool.
+fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[(DType, &[usize])]) -> usize {
+    let elements: usize = outputs
+        .iter()
+        .map(|(_, shape)| element_count(shape).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add);
+    match op {
+        TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
+        TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
+        TensorOp::Reduce { .. } => inputs[0].len(),
+        _ => elements,
+    }
+}
+
+/// Outputs from this size on are tried with a fallible allocation first.
+const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
+
+/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
+/// provide: the kernels allocate infallibly, and a failed allocation there
+/// would abort the process instead of failing the op. A large allocation
+/// that is made and freed at once is an `mmap` and a `munmap`, touching no
+/// page. (An allocation that succeeds here can still fail later under
+/// memory pressure; this catches sizes the machine can never hold.)
+fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
+    for &(dtype, shape) in outputs {
+        match crate::ops::byte_size(dtype, shape) {
+            Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
+            Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => {}
+            _ => {
+                return Err(TensorError::TooLarge {
+                    shape: shape.to_vec(),
+                })
+            }
+        }
+    }
+    Ok(())
+}

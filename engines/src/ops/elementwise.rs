@@ -1,0 +1,165 @@
+//! The elementwise vocabulary: binary ops, comparisons, select, and the
+//! type and shape rules they are checked by.
+
+use crate::layout::broadcast_shapes;
+use crate::tensor::{DType, TensorError};
+
+/// A binary elementwise op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// The larger of `a` and `b`; NaN if either is (real types only).
+    Maximum,
+    /// The smaller of `a` and `b`; NaN if either is (real types only).
+    Minimum,
+    /// `a` to the power `b` (principal branch for complex types).
+    Pow,
+}
+
+impl BinaryOp {
+    /// The op's name in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Pow => "pow",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`.
+    pub fn supports(self, dtype: DType) -> bool {
+        !matches!(self, BinaryOp::Maximum | BinaryOp::Minimum) || !dtype.is_complex()
+    }
+}
+
+/// Checks a binary op on operands of these types and shapes; returns the
+/// output shape.
+///
+/// # Errors
+///
+/// [`TensorError::MixedDTypes`], [`TensorError::Broadcast`],
+/// [`TensorError::Unsupported`] (maximum/minimum of complex tensors).
+pub fn check_binary_meta(
+    op: BinaryOp,
+    lhs_dtype: DType,
+    lhs: &[usize],
+    rhs_dtype: DType,
+    rhs: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    if lhs_dtype != rhs_dtype {
+        return Err(TensorError::MixedDTypes {
+            op: op.name(),
+            lhs: lhs_dtype,
+            rhs: rhs_dtype,
+        });
+    }
+    if !op.supports(lhs_dtype) {
+        return Err(TensorError::Unsupported {
+            op: op.name(),
+            dtype: lhs_dtype,
+        });
+    }
+    broadcast_shapes(op.name(), lhs, rhs)
+}
+
+/// A comparison direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    /// `a == b`
+    Eq,
+    /// `a != b`
+    Ne,
+    /// `a < b` (real types)
+    Lt,
+    /// `a <= b` (real types)
+    Le,
+    /// `a > b` (real types)
+    Gt,
+    /// `a >= b` (real types)
+    Ge,
+}
+
+impl CmpOp {
+    /// The op's name in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+/// Checks a comparison; returns the mask's shape.
+///
+/// # Errors
+///
+/// [`TensorError::MixedDTypes`], [`TensorError::Broadcast`], and
+/// [`TensorError::Unsupported`] for an ordering of complex tensors.
+pub fn check_compare(
+    op: CmpOp,
+    lhs: DType,
+    lhs_shape: &[usize],
+    rhs: DType,
+    rhs_shape: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    if lhs != rhs {
+        return Err(TensorError::MixedDTypes {
+            op: op.name(),
+            lhs,
+            rhs,
+        });
+    }
+    if lhs.is_complex() && !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+        return Err(TensorError::Unsupported {
+            op: op.name(),
+            dtype: lhs,
+        });
+    }
+    broadcast_shapes(op.name(), lhs_shape, rhs_shape)
+}
+
+/// Checks a select; returns the output's shape.
+///
+/// # Errors
+///
+/// [`TensorError::DType`] for a complex mask, [`TensorError::MixedDTypes`]
+/// for branches of different types, [`TensorError::Broadcast`].
+pub fn check_select(
+    mask: DType,
+    mask_shape: &[usize],
+    a: DType,
+    a_shape: &[usize],
+    b: DType,
+    b_shape: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    if mask.is_complex() {
+        return Err(TensorError::DType {
+            expected: mask.real(),
+            got: mask,
+        });
+    }
+    if a != b {
+        return Err(TensorError::MixedDTypes {
+            op: "select",
+            lhs: a,
+            rhs: b,
+        });
+    }
+    let ab = broadcast_shapes("select", a_shape, b_shape)?;
+    broadcast_shapes("select", mask_shape, &ab)
+}

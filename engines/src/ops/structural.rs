@@ -1,0 +1,257 @@
+//! The structural vocabulary: reshapes, permutations, slices, reversals,
+//! broadcasts, diagonals and joins, as shape rules and as the strided
+//! views both backends copy out.
+
+use crate::layout::{broadcast_shapes, row_major, View};
+use crate::tensor::{element_count, TensorError};
+
+/// Checks a reshape of `shape` to `to`.
+///
+/// # Errors
+///
+/// [`TensorError::Reshape`] if the element counts differ.
+pub fn reshape_meta(shape: &[usize], to: &[usize]) -> Result<Vec<usize>, TensorError> {
+    match (element_count(shape), element_count(to)) {
+        (Some(a), Some(b)) if a == b => Ok(to.to_vec()),
+        _ => Err(TensorError::Reshape {
+            from: shape.to_vec(),
+            to: to.to_vec(),
+        }),
+    }
+}
+
+/// Checks a permutation of the axes of `shape`: `perm[i]` is the input axis
+/// that becomes output axis `i`.
+///
+/// # Errors
+///
+/// [`TensorError::Permutation`] unless `perm` is a permutation of the axes.
+pub fn permute_meta(shape: &[usize], perm: &[usize]) -> Result<Vec<usize>, TensorError> {
+    let mut seen = vec![false; shape.len()];
+    let ok = perm.len() == shape.len()
+        && perm
+            .iter()
+            .all(|&p| p < shape.len() && !std::mem::replace(&mut seen[p], true));
+    if !ok {
+        return Err(TensorError::Permutation {
+            perm: perm.to_vec(),
+            rank: shape.len(),
+        });
+    }
+    Ok(perm.iter().map(|&p| shape[p]).collect())
+}
+
+/// The view that [`permute`] copies out.
+pub(crate) fn permute_view(shape: &[usize], perm: &[usize]) -> Result<View, TensorError> {
+    let out = permute_meta(shape, perm)?;
+    let own = row_major(shape);
+    // Output axis i walks input axis perm[i].
+    Ok(View {
+        shape: out,
+        strides: perm.iter().map(|&p| own[p]).collect(),
+        base: 0,
+    })
+}
+
+/// One axis of a slice: `start..stop` by `step` (`step ≥ 1`), clamped to the
+/// axis like Python's slices of non-negative bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SliceAxis {
+    /// First index.
+    pub start: usize,
+    /// One past the last index (clamped to the extent).
+    pub stop: usize,
+    /// Distance between taken indices, at least 1.
+    pub step: usize,
+}
+
+impl SliceAxis {
+    /// The whole axis.
+    pub const ALL: SliceAxis = SliceAxis {
+        start: 0,
+        stop: usize::MAX,
+        step: 1,
+    };
+}
+
+pub(crate) fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, TensorError> {
+    if axes.len() != shape.len() {
+        return Err(TensorError::Slice {
+            op: "slice",
+            shape: shape.to_vec(),
+            reason: format!(
+                "{} axis ranges for a rank-{} tensor",
+                axes.len(),
+                shape.len()
+            ),
+        });
+    }
+    let strides = row_major(shape);
+    let mut v = View {
+        shape: Vec::new(),
+        strides: Vec::new(),
+        base: 0,
+    };
+    for (i, (a, &n)) in axes.iter().zip(shape).enumerate() {
+        if a.step == 0 {
+            return Err(TensorError::Slice {
+                op: "slice",
+                shape: shape.to_vec(),
+                reason: format!("axis {i}: step 0"),
+            });
+        }
+        if a.start > n {
+            return Err(TensorError::Slice {
+                op: "slice",
+                shape: shape.to_vec(),
+                reason: format!("axis {i}: start {} is past the extent {n}", a.start),
+            });
+        }
+        let stop = a.stop.min(n).max(a.start);
+        v.shape.push((stop - a.start).div_ceil(a.step));
+        v.strides.push(strides[i] * a.step as isize);
+        v.base += strides[i] * a.start as isize;
+    }
+    Ok(v)
+}
+
+/// The shape of a slice; see [`slice()`].
+///
+/// # Errors
+///
+/// [`TensorError::Slice`] for a rank mismatch, a zero step or a start past
+/// the extent.
+pub fn slice_meta(shape: &[usize], axes: &[SliceAxis]) -> Result<Vec<usize>, TensorError> {
+    Ok(slice_view(shape, axes)?.shape)
+}
+
+/// The view that [`reverse`] copies out.
+pub(crate) fn reverse_view(shape: &[usize], axes: &[usize]) -> Result<View, TensorError> {
+    check_axes("reverse", shape.len(), axes)?;
+    let mut v = View {
+        shape: shape.to_vec(),
+        strides: row_major(shape),
+        base: 0,
+    };
+    for &a in axes {
+        if shape[a] > 0 {
+            v.base += v.strides[a] * (shape[a] as isize - 1);
+        }
+        v.strides[a] = -v.strides[a];
+    }
+    Ok(v)
+}
+
+/// Checks a list of distinct axes of a rank-`rank` tensor.
+///
+/// # Errors
+///
+/// [`TensorError::Axis`].
+pub fn check_axes(op: &'static str, rank: usize, axes: &[usize]) -> Result<(), TensorError> {
+    for (i, &a) in axes.iter().enumerate() {
+        let reason = if a >= rank {
+            "out of range"
+        } else if axes[..i].contains(&a) {
+            "given twice"
+        } else {
+            continue;
+        };
+        return Err(TensorError::Axis {
+            op,
+            axis: a,
+            rank,
+            reason,
+        });
+    }
+    Ok(())
+}
+
+/// The shape `input` broadcasts to `shape` in, checked.
+///
+/// # Errors
+///
+/// [`TensorError::Broadcast`] if it does not broadcast to exactly `shape`.
+pub fn broadcast_to_meta(from: &[usize], to: &[usize]) -> Result<Vec<usize>, TensorError> {
+    let out = broadcast_shapes("broadcast_to", from, to)?;
+    if out != to {
+        // Axes counted from the right; one that `to` lacks (the input has
+        // more axes than the target) counts as extent 1 and is refused.
+        let extent = |s: &[usize], k: usize| s.len().checked_sub(k + 1).map_or(1, |i| s[i]);
+        let axis = (0..out.len())
+            .find(|&k| k >= to.len() || extent(&out, k) != extent(to, k))
+            .unwrap_or(0);
+        return Err(TensorError::Broadcast {
+            op: "broadcast_to",
+            lhs: from.to_vec(),
+            rhs: to.to_vec(),
+            axis,
+            l: extent(from, axis),
+            r: extent(to, axis),
+        });
+    }
+    Ok(out)
+}
+
+/// The view that [`broadcast_to`] copies out: stride 0 on broadcast axes.
+pub(crate) fn broadcast_view(from: &[usize], shape: &[usize]) -> Result<View, TensorError> {
+    broadcast_to_meta(from, shape)?;
+    let lead = shape.len() - from.len();
+    let own = row_major(from);
+    let strides = (0..shape.len())
+        .map(|i| {
+            if i < lead || from[i - lead] == 1 {
+                0
+            } else {
+                own[i - lead]
+            }
+        })
+        .collect();
+    Ok(View {
+        shape: shape.to_vec(),
+        strides,
+        base: 0,
+    })
+}
+
+/// The view that [`diagonal`] copies out.
+pub(crate) fn diagonal_view(shape: &[usize]) -> Result<View, TensorError> {
+    let r = shape.len();
+    if r < 2 {
+        return Err(TensorError::NotMatrix {
+            op: "diagonal",
+            shape: shape.to_vec(),
+        });
+    }
+    let strides = row_major(shape);
+    let mut v = View {
+        shape: shape[..r - 2].to_vec(),
+        strides: strides[..r - 2].to_vec(),
+        base: 0,
+    };
+    v.shape.push(shape[r - 2].min(shape[r - 1]));
+    v.strides.push(strides[r - 2] + strides[r - 1]);
+    Ok(v)
+}
+
+/// The shape of the concatenation of `shapes` along `axis`.
+///
+/// # Errors
+///
+/// [`TensorError::Concat`] for no input, ranks that differ, or extents that
+/// differ off `axis`; [`TensorError::Axis`] for `axis` out of range.
+pub fn concat_meta(shapes: &[&[usize]], axis: usize) -> Result<Vec<usize>, TensorError> {
+    let first = shapes.first().ok_or_else(|| TensorError::Concat {
+        reason: "no input".into(),
+    })?;
+    check_axes("concatenate", first.len(), &[axis])?;
+    let mut out = first.to_vec();
+    for (i, s) in shapes.iter().enumerate().skip(1) {
+        if s.len() != first.len() || (0..s.len()).any(|a| a != axis && s[a] != first[a]) {
+            return Err(TensorError::Concat {
+                reason: format!("input {i} has shape {s:?}, input 0 {first:?}, along axis {axis}"),
+            });
+        }
+        out[axis] += s[axis];
+    }
+    Ok(out)
+}
