@@ -46,8 +46,8 @@ pub use engine::{
 };
 // The vocabulary (the rest of it, the shape rules, is in `ops`).
 pub use ops::{
-    BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis,
-    TensorOp, UnaryOp,
+    BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis, TensorOp,
+    UnaryOp,
 };
 // Host tensors.
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};

@@ -195,14 +195,50 @@ macro_rules! element {
     };
 }
 
-element!(f32, F32, 0.0, 1.0, powf, f32,
-    |x| (f64::from(x), 0.0), |re, _im| re as f32, |x| x);
-element!(f64, F64, 0.0, 1.0, powf, f64,
-    |x| (x, 0.0), |re, _im| re, |x| x);
-element!(c32, C32, c32::new(0.0, 0.0), c32::new(1.0, 0.0), powc, f32,
-    |z| (f64::from(z.re), f64::from(z.im)), |re, im| c32::new(re as f32, im as f32), |z| z.re);
-element!(c64, C64, c64::new(0.0, 0.0), c64::new(1.0, 0.0), powc, f64,
-    |z| (z.re, z.im), |re, im| c64::new(re, im), |z| z.re);
+element!(
+    f32,
+    F32,
+    0.0,
+    1.0,
+    powf,
+    f32,
+    |x| (f64::from(x), 0.0),
+    |re, _im| re as f32,
+    |x| x
+);
+element!(
+    f64,
+    F64,
+    0.0,
+    1.0,
+    powf,
+    f64,
+    |x| (x, 0.0),
+    |re, _im| re,
+    |x| x
+);
+element!(
+    c32,
+    C32,
+    c32::new(0.0, 0.0),
+    c32::new(1.0, 0.0),
+    powc,
+    f32,
+    |z| (f64::from(z.re), f64::from(z.im)),
+    |re, im| c32::new(re as f32, im as f32),
+    |z| z.re
+);
+element!(
+    c64,
+    C64,
+    c64::new(0.0, 0.0),
+    c64::new(1.0, 0.0),
+    powc,
+    f64,
+    |z| (z.re, z.im),
+    |re, im| c64::new(re, im),
+    |z| z.re
+);
 
 /// A bad tensor, shape or argument, named in the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

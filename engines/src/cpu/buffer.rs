@@ -55,7 +55,6 @@ const CLASSES: usize = 64 * 4;
 /// fill the pool to its cap with buffers nobody asks for.
 pub(crate) const MAX_PER_CLASS: usize = 32;
 
-
 /// Freed element buffers by element type and size class, up to a byte cap.
 #[derive(Debug)]
 pub struct BufferPool {

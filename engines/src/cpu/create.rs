@@ -18,7 +18,6 @@ pub(super) fn filled_data(value: Scalar, dtype: DType, len: usize) -> Result<Dat
     ))))
 }
 
-
 /// A tensor of `shape` with every element `value`.
 ///
 /// # Errors
@@ -55,7 +54,12 @@ pub(super) fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, Tens
 /// # Errors
 ///
 /// [`TensorError::Unsupported`] for complex types.
-pub(super) fn arange(dtype: DType, start: f64, step: f64, len: usize) -> Result<Tensor, TensorError> {
+pub(super) fn arange(
+    dtype: DType,
+    start: f64,
+    step: f64,
+    len: usize,
+) -> Result<Tensor, TensorError> {
     if dtype.is_complex() {
         return Err(TensorError::Unsupported {
             op: "arange",

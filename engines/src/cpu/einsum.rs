@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 
 use super::{gemm, reduce, structural};
 use crate::layout::View;
-use crate::ops::{EinsumSpec as Spec, Contraction, Meta, ReduceOp};
+use crate::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
 use crate::tensor::{Tensor, TensorError};
 
 /// Evaluates the contraction `spec` of `inputs` on the CPU.
@@ -72,7 +72,6 @@ impl<'a> Contraction for CpuContraction<'a> {
         Ok(Cow::Owned(Tensor::from_parts(out, c.into_parts().1)?))
     }
 }
-
 
 #[cfg(test)]
 mod tests {

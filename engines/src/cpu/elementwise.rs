@@ -363,8 +363,6 @@ mod tests {
     }
 }
 
-
-
 /// `lhs op rhs` elementwise with broadcasting, as a 0/1 mask of the
 /// operands' real type.
 ///

@@ -6,7 +6,6 @@ use super::buffer;
 use crate::ops::matmul_shape;
 use crate::tensor::{element_count, Element, Tensor, TensorError};
 
-
 /// `lhs @ rhs`, each product through faer with `threads` threads of the
 /// current rayon pool (the caller installs the domain's pool); a batch of
 /// small products runs one product per thread instead.

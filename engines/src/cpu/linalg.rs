@@ -7,7 +7,6 @@ use faer::{Mat, MatRef, Side};
 use crate::ops::{Linalg, Meta};
 use crate::tensor::{Data, Element, Tensor, TensorError};
 
-
 /// Runs a decomposition or solve through faer.
 ///
 /// # Errors

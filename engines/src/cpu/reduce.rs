@@ -7,7 +7,6 @@ use crate::layout::View;
 use crate::ops::{reduce_meta, ReduceOp};
 use crate::tensor::{Data, Element, Tensor, TensorError};
 
-
 /// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`);
 /// `parallel` spreads large reductions over the current rayon pool.
 ///

@@ -6,7 +6,6 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::engine::{NotResident, TensorId};
 use crate::tensor::Tensor;
 
-
 /// Ids are already unique integers: hash them by one multiply.
 #[derive(Default)]
 struct IdHasher(u64);
@@ -33,7 +32,6 @@ pub struct Store {
     tensors: HashMap<TensorId, Tensor, BuildHasherDefault<IdHasher>>,
     bytes: usize,
 }
-
 
 impl Store {
     /// Stores `tensor` under `id`, replacing any tensor there.

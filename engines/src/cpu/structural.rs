@@ -11,7 +11,6 @@ use crate::ops::{
 };
 use crate::tensor::{element_count, DType, Element, Tensor, TensorError};
 
-
 /// `input` with shape `to` (same elements, same order).
 ///
 /// # Errors
@@ -30,7 +29,6 @@ pub(super) fn reshape(input: &Tensor, to: &[usize]) -> Result<Tensor, TensorErro
 pub(super) fn permute(input: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
     view(input, &permute_view(input.shape(), perm)?)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -84,7 +82,6 @@ mod tests {
     }
 }
 
-
 /// Copies a view out of `input`.
 pub(super) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
     fn gather<T: Element>(src: &[T], v: &View) -> Vec<T> {
@@ -94,7 +91,6 @@ pub(super) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
     }
     Tensor::from_data(map_data!(input.data(), |s| gather(s, v)), &v.shape)
 }
-
 
 /// `input[start..stop:step, …]`.
 ///
@@ -114,7 +110,6 @@ pub(super) fn reverse(input: &Tensor, axes: &[usize]) -> Result<Tensor, TensorEr
     view(input, &reverse_view(input.shape(), axes)?)
 }
 
-
 /// `input` repeated along broadcast axes to `shape`.
 ///
 /// # Errors
@@ -124,7 +119,6 @@ pub(super) fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, Te
     view(input, &broadcast_view(input.shape(), shape)?)
 }
 
-
 /// The main diagonals of the last two axes: `[..., m, n]` → `[..., min(m, n)]`.
 ///
 /// # Errors
@@ -133,7 +127,6 @@ pub(super) fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, Te
 pub(super) fn diagonal(input: &Tensor) -> Result<Tensor, TensorError> {
     view(input, &diagonal_view(input.shape())?)
 }
-
 
 /// Matrices with `[..., n]` on their diagonals: `[..., n]` → `[..., n, n]`.
 ///
@@ -193,7 +186,6 @@ pub(super) fn triangle(input: &Tensor, k: isize, upper: bool) -> Result<Tensor, 
     }
     Tensor::from_data(map_data!(input.data(), |v| keep(v, m, n, k, upper)), shape)
 }
-
 
 /// The inputs joined along `axis`.
 ///

@@ -7,7 +7,6 @@ use super::exec::PARALLEL_THRESHOLD;
 use crate::ops::UnaryOp;
 use crate::tensor::{c32, c64, Element, Tensor, TensorError};
 
-
 /// The math of one element type.
 trait Math: Element {
     /// The real type of `|x|`.
@@ -107,7 +106,9 @@ pub(super) fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tenso
     let parallel = parallel && input.len() >= PARALLEL_THRESHOLD;
     let data = if op == UnaryOp::Abs && input.dtype().is_complex() {
         // |z| of a complex tensor is a tensor of its real type.
-        with_data!(input.data(), |v| Element::wrap(map(v, parallel, |&x| x.magnitude())))
+        with_data!(input.data(), |v| Element::wrap(
+            map(v, parallel, |&x| x.magnitude())
+        ))
     } else {
         map_data!(input.data(), |v| map(v, parallel, |&x| x.map(op)))
     };

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, DeviceRepr, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
-use crate::structural::View;
+use crate::layout::{row_major, View};
 use crate::tensor::DType;
 
 /// The kernels' source, before the element type's prelude.
@@ -38,11 +38,6 @@ pub(crate) struct Dims {
     b1: i64,
     b2: i64,
 }
-
-// SAFETY: `Dims` is `repr(C)` and holds only `i64`s, so it has no padding
-// and no pointers; its layout is the source's `struct Dims` field for
-// field (all `long long`), which the kernels take by value.
-unsafe impl DeviceRepr for Dims {}
 
 impl Dims {
     /// A walk over `shape` with one stride list and base per operand (up
@@ -93,13 +88,42 @@ impl Dims {
 
     /// A copy of `view` (source) into a contiguous destination.
     pub(crate) fn gather(view: &View) -> Option<Dims> {
-        let dst = crate::structural::row_major(&view.shape);
+        let dst = row_major(&view.shape);
         Dims::new(&view.shape, &[(&view.strides, view.base), (&dst, 0)])
     }
 
     /// Elements walked.
     pub(crate) fn len(&self) -> usize {
         self.n as usize
+    }
+
+    /// The lowest and highest offsets operand `k` (0, 1 or 2) reaches, or
+    /// `None` for an empty walk.
+    pub(crate) fn reach(&self, k: usize) -> Option<(i128, i128)> {
+        if self.n == 0 {
+            return None;
+        }
+        let (strides, base) = match k {
+            0 => (&self.s0, self.b0),
+            1 => (&self.s1, self.b1),
+            _ => (&self.s2, self.b2),
+        };
+        let (mut lo, mut hi) = (i128::from(base), i128::from(base));
+        for (&extent, &stride) in self.shape.iter().zip(strides).take(self.rank as usize) {
+            let span = i128::from(extent - 1) * i128::from(stride);
+            if span < 0 {
+                lo += span;
+            } else {
+                hi += span;
+            }
+        }
+        Some((lo, hi))
+    }
+
+    /// Whether operand `k`'s walk stays inside a buffer of `len` elements.
+    pub(crate) fn within(&self, k: usize, len: usize) -> bool {
+        self.reach(k)
+            .is_none_or(|(lo, hi)| lo >= 0 && hi < len as i128)
     }
 }
 
@@ -189,13 +213,6 @@ pub fn compile(dtype: DType, arch: Option<(i32, i32)>) -> Result<Ptx, String> {
     compile_ptx_with_opts(source(dtype), options).map_err(|e| e.to_string())
 }
 
-/// Whether the NVRTC library can be loaded (the kernels compile at run time).
-pub fn nvrtc_present() -> bool {
-    // SAFETY: only tries to load the shared library by name; no NVRTC
-    // entry point is called.
-    unsafe { cudarc::nvrtc::sys::is_culib_present() }
-}
-
 /// The compiled modules of one device, by element type, and their functions.
 #[derive(Debug, Default)]
 pub(crate) struct Kernels {
@@ -217,7 +234,7 @@ impl Kernels {
             return Ok(f.clone());
         }
         if !self.modules.contains_key(&dtype) {
-            if !nvrtc_present() {
+            if !super::nvrtc_present() {
                 return Err(KernelError::NoNvrtc);
             }
             let ptx = compile(dtype, Some(arch)).map_err(KernelError::Compile)?;
@@ -304,7 +321,7 @@ mod tests {
         // Contiguous operands become one axis; extents of 1 vanish, so a
         // walk of more than MAX_RANK axes can still fit.
         let shape = [2, 1, 3, 4];
-        let rm = crate::structural::row_major(&shape);
+        let rm = row_major(&shape);
         let d = Dims::new(&shape, &[(&rm, 0), (&rm, 7)]).unwrap();
         assert_eq!(
             (d.rank, d.shape[0], d.s0[0], d.s1[0], d.b1),
@@ -332,30 +349,30 @@ mod tests {
             let rank = shape.len();
             let mut views = vec![View {
                 shape: shape.to_vec(),
-                strides: crate::structural::row_major(shape),
+                strides: row_major(shape),
                 base: 0,
             }];
             if rank >= 2 {
                 let perm: Vec<usize> = (0..rank).rev().collect();
-                views.push(crate::structural::permute_view(shape, &perm).unwrap());
+                views.push(crate::ops::permute_view(shape, &perm).unwrap());
                 let axes: Vec<usize> = (0..rank).step_by(2).collect();
-                views.push(crate::structural::reverse_view(shape, &axes).unwrap());
+                views.push(crate::ops::reverse_view(shape, &axes).unwrap());
                 let mut to = vec![3];
                 to.extend_from_slice(shape);
-                views.push(crate::structural::broadcast_view(shape, &to).unwrap());
+                views.push(crate::ops::broadcast_view(shape, &to).unwrap());
             }
-            let steps: Vec<crate::structural::SliceAxis> = shape
+            let steps: Vec<crate::ops::SliceAxis> = shape
                 .iter()
-                .map(|&e| crate::structural::SliceAxis {
+                .map(|&e| crate::ops::SliceAxis {
                     start: usize::from(e > 2),
                     stop: e,
                     step: 1 + usize::from(e > 3),
                 })
                 .collect();
-            views.push(crate::structural::slice_view(shape, &steps).unwrap());
+            views.push(crate::ops::slice_view(shape, &steps).unwrap());
             for v in views {
                 let d = Dims::gather(&v).unwrap();
-                let dst = crate::structural::row_major(&v.shape);
+                let dst = row_major(&v.shape);
                 let want_src = reference(&v.shape, &v.strides, v.base);
                 let want_dst = reference(&v.shape, &dst, 0);
                 assert_eq!(d.len(), want_src.len(), "{v:?}");
@@ -369,7 +386,7 @@ mod tests {
 
     #[test]
     fn a_gather_writes_the_destination_row_major() {
-        let view = crate::structural::reverse_view(&[2, 3], &[1]).unwrap();
+        let view = crate::ops::reverse_view(&[2, 3], &[1]).unwrap();
         let d = Dims::gather(&view).unwrap();
         assert_eq!((&d.s0[..2], d.b0), (&[3i64, -1][..], 2));
         assert_eq!((&d.s1[..2], d.b1), (&[3i64, 1][..], 0));

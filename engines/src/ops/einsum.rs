@@ -149,7 +149,6 @@ impl Spec {
         Ok(extents)
     }
 
-
     /// Evaluates the contraction with `backend`'s primitives: the one
     /// lowering (diagonals, sums, permutations, batched GEMM in a greedy
     /// pairwise order) that every engine shares. `inputs` must fit
@@ -390,4 +389,3 @@ impl<B: Contraction> Term<B> {
             .value)
     }
 }
-

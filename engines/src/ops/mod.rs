@@ -12,6 +12,7 @@ mod reduce;
 mod structural;
 mod unary;
 
+pub use crate::layout::broadcast_shapes;
 pub use create::{Distribution, Scalar};
 pub(crate) use einsum::Contraction;
 pub use einsum::Spec as EinsumSpec;
@@ -26,7 +27,6 @@ pub(crate) use structural::{
     broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
 };
 pub use unary::{UnaryOp, UNARY_OPS};
-pub use crate::layout::broadcast_shapes;
 
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 use einsum::Spec;
@@ -273,8 +273,7 @@ impl TensorOp {
             TensorOp::Einsum(spec) => spec.infer(inputs),
             TensorOp::Binary(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
-                let shape =
-                    check_binary_meta(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
+                let shape = check_binary_meta(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
                 Ok(Meta {
                     dtype: a.dtype,
                     shape,
@@ -348,9 +347,7 @@ impl TensorOp {
             }
             TensorOp::Select => {
                 let (m, a, b) = (&inputs[0], &inputs[1], &inputs[2]);
-                let shape = check_select(
-                    m.dtype, &m.shape, a.dtype, &a.shape, b.dtype, &b.shape,
-                )?;
+                let shape = check_select(m.dtype, &m.shape, a.dtype, &a.shape, b.dtype, &b.shape)?;
                 Ok(Meta {
                     dtype: a.dtype,
                     shape,

@@ -1,0 +1,456 @@
+//! The CUDA engine's op methods: each op as allocations, strided copies,
+//! kernel launches and cuBLAS products on one lane's stream, and einsum
+//! through the shared lowering. No `unsafe` here: every launch goes
+//! through the checked wrappers of `launch`.
+
+use cudarc::cublas::CudaBlas;
+
+use super::kernels::Dims;
+use super::launch::{Create, Launcher, RowArgs};
+use super::memory::alloc_on;
+use super::DeviceTensor;
+use crate::engine::{ExecError, Place, Unsupported};
+use crate::layout::{row_major, View};
+use crate::ops::{broadcast_view, permute_view, BinaryOp, Contraction, ReduceOp, Scalar, UnaryOp};
+use crate::tensor::{DType, TensorError};
+
+/// What one op needs of the engine: a launcher on the lane's stream and,
+/// for products, the lane's cuBLAS handle. Borrowed apart from the store,
+/// so the inputs can be read while it runs.
+pub(super) struct Exec<'a> {
+    pub(super) launch: Launcher<'a>,
+    pub(super) blas: Option<&'a CudaBlas>,
+}
+
+impl Exec<'_> {
+    fn device(&self) -> usize {
+        self.launch.device
+    }
+
+    /// The kernels walk at most [`super::kernels::MAX_RANK`] axes.
+    fn too_many_axes(&self, op: &'static str, dtype: DType) -> ExecError {
+        ExecError::Unsupported(Unsupported {
+            place: Place::Cuda(self.device()),
+            op,
+            dtype,
+            reason: Some("more than 8 axes"),
+        })
+    }
+
+    /// Device memory for a `dtype` tensor of `shape` on the lane's stream,
+    /// uninitialized: every caller writes all of it before it is read.
+    fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
+        alloc_on(self.launch.stream, self.device(), dtype, shape)
+    }
+
+    /// Copies `view` of `src` into a new contiguous tensor.
+    pub(super) fn gather(
+        &mut self,
+        src: &DeviceTensor,
+        view: &View,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(src.dtype, &view.shape)?;
+        let dims =
+            Dims::gather(view).ok_or_else(|| self.too_many_axes("strided copy", src.dtype))?;
+        self.launch.strided_copy(&mut out, src, &dims)?;
+        Ok(out)
+    }
+
+    pub(super) fn binary(
+        &mut self,
+        op: BinaryOp,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(a.dtype, shape)?;
+        let sa = broadcast_view(&a.shape, shape)?;
+        let sb = broadcast_view(&b.shape, shape)?;
+        let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
+            .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
+        self.launch.binary(&mut out, a, b, binary_code(op), &dims)?;
+        Ok(out)
+    }
+
+    pub(super) fn binary_scalar(
+        &mut self,
+        op: BinaryOp,
+        a: &DeviceTensor,
+        value: Scalar,
+        scalar_first: bool,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(a.dtype, &a.shape)?;
+        self.launch
+            .binary_scalar(&mut out, a, value.parts(), binary_code(op), scalar_first)?;
+        Ok(out)
+    }
+
+    pub(super) fn unary(
+        &mut self,
+        op: UnaryOp,
+        a: &DeviceTensor,
+        out_dtype: DType,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(out_dtype, &a.shape)?;
+        self.launch.unary(&mut out, a, unary_code(op))?;
+        Ok(out)
+    }
+
+    /// `op` over `axes`: the reduced axes are moved last (one gather when
+    /// they are not already), then one block reduces each row (or each
+    /// part of a long row, the partials combined by a second launch).
+    pub(super) fn reduce(
+        &mut self,
+        op: ReduceOp,
+        a: &DeviceTensor,
+        axes: &[usize],
+        out_dtype: DType,
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let rank = a.shape.len();
+        let kept: Vec<usize> = (0..rank).filter(|i| !axes.contains(i)).collect();
+        let perm: Vec<usize> = kept.iter().copied().chain(axes.iter().copied()).collect();
+        let moved;
+        let src = if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            a
+        } else {
+            moved = self.gather(a, &permute_view(&a.shape, &perm)?)?;
+            &moved
+        };
+        let rows: usize = kept.iter().map(|&i| a.shape[i]).product();
+        let len: usize = axes.iter().map(|&i| a.shape[i]).product();
+        let mut out = self.alloc(out_dtype, out_shape)?;
+        if rows == 0 {
+            return Ok(out);
+        }
+        let parts = reduce_parts(rows, len);
+        let (code, count) = (reduce_code(op), len as f64);
+        let norm = |squared, root| RowArgs::Norm { squared, root };
+        let reduce = |op| RowArgs::Reduce { op, count };
+        if op == ReduceOp::Norm {
+            if parts == 1 {
+                self.launch
+                    .rows(&mut out, src, [rows, len, 1], norm(false, true))?;
+            } else {
+                // Sums of squares per part, then their sums and roots (on
+                // the real type's kernels).
+                let mut partial = self.alloc(out_dtype, &[rows * parts])?;
+                self.launch
+                    .rows(&mut partial, src, [rows, len, parts], norm(false, false))?;
+                self.launch
+                    .rows(&mut out, &partial, [rows, parts, 1], norm(true, true))?;
+            }
+        } else if parts == 1 {
+            self.launch
+                .rows(&mut out, src, [rows, len, 1], reduce(code))?;
+        } else {
+            // Partials per part (a mean's are sums), then one per row.
+            let first = if op == ReduceOp::Mean {
+                reduce_code(ReduceOp::Sum)
+            } else {
+                code
+            };
+            let mut partial = self.alloc(a.dtype, &[rows * parts])?;
+            self.launch
+                .rows(&mut partial, src, [rows, len, parts], reduce(first))?;
+            self.launch
+                .rows(&mut out, &partial, [rows, parts, 1], reduce(code))?;
+        }
+        Ok(out)
+    }
+
+    pub(super) fn fill(
+        &mut self,
+        dtype: DType,
+        shape: &[usize],
+        value: Scalar,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(dtype, shape)?;
+        let (re, im) = value.parts();
+        self.launch.create(&mut out, Create::Fill(re, im))?;
+        Ok(out)
+    }
+
+    pub(super) fn arange(
+        &mut self,
+        dtype: DType,
+        start: f64,
+        step: f64,
+        len: usize,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(dtype, &[len])?;
+        self.launch.create(&mut out, Create::Arange(start, step))?;
+        Ok(out)
+    }
+
+    pub(super) fn eye(
+        &mut self,
+        dtype: DType,
+        rows: usize,
+        cols: usize,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(dtype, &[rows, cols])?;
+        self.launch.create(&mut out, Create::Eye)?;
+        Ok(out)
+    }
+
+    /// A copy of `src` (a reshape, or an einsum that only reorders nothing).
+    pub(super) fn duplicate(
+        &mut self,
+        src: &DeviceTensor,
+        shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(src.dtype, shape)?;
+        self.launch
+            .stream
+            .memcpy_dtod(&src.buf, &mut out.buf)
+            .map_err(|e| super::device_error(self.device(), "cuMemcpyDtoDAsync", e))?;
+        Ok(out)
+    }
+
+    /// `[nb, m, k] @ [nb, k, n]` with per-batch strides (0 broadcasts one
+    /// matrix to every batch), through one strided batched GEMM.
+    fn gemm(
+        &mut self,
+        a: (&DeviceTensor, usize),
+        b: (&DeviceTensor, usize),
+        [nb, m, k, n]: [usize; 4],
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let dtype = a.0.dtype;
+        if nb * m * n == 0 {
+            return self.alloc(dtype, out_shape);
+        }
+        if k == 0 {
+            return self.fill(dtype, out_shape, Scalar::Real(0.0));
+        }
+        if [nb, m, k, n].into_iter().any(|x| i32::try_from(x).is_err()) {
+            return Err(TensorError::TooLarge {
+                shape: out_shape.to_vec(),
+            }
+            .into());
+        }
+        let blas = self.blas.ok_or_else(|| {
+            ExecError::Device(super::device_error(
+                self.device(),
+                "cublasGemmStridedBatchedEx",
+                "no cuBLAS handle bound to the lane",
+            ))
+        })?;
+        let mut out = self.alloc(dtype, out_shape)?;
+        self.launch.gemm(blas, &mut out, a, b, [nb, m, k, n])?;
+        Ok(out)
+    }
+
+    /// `a @ b` with the batch axes broadcast: a side whose batch is all
+    /// ones is read with stride 0; any other broadcast is made real first.
+    pub(super) fn matmul(
+        &mut self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let r = out_shape.len();
+        let batch = &out_shape[..r - 2];
+        let nb: usize = batch.iter().product();
+        let (m, k, n) = (
+            a.shape[a.shape.len() - 2],
+            a.shape[a.shape.len() - 1],
+            b.shape[b.shape.len() - 1],
+        );
+        let (a_full, sa) = self.batch_operand(a, batch, m, k)?;
+        let (b_full, sb) = self.batch_operand(b, batch, k, n)?;
+        let (a, b) = (a_full.as_ref().unwrap_or(a), b_full.as_ref().unwrap_or(b));
+        self.gemm((a, sa), (b, sb), [nb, m, k, n], out_shape)
+    }
+
+    /// A `[…, rows, cols]` operand as a strided batch over `batch`: read as
+    /// it is (one matrix per batch, or stride 0 when its batch is all
+    /// ones), or broadcast into a new tensor first. Returns that tensor,
+    /// if made, and the batch stride.
+    fn batch_operand(
+        &mut self,
+        t: &DeviceTensor,
+        batch: &[usize],
+        rows: usize,
+        cols: usize,
+    ) -> Result<(Option<DeviceTensor>, usize), ExecError> {
+        let own: usize = t.shape[..t.shape.len() - 2].iter().product();
+        if own == batch.iter().product::<usize>() {
+            Ok((None, rows * cols))
+        } else if own == 1 {
+            Ok((None, 0))
+        } else {
+            let full: Vec<usize> = batch.iter().copied().chain([rows, cols]).collect();
+            let view = broadcast_view(&t.shape, &full)?;
+            Ok((Some(self.gather(t, &view)?), rows * cols))
+        }
+    }
+
+    /// Joins `inputs` along `axis`: each is copied into its band of the output.
+    pub(super) fn concatenate(
+        &mut self,
+        inputs: &[&DeviceTensor],
+        axis: usize,
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(inputs[0].dtype, out_shape)?;
+        let out_strides = row_major(out_shape);
+        let mut at = 0isize;
+        for t in inputs {
+            let own = row_major(&t.shape);
+            let dims = Dims::new(
+                &t.shape,
+                &[(&own, 0), (&out_strides, at * out_strides[axis])],
+            )
+            .ok_or_else(|| self.too_many_axes("concatenate", t.dtype))?;
+            self.launch.strided_copy(&mut out, t, &dims)?;
+            at += t.shape[axis] as isize;
+        }
+        Ok(out)
+    }
+}
+
+/// A value of an einsum on the device: a resident input, or an intermediate.
+pub(super) enum Value<'a> {
+    Resident(&'a DeviceTensor),
+    Owned(DeviceTensor),
+}
+
+impl Value<'_> {
+    fn tensor(&self) -> &DeviceTensor {
+        match self {
+            Value::Resident(t) => t,
+            Value::Owned(t) => t,
+        }
+    }
+}
+
+impl<'a> Contraction for Exec<'a> {
+    type Value = Value<'a>;
+    type Error = ExecError;
+
+    fn shape(value: &Self::Value) -> &[usize] {
+        &value.tensor().shape
+    }
+
+    fn view(&mut self, value: Value<'a>, view: &View) -> Result<Value<'a>, ExecError> {
+        Ok(Value::Owned(self.gather(value.tensor(), view)?))
+    }
+
+    fn sum(&mut self, value: Value<'a>, axes: &[usize]) -> Result<Value<'a>, ExecError> {
+        let t = value.tensor();
+        let shape: Vec<usize> = (0..t.shape.len())
+            .filter(|i| !axes.contains(i))
+            .map(|i| t.shape[i])
+            .collect();
+        Ok(Value::Owned(self.reduce(
+            ReduceOp::Sum,
+            t,
+            axes,
+            t.dtype,
+            &shape,
+        )?))
+    }
+
+    fn permute(&mut self, value: Value<'a>, perm: &[usize]) -> Result<Value<'a>, ExecError> {
+        let t = value.tensor();
+        Ok(Value::Owned(
+            self.gather(t, &permute_view(&t.shape, perm)?)?,
+        ))
+    }
+
+    fn batched_matmul(
+        &mut self,
+        a: &Value<'a>,
+        b: &Value<'a>,
+        [nb, m, k, n]: [usize; 4],
+        out: Vec<usize>,
+    ) -> Result<Value<'a>, ExecError> {
+        Ok(Value::Owned(self.gemm(
+            (a.tensor(), m * k),
+            (b.tensor(), k * n),
+            [nb, m, k, n],
+            &out,
+        )?))
+    }
+}
+
+/// The source's binary op codes.
+fn binary_code(op: BinaryOp) -> i32 {
+    match op {
+        BinaryOp::Add => 0,
+        BinaryOp::Sub => 1,
+        BinaryOp::Mul => 2,
+        BinaryOp::Div => 3,
+        BinaryOp::Maximum => 4,
+        BinaryOp::Minimum => 5,
+        BinaryOp::Pow => 6,
+    }
+}
+
+/// The source's unary op codes.
+fn unary_code(op: UnaryOp) -> i32 {
+    match op {
+        UnaryOp::Neg => 0,
+        UnaryOp::Abs => 1,
+        UnaryOp::Sign => 2,
+        UnaryOp::Conj => 3,
+        UnaryOp::Exp => 4,
+        UnaryOp::Log => 5,
+        UnaryOp::Expm1 => 6,
+        UnaryOp::Log1p => 7,
+        UnaryOp::Sqrt => 8,
+        UnaryOp::Rsqrt => 9,
+        UnaryOp::Sin => 10,
+        UnaryOp::Cos => 11,
+        UnaryOp::Tanh => 12,
+    }
+}
+
+/// Elements each block of a split reduction takes at least.
+const REDUCE_PART: usize = 1 << 14;
+
+/// Parts each row of a reduction is cut into: enough blocks to fill the
+/// device when there are few long rows (a full reduction is one row), one
+/// part when the rows alone are many or short.
+fn reduce_parts(rows: usize, len: usize) -> usize {
+    if rows >= 512 || len < 4 * REDUCE_PART {
+        1
+    } else {
+        (len / REDUCE_PART).min(1024usize.div_ceil(rows)).max(1)
+    }
+}
+
+/// The source's reduction op codes (norm has its own kernel).
+fn reduce_code(op: ReduceOp) -> i32 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Norm => 0,
+        ReduceOp::Prod => 1,
+        ReduceOp::Max => 2,
+        ReduceOp::Min => 3,
+        ReduceOp::Mean => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_rows_are_split_to_fill_the_device() {
+        // Short rows, or many rows: one part each.
+        assert_eq!(reduce_parts(1, 1000), 1);
+        assert_eq!(reduce_parts(4096, 1 << 20), 1);
+        // One long row (a full reduction): up to 1024 blocks of at least
+        // REDUCE_PART elements.
+        assert_eq!(reduce_parts(1, 1 << 20), (1 << 20) / REDUCE_PART);
+        assert_eq!(reduce_parts(1, 1 << 30), 1024);
+        assert_eq!(reduce_parts(8, 1 << 30), 128);
+        for (rows, len) in [(1, 4 * REDUCE_PART), (3, 200_000), (511, 1 << 24)] {
+            let parts = reduce_parts(rows, len);
+            assert!(parts >= 1 && rows * parts <= 1 << 16, "{rows} {len}");
+            assert!(len.div_ceil(parts) >= REDUCE_PART / 2, "{rows} {len}");
+        }
+    }
+}

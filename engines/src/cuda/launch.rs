@@ -1,0 +1,509 @@
+//! Everything that runs device code or binds a library handle: kernel
+//! launches, the cuBLAS product, the rebinding of a cuBLAS handle, and the
+//! checks that the driver libraries load. This module and `memory` hold
+//! every `unsafe` of the CUDA engine.
+//!
+//! Each launch takes its buffers as [`DeviceTensor`]s and checks, before
+//! the launch, what the kernel's signature and walk need of them: the
+//! function is the kernel of that name for the operands' element type
+//! (fetched here, by [`Kernel`]), the element types match the signature,
+//! and every offset a walk reaches lies inside its buffer. A launch that
+//! fails a check is refused with a [`DeviceError`] naming it, so the
+//! `unsafe` blocks below rest on checks made in this file.
+
+use std::sync::Arc;
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+    PushKernelArg,
+};
+
+use super::kernels::{self, Dims, Kernel, KernelError, Kernels};
+use super::{device_error, DeviceTensor};
+use crate::engine::{DeviceError, ExecError};
+use crate::tensor::DType;
+
+// SAFETY: `Dims` is `repr(C)` and holds only `i64`s, so it has no padding
+// and no pointers; its layout is the source's `struct Dims` field for
+// field (all `long long`), which the kernels take by value.
+unsafe impl DeviceRepr for Dims {}
+
+/// Whether the CUDA driver library can be loaded. Every other call into
+/// CUDA is made only after this returned true (cudarc panics otherwise).
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to load the shared library by name; no driver
+    // entry point is called.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+/// Whether cuBLAS can be loaded.
+pub fn cublas_present() -> bool {
+    // SAFETY: as `driver_present`, for the cuBLAS library.
+    unsafe { cudarc::cublas::sys::is_culib_present() }
+}
+
+/// Whether the NVRTC library can be loaded (the kernels compile at run time).
+pub fn nvrtc_present() -> bool {
+    // SAFETY: as `driver_present`, for the NVRTC library.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Moves a retired lane's cuBLAS handle to `stream`: `stream` first waits,
+/// on the device, for all of `old`'s work, so nothing the handle enqueues
+/// next can overlap what it enqueued before (its workspace may still be in
+/// use by the old lane's last product).
+pub(super) fn rebind_blas(
+    device: usize,
+    blas: &mut CudaBlas,
+    old: &Arc<CudaStream>,
+    stream: &Arc<CudaStream>,
+) -> Result<(), DeviceError> {
+    stream
+        .join(old)
+        .map_err(|e| device_error(device, "cuStreamWaitEvent", e))?;
+    // SAFETY: after the join above, the handle's work on `old` is ordered
+    // before anything it does on `stream`, and the old lane is gone, so the
+    // handle is used by one stream at a time, as cuBLAS requires.
+    unsafe { blas.set_stream(stream.clone()) }
+        .map_err(|e| device_error(device, "cublasSetStream", format!("{e:?}")))
+}
+
+/// What one launch needs: the lane's stream, the device's kernels and facts.
+pub(super) struct Launcher<'a> {
+    pub(super) device: usize,
+    pub(super) arch: (i32, i32),
+    pub(super) ctx: &'a Arc<CudaContext>,
+    pub(super) stream: &'a Arc<CudaStream>,
+    pub(super) kernels: &'a mut Kernels,
+}
+
+impl Launcher<'_> {
+    fn err(&self, call: &'static str) -> impl Fn(DriverError) -> ExecError + '_ {
+        move |e| device_error(self.device, call, e).into()
+    }
+
+    /// Refuses a launch whose operands do not fit its kernel.
+    fn require(&self, ok: bool, kernel: &'static str, what: &str) -> Result<(), ExecError> {
+        if ok {
+            return Ok(());
+        }
+        Err(ExecError::Device(DeviceError {
+            device: self.device,
+            call: kernel,
+            message: format!("launch refused: {what}"),
+            out_of_memory: false,
+        }))
+    }
+
+    /// Kernel `kernel` of element type `dtype`, compiled on first use.
+    fn function(&mut self, dtype: DType, kernel: Kernel) -> Result<CudaFunction, ExecError> {
+        self.kernels
+            .get(self.ctx, self.arch, dtype, kernel)
+            .map_err(|e| {
+                let (call, message) = match e {
+                    KernelError::NoNvrtc => {
+                        ("loading libnvrtc", "NVRTC cannot be loaded".to_owned())
+                    }
+                    KernelError::Compile(log) => ("nvrtcCompileProgram", log),
+                    KernelError::Load(m) => ("cuModuleLoadData", m),
+                };
+                ExecError::Device(DeviceError {
+                    device: self.device,
+                    call,
+                    message,
+                    out_of_memory: false,
+                })
+            })
+    }
+
+    /// `dst[walk₁] = src[walk₀]` over `dims`.
+    pub(super) fn strided_copy(
+        &mut self,
+        dst: &mut DeviceTensor,
+        src: &DeviceTensor,
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel strided_copy";
+        self.require(dst.dtype == src.dtype, NAME, "element types differ")?;
+        self.require(
+            dims.within(0, src.len()),
+            NAME,
+            "the walk leaves the source",
+        )?;
+        self.require(
+            dims.within(1, dst.len()),
+            NAME,
+            "the walk leaves the destination",
+        )?;
+        if dims.len() == 0 {
+            return Ok(());
+        }
+        let f = self.function(src.dtype, Kernel::StridedCopy)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&mut dst.buf).arg(&src.buf).arg(dims);
+        // SAFETY: `strided_copy` takes (T*, const T*, Dims), and both
+        // buffers hold `T` elements (checked); every offset the walk reaches
+        // lies inside its buffer (checked).
+        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// `out[i] = a[walk₀] op b[walk₁]` over `dims`, `out` contiguous.
+    pub(super) fn binary(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        op: i32,
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel binary";
+        let same = out.dtype == a.dtype && a.dtype == b.dtype;
+        self.require(same, NAME, "element types differ")?;
+        self.require(
+            dims.len() == out.len(),
+            NAME,
+            "the walk is not the output's length",
+        )?;
+        self.require(
+            dims.within(0, a.len()),
+            NAME,
+            "the walk leaves the left operand",
+        )?;
+        self.require(
+            dims.within(1, b.len()),
+            NAME,
+            "the walk leaves the right operand",
+        )?;
+        if dims.len() == 0 {
+            return Ok(());
+        }
+        let f = self.function(a.dtype, Kernel::Binary)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut out.buf)
+            .arg(&a.buf)
+            .arg(&b.buf)
+            .arg(&op)
+            .arg(dims);
+        // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims); all
+        // three buffers hold `T` elements, the output `dims.n` of them, and
+        // each input's walk stays inside it (all checked).
+        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// `out[i] = a[i] op s` (or `s op a[i]`), `s = re + i·im`.
+    pub(super) fn binary_scalar(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        (re, im): (f64, f64),
+        op: i32,
+        scalar_first: bool,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel binary_scalar";
+        self.require(out.dtype == a.dtype, NAME, "element types differ")?;
+        self.require(out.len() == a.len(), NAME, "lengths differ")?;
+        let n = a.len() as i64;
+        if n == 0 {
+            return Ok(());
+        }
+        let f = self.function(a.dtype, Kernel::BinaryScalar)?;
+        let first = i32::from(scalar_first);
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut out.buf)
+            .arg(&a.buf)
+            .arg(&re)
+            .arg(&im)
+            .arg(&op)
+            .arg(&first)
+            .arg(&n);
+        // SAFETY: `binary_scalar` takes (T*, const T*, double, double, int,
+        // int, long long) and touches `n` elements of each buffer; both hold
+        // `n` elements of `T` (checked).
+        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// `out[i] = f(a[i])`; `out` of the real type takes `|a[i]|`.
+    pub(super) fn unary(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        op: i32,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel unary";
+        let magnitude = out.dtype != a.dtype;
+        self.require(
+            out.dtype == a.dtype.real(),
+            NAME,
+            "the output is not of the input's type or its real type",
+        )?;
+        self.require(out.len() == a.len(), NAME, "lengths differ")?;
+        let n = a.len() as i64;
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = if magnitude {
+            Kernel::Magnitude
+        } else {
+            Kernel::Unary
+        };
+        let f = self.function(a.dtype, kernel)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&mut out.buf).arg(&a.buf);
+        if !magnitude {
+            launch.arg(&op);
+        }
+        launch.arg(&n);
+        // SAFETY: `unary` takes (T*, const T*, int, long long) and
+        // `magnitude` (R*, const T*, long long), picked by the output's type
+        // (checked: T, or R for magnitude); both buffers hold `n` elements.
+        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// A row kernel over `rows` rows of `len` contiguous elements of `src`,
+    /// each cut into `parts`: block `b` takes part `b % parts` of row
+    /// `b / parts` into `out[b]`. `Reduce` takes (op code, the count a mean
+    /// divides by) into `T`; `Norm` takes (whether `src` holds sums of
+    /// squares already, whether to take the root) into `R`.
+    pub(super) fn rows(
+        &mut self,
+        out: &mut DeviceTensor,
+        src: &DeviceTensor,
+        [rows, len, parts]: [usize; 3],
+        args: RowArgs,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel (row reduction)";
+        let (kernel, out_dtype) = match args {
+            RowArgs::Reduce { .. } => (Kernel::Reduce, src.dtype),
+            RowArgs::Norm { .. } => (Kernel::Norm, src.dtype.real()),
+        };
+        self.require(
+            out.dtype == out_dtype,
+            NAME,
+            "the output's type does not fit the kernel",
+        )?;
+        let reach = |a: usize, b: usize| a.checked_mul(b);
+        self.require(
+            reach(rows, len).is_some_and(|n| n <= src.len()),
+            NAME,
+            "the rows pass the source's end",
+        )?;
+        self.require(
+            reach(rows, parts).is_some_and(|n| n <= out.len()),
+            NAME,
+            "the partials pass the output's end",
+        )?;
+        self.require(parts >= 1, NAME, "no part per row")?;
+        let f = self.function(src.dtype, kernel)?;
+        let (r, l, p) = (rows as i64, len as i64, parts as i64);
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut out.buf)
+            .arg(&src.buf)
+            .arg(&r)
+            .arg(&l)
+            .arg(&p);
+        let (code, count, squared, root);
+        match args {
+            RowArgs::Reduce { op, count: c } => {
+                (code, count) = (op, c);
+                launch.arg(&code).arg(&count);
+            }
+            RowArgs::Norm {
+                squared: s,
+                root: t,
+            } => {
+                (squared, root) = (i32::from(s), i32::from(t));
+                launch.arg(&squared).arg(&root);
+            }
+        }
+        // SAFETY: `reduce` takes (T*, const T*, long long, long long, long
+        // long, int, double) and `norm` (R*, const T*, long long, long long,
+        // long long, int, int), as pushed for each; the source holds
+        // `rows·len` elements of `T` and the output `rows·parts` of its
+        // type (all checked).
+        unsafe { launch.launch(kernels::rows(rows * parts)) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// Writes every element of `out`: `Fill` with `re + i·im`, `Arange`
+    /// with `start + step·i`, `Eye` with the identity of `out`'s shape.
+    pub(super) fn create(&mut self, out: &mut DeviceTensor, what: Create) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel (creation)";
+        let n = out.len() as i64;
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = match what {
+            Create::Fill(..) => Kernel::Fill,
+            Create::Arange(..) => Kernel::Arange,
+            Create::Eye => Kernel::Eye,
+        };
+        let f = self.function(out.dtype, kernel)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&mut out.buf);
+        let (x, y);
+        let (rows, cols);
+        match what {
+            Create::Fill(a, b) | Create::Arange(a, b) => {
+                (x, y) = (a, b);
+                launch.arg(&x).arg(&y).arg(&n);
+            }
+            Create::Eye => {
+                let [r, c] = out.shape[..] else {
+                    return self.require(false, NAME, "an identity of a non-matrix shape");
+                };
+                (rows, cols) = (r as i64, c as i64);
+                launch.arg(&rows).arg(&cols);
+            }
+        }
+        // SAFETY: `fill` and `arange` take (T*, double, double, long long)
+        // and write `n` elements; `eye` takes (T*, long long, long long) and
+        // writes `rows·cols = n` (the output's shape). The buffer holds `n`
+        // elements of `T`, its own type.
+        unsafe { launch.launch(kernels::elementwise(n as usize)) }.map_err(self.err(NAME))?;
+        Ok(())
+    }
+
+    /// `out = a @ b` over a strided batch: `[nb, m, k] @ [nb, k, n]`, row
+    /// major, batches `a_stride` and `b_stride` elements apart (0 re-reads
+    /// one matrix), through one `cublasGemmStridedBatchedEx` on `blas`
+    /// (bound to this launcher's stream). Row-major `C = A·B` is
+    /// column-major `Cᵀ = Bᵀ·Aᵀ`, so cuBLAS gets the operands swapped and
+    /// no transposes. Every dimension must be nonzero and fit `i32`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn gemm(
+        &self,
+        blas: &CudaBlas,
+        out: &mut DeviceTensor,
+        (a, a_stride): (&DeviceTensor, usize),
+        (b, b_stride): (&DeviceTensor, usize),
+        [nb, m, k, n]: [usize; 4],
+    ) -> Result<(), ExecError> {
+        use cudarc::cublas::sys::{
+            cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType,
+        };
+        const NAME: &str = "cublasGemmStridedBatchedEx";
+        let dtype = a.dtype;
+        let same = out.dtype == dtype && b.dtype == dtype;
+        self.require(same, NAME, "element types differ")?;
+        let dims = [nb, m, k, n];
+        let fits = dims.iter().all(|&x| x > 0 && i32::try_from(x).is_ok());
+        self.require(fits, NAME, "a dimension is zero or past i32")?;
+        // The elements each operand's batch reaches.
+        let reach = |stride: usize, rows: usize, cols: usize| {
+            (nb - 1)
+                .checked_mul(stride)
+                .and_then(|x| x.checked_add(rows * cols))
+        };
+        self.require(
+            reach(a_stride, m, k).is_some_and(|r| r <= a.len()),
+            NAME,
+            "A is too short",
+        )?;
+        self.require(
+            reach(b_stride, k, n).is_some_and(|r| r <= b.len()),
+            NAME,
+            "B is too short",
+        )?;
+        self.require(
+            reach(m * n, m, n).is_some_and(|r| r <= out.len()),
+            NAME,
+            "C is too short",
+        )?;
+        let (data_type, compute) = match dtype {
+            DType::F32 => (
+                cudaDataType::CUDA_R_32F,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            ),
+            DType::F64 => (
+                cudaDataType::CUDA_R_64F,
+                cublasComputeType_t::CUBLAS_COMPUTE_64F,
+            ),
+            DType::C32 => (
+                cudaDataType::CUDA_C_32F,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            ),
+            DType::C64 => (
+                cudaDataType::CUDA_C_64F,
+                cublasComputeType_t::CUBLAS_COMPUTE_64F,
+            ),
+        };
+        // alpha = 1, beta = 0 in the compute type (complex: re, im).
+        let (one32, zero32) = ([1.0f32, 0.0], [0.0f32, 0.0]);
+        let (one64, zero64) = ([1.0f64, 0.0], [0.0f64, 0.0]);
+        let (alpha, beta): (*const std::ffi::c_void, *const std::ffi::c_void) = match dtype {
+            DType::F32 | DType::C32 => (one32.as_ptr().cast(), zero32.as_ptr().cast()),
+            DType::F64 | DType::C64 => (one64.as_ptr().cast(), zero64.as_ptr().cast()),
+        };
+        let stream = self.stream;
+        let (pa, _ra) = a.buf.device_ptr(stream);
+        let (pb, _rb) = b.buf.device_ptr(stream);
+        let (pc, _rc) = out.buf.device_ptr_mut(stream);
+        let [nb, m, k, n] = dims.map(|x| x as i32);
+        // SAFETY: the handle is bound to this stream (the engine binds a
+        // lane's handle to the lane's stream before its first product); A'
+        // = B is n×k column-major with ld n, B' = A is k×m with ld k, C is
+        // n×m with ld n, each batch `stride` elements on, and every buffer
+        // holds the elements those shapes reach and of the data type given
+        // (all checked above). alpha and beta point to host scalars of the
+        // compute type that outlive the call, which reads them before
+        // returning (host pointer mode).
+        unsafe {
+            cudarc::cublas::result::gemm_strided_batched_ex(
+                *blas.handle(),
+                cublasOperation_t::CUBLAS_OP_N,
+                cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                alpha,
+                pb as *const _,
+                data_type,
+                n,
+                b_stride as i64,
+                pa as *const _,
+                data_type,
+                k,
+                a_stride as i64,
+                beta,
+                pc as *mut _,
+                data_type,
+                n,
+                (m as i64) * (n as i64),
+                nb,
+                compute,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| device_error(self.device, NAME, format!("{e:?}")))?;
+        drop((_ra, _rb, _rc));
+        Ok(())
+    }
+}
+
+/// The arguments of a row kernel (see [`Launcher::rows`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RowArgs {
+    /// A reduction by the source's op code; a mean divides by `count`.
+    Reduce { op: i32, count: f64 },
+    /// Sums of `|x|²` (of `x` when `squared`: sums already), rooted if `root`.
+    Norm { squared: bool, root: bool },
+}
+
+/// What a creation kernel writes (see [`Launcher::create`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Create {
+    /// Every element `re + i·im`.
+    Fill(f64, f64),
+    /// `start + step·i`.
+    Arange(f64, f64),
+    /// The identity.
+    Eye,
+}
