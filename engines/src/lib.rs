@@ -26,6 +26,8 @@
 
 #[macro_use]
 mod dispatch;
+#[cfg(test)]
+mod coverage;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

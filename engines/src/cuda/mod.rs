@@ -259,6 +259,40 @@ impl CudaEngine {
     }
 }
 
+/// Why the CUDA engine cannot run `op`, if it cannot: the reason its
+/// [`Unsupported`] errors give, and the CUDA column of the coverage table.
+/// There is no silent fallback: transfer the tensors to a CPU domain.
+pub fn missing(op: &TensorOp) -> Option<&'static str> {
+    match op {
+        TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
+        TensorOp::Random { .. } => Some("no device generator yet"),
+        TensorOp::Compare(_)
+        | TensorOp::Select
+        | TensorOp::Clamp { .. }
+        | TensorOp::Cast(_)
+        | TensorOp::Pad { .. }
+        | TensorOp::DiagEmbed
+        | TensorOp::Triangle { .. }
+        | TensorOp::Dot { .. } => Some("no kernel yet"),
+        TensorOp::Binary(_)
+        | TensorOp::BinaryScalar { .. }
+        | TensorOp::Unary(_)
+        | TensorOp::Reduce { .. }
+        | TensorOp::Full { .. }
+        | TensorOp::Arange { .. }
+        | TensorOp::Eye { .. }
+        | TensorOp::Reshape(_)
+        | TensorOp::Permute(_)
+        | TensorOp::Slice(_)
+        | TensorOp::Reverse(_)
+        | TensorOp::BroadcastTo(_)
+        | TensorOp::Diagonal
+        | TensorOp::Concatenate { .. }
+        | TensorOp::Matmul
+        | TensorOp::Einsum(_) => None,
+    }
+}
+
 impl TensorEngine for CudaEngine {
     const RETIRES_LANES: bool = true;
 
@@ -363,18 +397,16 @@ impl TensorEngine for CudaEngine {
                         Value::Resident(t) => x.duplicate(t, out_shape)?,
                     }
                 }
-                TensorOp::Linalg(_) => return Err(unsupported(Some("no cuSOLVER path yet"))),
-                TensorOp::Random { .. } => {
-                    return Err(unsupported(Some("no device generator yet")))
-                }
-                TensorOp::Compare(_)
+                TensorOp::Linalg(_)
+                | TensorOp::Random { .. }
+                | TensorOp::Compare(_)
                 | TensorOp::Select
                 | TensorOp::Clamp { .. }
                 | TensorOp::Cast(_)
                 | TensorOp::Pad { .. }
                 | TensorOp::DiagEmbed
                 | TensorOp::Triangle { .. }
-                | TensorOp::Dot { .. } => return Err(unsupported(Some("no kernel yet"))),
+                | TensorOp::Dot { .. } => return Err(unsupported(missing(op))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

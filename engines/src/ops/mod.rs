@@ -9,6 +9,7 @@ mod elementwise;
 mod linalg;
 mod matmul;
 mod reduce;
+mod samples;
 mod structural;
 mod unary;
 
@@ -20,6 +21,7 @@ pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, 
 pub use linalg::Linalg;
 pub use matmul::matmul_shape;
 pub use reduce::{reduce_meta, ReduceOp};
+pub use samples::samples;
 pub use structural::{
     broadcast_to_meta, check_axes, concat_meta, permute_meta, reshape_meta, slice_meta, SliceAxis,
 };

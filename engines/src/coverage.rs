@@ -1,0 +1,175 @@
+//! The coverage table: every op of the vocabulary × backend × element type,
+//! printed and checked. The CPU column is what running each sample on a
+//! CPU engine gives; the CUDA column is the CUDA engine's own account
+//! (`cuda::missing`), which the GPU check runs against a device.
+
+use weft_topology::CpuSet;
+
+use crate::ops::samples;
+use crate::{
+    CpuEngine, CpuEngineConfig, DType, Distribution, Linalg, Meta, Pinning, Tensor, TensorError,
+    TensorOp,
+};
+
+const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
+
+/// One cell: runs, the vocabulary refuses the element type, or the backend
+/// does not implement the op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Runs,
+    Undefined,
+    Missing,
+}
+
+impl Cell {
+    fn mark(self) -> &'static str {
+        match self {
+            Cell::Runs => "ok",
+            Cell::Undefined => "-",
+            Cell::Missing => "no",
+        }
+    }
+}
+
+/// Inputs of these types and shapes: identities for decompositions (every
+/// one of them admits one), seeded random data otherwise.
+fn inputs(engine: &CpuEngine, op: &TensorOp, metas: &[Meta]) -> Vec<Tensor> {
+    metas
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match (op, &m.shape[..]) {
+            (TensorOp::Linalg(_), &[n, n2]) if n == n2 => {
+                let eye = TensorOp::Eye {
+                    dtype: m.dtype,
+                    rows: n,
+                    cols: n,
+                };
+                engine.execute(&eye, &[]).unwrap().remove(0)
+            }
+            _ => Tensor::random(m.dtype, &m.shape, Distribution::Normal, i as u64).unwrap(),
+        })
+        .collect()
+}
+
+fn cpu_cell(engine: &CpuEngine, op: &TensorOp, metas: &[Meta]) -> Cell {
+    match op.infer(metas) {
+        Err(TensorError::Unsupported { .. }) => return Cell::Undefined,
+        Err(e) => panic!("{}: the sample does not check: {e}", op.name()),
+        Ok(_) => {}
+    }
+    let tensors = inputs(engine, op, metas);
+    let refs: Vec<&Tensor> = tensors.iter().collect();
+    match engine.execute(op, &refs) {
+        Ok(outputs) => {
+            let expected = op.infer(metas).unwrap();
+            let got: Vec<Meta> = outputs.iter().map(Meta::of).collect();
+            assert_eq!(got, expected, "{}: outputs differ from infer", op.name());
+            Cell::Runs
+        }
+        Err(e) => panic!("{}: the CPU engine failed: {e}", op.name()),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_cell(op: &TensorOp, metas: &[Meta]) -> Cell {
+    if op.infer(metas).is_err() {
+        Cell::Undefined
+    } else if crate::cuda::missing(op).is_some() {
+        Cell::Missing
+    } else {
+        Cell::Runs
+    }
+}
+
+#[test]
+fn coverage_table() {
+    let config = CpuEngineConfig {
+        pinning: Pinning::None,
+        ..CpuEngineConfig::new(0, CpuSet::single(0), 1)
+    };
+    let engine = CpuEngine::new(config).unwrap();
+    let per_dtype: Vec<Vec<(TensorOp, Vec<Meta>)>> = DTYPES.iter().map(|&d| samples(d)).collect();
+    let mut table = String::from("op              cpu: f32 f64 c32 c64   cuda: f32 f64 c32 c64\n");
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+    let mut cuda_missing: Vec<&'static str> = Vec::new();
+    for row in 0..per_dtype[0].len() {
+        let op = &per_dtype[0][row].0;
+        let name = op.name();
+        let shown = match op {
+            TensorOp::BinaryScalar { .. } => format!("{name}_scalar"),
+            _ => name.to_owned(),
+        };
+        let cpu: Vec<Cell> = per_dtype
+            .iter()
+            .map(|s| cpu_cell(&engine, &s[row].0, &s[row].1))
+            .collect();
+        // Every op the vocabulary defines for a type runs on the CPU, and
+        // every op runs for the real types.
+        assert!(cpu.iter().all(|&c| c != Cell::Missing), "{name}");
+        assert!(cpu[..2].iter().all(|&c| c == Cell::Runs), "{name}");
+        let cells = |cells: &[Cell]| {
+            cells
+                .iter()
+                .map(|c| format!("{:>4}", c.mark()))
+                .collect::<String>()
+        };
+        #[cfg(feature = "cuda")]
+        let cuda = {
+            let cuda: Vec<Cell> = per_dtype
+                .iter()
+                .map(|s| cuda_cell(&s[row].0, &s[row].1))
+                .collect();
+            // The CUDA engine refuses where the vocabulary does, and
+            // nowhere else for some types only: an op runs for every type
+            // the vocabulary defines, or for none.
+            for (c, p) in cuda.iter().zip(&cpu) {
+                assert_eq!(*c == Cell::Undefined, *p == Cell::Undefined, "{name}");
+            }
+            if cuda.contains(&Cell::Missing) && !cuda_missing.contains(&name) {
+                cuda_missing.push(name);
+            }
+            cells(&cuda)
+        };
+        #[cfg(not(feature = "cuda"))]
+        let cuda = "  (not built)".to_owned();
+        table += &format!("{shown:<16}   {}        {cuda}\n", cells(&cpu));
+    }
+    println!("{table}");
+    #[cfg(feature = "cuda")]
+    assert_eq!(
+        cuda_missing,
+        [
+            "qr",
+            "svd",
+            "eigh",
+            "cholesky",
+            "solve",
+            "random",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "select",
+            "clamp",
+            "cast",
+            "pad",
+            "diag_embed",
+            "triu",
+            "dot",
+            "vdot"
+        ],
+        "the ops the CUDA engine lacks changed: update this list and the README"
+    );
+    #[cfg(not(feature = "cuda"))]
+    assert!(cuda_missing.is_empty());
+    // Decompositions are the vocabulary's only ops with several outputs.
+    let several: Vec<&str> = per_dtype[1]
+        .iter()
+        .filter(|(op, m)| op.infer(m).unwrap().len() > 1)
+        .map(|(op, _)| op.name())
+        .collect();
+    assert_eq!(several, [Linalg::Qr.name(), "svd", "eigh"]);
+}

@@ -1,0 +1,190 @@
+//! One instance of every op of the vocabulary, with inputs it accepts: the
+//! rows of the coverage table (op × backend × element type) and a quick
+//! way to run the whole vocabulary on an engine.
+
+use super::{
+    BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis, TensorOp,
+    UNARY_OPS,
+};
+use crate::tensor::DType;
+
+/// Every op, for element type `dtype` where the op names one, with the
+/// types and shapes of inputs it accepts (inputs of `dtype`; a select's
+/// mask of its real type). [`TensorOp::infer`] may still refuse the
+/// element type (maximum of complex tensors): that is the vocabulary's
+/// answer, not a backend's.
+pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
+    let binary = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Pow,
+    ];
+    let reduce = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Mean,
+        ReduceOp::Norm,
+    ];
+    let compare = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+    let linalg = [
+        Linalg::Qr,
+        Linalg::Svd,
+        Linalg::Eigh,
+        Linalg::Cholesky,
+        Linalg::Solve,
+    ];
+    let mut ops: Vec<TensorOp> = Vec::new();
+    ops.extend(binary.map(TensorOp::Binary));
+    ops.extend(UNARY_OPS.map(TensorOp::Unary));
+    ops.push(TensorOp::Matmul);
+    ops.extend(linalg.map(TensorOp::Linalg));
+    ops.push(TensorOp::Einsum(
+        EinsumSpec::parse("ij,jk->ik").expect("a valid specification"),
+    ));
+    ops.extend(reduce.map(|op| TensorOp::Reduce {
+        op,
+        axes: vec![1],
+        keep_dims: false,
+    }));
+    ops.extend([
+        TensorOp::Reshape(vec![3, 2]),
+        TensorOp::Permute(vec![1, 0]),
+        TensorOp::Full {
+            dtype,
+            shape: vec![2, 3],
+            value: Scalar::Real(1.5),
+        },
+        TensorOp::Eye {
+            dtype,
+            rows: 2,
+            cols: 3,
+        },
+        TensorOp::Arange {
+            dtype,
+            start: 1.0,
+            step: 0.5,
+            len: 4,
+        },
+        TensorOp::Random {
+            dtype,
+            shape: vec![2, 3],
+            distribution: Distribution::Normal,
+            seed: 7,
+        },
+    ]);
+    ops.extend(compare.map(TensorOp::Compare));
+    ops.extend([
+        TensorOp::Select,
+        TensorOp::Clamp { lo: -0.5, hi: 0.5 },
+        TensorOp::BinaryScalar {
+            op: BinaryOp::Mul,
+            value: Scalar::Real(2.0),
+            scalar_first: true,
+        },
+        TensorOp::Cast(DType::C64),
+        TensorOp::Slice(vec![
+            SliceAxis {
+                start: 1,
+                stop: 2,
+                step: 1,
+            },
+            SliceAxis {
+                start: 0,
+                stop: 3,
+                step: 2,
+            },
+        ]),
+        TensorOp::Reverse(vec![1]),
+        TensorOp::BroadcastTo(vec![4, 2, 3]),
+        TensorOp::Concatenate { axis: 0, inputs: 2 },
+        TensorOp::Pad {
+            widths: vec![(1, 0), (0, 2)],
+            value: Scalar::Real(0.0),
+        },
+        TensorOp::Diagonal,
+        TensorOp::DiagEmbed,
+        TensorOp::Triangle { k: 0, upper: true },
+        TensorOp::Dot { conjugate: false },
+        TensorOp::Dot { conjugate: true },
+    ]);
+    ops.into_iter()
+        .map(|op| {
+            let inputs = inputs(&op, dtype);
+            (op, inputs)
+        })
+        .collect()
+}
+
+/// Inputs `op` accepts: every op has an arm here, so a new op does not
+/// compile until it has a sample.
+fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
+    let meta = |shape: &[usize]| Meta {
+        dtype,
+        shape: shape.to_vec(),
+    };
+    let matrix = meta(&[2, 3]);
+    match op {
+        TensorOp::Full { .. }
+        | TensorOp::Eye { .. }
+        | TensorOp::Arange { .. }
+        | TensorOp::Random { .. } => Vec::new(),
+        TensorOp::Unary(_)
+        | TensorOp::Reduce { .. }
+        | TensorOp::Reshape(_)
+        | TensorOp::Permute(_)
+        | TensorOp::Clamp { .. }
+        | TensorOp::BinaryScalar { .. }
+        | TensorOp::Cast(_)
+        | TensorOp::Slice(_)
+        | TensorOp::Reverse(_)
+        | TensorOp::BroadcastTo(_)
+        | TensorOp::Pad { .. }
+        | TensorOp::Diagonal
+        | TensorOp::DiagEmbed
+        | TensorOp::Triangle { .. } => vec![matrix],
+        TensorOp::Binary(_) | TensorOp::Compare(_) => vec![matrix.clone(), matrix],
+        TensorOp::Concatenate { inputs, .. } => vec![matrix; *inputs],
+        TensorOp::Select => vec![
+            Meta {
+                dtype: dtype.real(),
+                shape: vec![2, 3],
+            },
+            matrix.clone(),
+            matrix,
+        ],
+        TensorOp::Matmul | TensorOp::Einsum(_) => vec![matrix, meta(&[3, 2])],
+        TensorOp::Linalg(Linalg::Solve) => vec![meta(&[3, 3]), meta(&[3])],
+        TensorOp::Linalg(_) => vec![meta(&[3, 3])],
+        TensorOp::Dot { .. } => vec![meta(&[4]), meta(&[4])],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sample_names_a_distinct_op_with_inputs_of_its_arity() {
+        for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+            let all = samples(dtype);
+            let mut seen = std::collections::HashSet::new();
+            for (op, inputs) in &all {
+                assert_eq!(inputs.len(), op.arity(), "{}", op.name());
+                assert!(seen.insert(format!("{op:?}")), "{op:?} twice");
+            }
+        }
+    }
+}
