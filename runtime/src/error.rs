@@ -1,7 +1,12 @@
-//! Errors of building and using a runtime.
+//! Errors of building a runtime, of its calls, and of a lane's tensor ops.
+
+use std::fmt;
 
 use weft_actors::{ActorClosed, SpawnError};
+use weft_engines::{DeviceError, ExecError, NotResident, Place, TensorError, Unsupported};
 use weft_topology::TopologyError;
+
+use crate::handle::RuntimeId;
 
 /// A runtime could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +41,7 @@ pub enum BuildError {
 #[non_exhaustive]
 pub enum RuntimeError {
     /// This runtime runs no CUDA device with this ordinal.
-    #[error("no CUDA device {device} in this runtime (it runs {running:?})")]
+    #[error(fmt = no_such_device)]
     NoSuchDevice {
         /// The ordinal asked for.
         device: usize,
@@ -44,7 +49,7 @@ pub enum RuntimeError {
         running: Vec<usize>,
     },
     /// There is no CPU domain with this index.
-    #[error("no CPU domain {domain}: this runtime has {count} (0..{count})")]
+    #[error(fmt = no_such_domain)]
     NoSuchDomain {
         /// The index asked for.
         domain: usize,
@@ -62,5 +67,127 @@ pub enum RuntimeError {
     Thread(std::io::Error),
     /// A tensor op was refused.
     #[error(transparent)]
-    Op(#[from] crate::tensor::OpError),
+    Op(#[from] OpError),
+}
+
+/// A tensor op refused at the call site, or failed on the actor.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpError {
+    /// Shapes, element types or arguments that do not fit the op.
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    /// A handle of another runtime.
+    #[error("{op}: the handle belongs to runtime {handle:?}, this lane to runtime {lane:?}")]
+    ForeignHandle {
+        /// The op.
+        op: &'static str,
+        /// The handle's runtime.
+        handle: RuntimeId,
+        /// The lane's runtime.
+        lane: RuntimeId,
+    },
+    /// A handle of another domain or device, used without a transfer.
+    #[error("{op}: the tensor lives in {handle}, this lane feeds {lane}")]
+    WrongDomain {
+        /// The op.
+        op: &'static str,
+        /// Where the handle's tensor lives.
+        handle: Place,
+        /// What the lane feeds.
+        lane: Place,
+    },
+    /// The tensor is not resident (it was removed behind its handle's back).
+    #[error(transparent)]
+    NotResident(#[from] NotResident),
+    /// There is no CPU domain with this index (a transfer's destination):
+    /// the same error, in the same words, as [`RuntimeError::NoSuchDomain`].
+    #[error(fmt = no_such_domain)]
+    NoSuchDomain {
+        /// The index asked for.
+        domain: usize,
+        /// How many domains there are.
+        count: usize,
+    },
+    /// This runtime runs no CUDA device with this ordinal (a transfer's
+    /// destination): as [`RuntimeError::NoSuchDevice`].
+    #[error(fmt = no_such_device)]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        device: usize,
+        /// The devices it runs.
+        running: Vec<usize>,
+    },
+    /// The engine does not implement the op for this element type: no
+    /// silent fallback to another engine.
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
+    /// A device call failed; the device's other tensors are intact.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// The domain's actor is shut down.
+    #[error(transparent)]
+    Closed(#[from] ActorClosed),
+    /// The lane is full and the caller runs on an actor, which must not block.
+    #[error("the lane is full and the caller runs on an actor, which must not block")]
+    WouldDeadlock,
+}
+
+impl From<ExecError> for OpError {
+    fn from(error: ExecError) -> Self {
+        match error {
+            ExecError::NotResident(e) => OpError::NotResident(e),
+            ExecError::Tensor(e) => OpError::Tensor(e),
+            ExecError::Unsupported(e) => OpError::Unsupported(e),
+            ExecError::Device(e) => OpError::Device(e),
+        }
+    }
+}
+
+/// A place this runtime does not run, as the domain table finds it. The
+/// runtime's calls report it as [`RuntimeError`], a lane's transfers as
+/// [`OpError`]: both have the variant, with these fields and one wording,
+/// because callers match on both.
+#[derive(Debug)]
+pub(crate) enum PlaceError {
+    NoSuchDomain { domain: usize, count: usize },
+    NoSuchDevice { device: usize, running: Vec<usize> },
+}
+
+impl From<PlaceError> for RuntimeError {
+    fn from(error: PlaceError) -> Self {
+        match error {
+            PlaceError::NoSuchDomain { domain, count } => {
+                RuntimeError::NoSuchDomain { domain, count }
+            }
+            PlaceError::NoSuchDevice { device, running } => {
+                RuntimeError::NoSuchDevice { device, running }
+            }
+        }
+    }
+}
+
+impl From<PlaceError> for OpError {
+    fn from(error: PlaceError) -> Self {
+        match error {
+            PlaceError::NoSuchDomain { domain, count } => OpError::NoSuchDomain { domain, count },
+            PlaceError::NoSuchDevice { device, running } => {
+                OpError::NoSuchDevice { device, running }
+            }
+        }
+    }
+}
+
+fn no_such_domain(domain: &usize, count: &usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "no CPU domain {domain}: this runtime has {count} (0..{count})"
+    )
+}
+
+fn no_such_device(device: &usize, running: &[usize], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "no CUDA device {device} in this runtime (it runs {running:?})"
+    )
 }

@@ -1,15 +1,17 @@
-//! `Lane`: an ordered stream of ops into one actor (a CPU domain or a CUDA
-//! device), with tensor ops.
+//! `Lane`: an ordered stream of ops into one actor (a CPU domain or a CUDA device).
+//!
+//! The type and how one is opened live here; its tensor ops are in
+//! `ops/` and its transfers in `transfer.rs`.
 
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
-use weft_actors::Op;
+use weft_actors::{ActorClosed, Op};
 use weft_engines::{CpuEngine, Place, TensorEngine};
 
-use crate::runtime::WeakRuntime;
-use crate::tensor::DomainTensors;
+use crate::domain::{Domain, DomainTable};
+use crate::handle::DomainTensors;
 
 /// An ordered, bounded stream of ops into one actor: a CPU domain's
 /// (`Lane`, the default) or, with the `cuda` feature, a CUDA device's
@@ -40,7 +42,9 @@ use crate::tensor::DomainTensors;
 pub struct Lane<E: TensorEngine = CpuEngine> {
     lane: weft_actors::Lane<E>,
     tensors: Arc<DomainTensors>,
-    runtime: WeakRuntime,
+    /// The runtime's domains, for transfers; a lane does not keep the
+    /// runtime alive.
+    table: Weak<DomainTable>,
     /// Only for engines that keep per-lane state.
     retire: Option<Arc<Retire<E>>>,
 }
@@ -65,38 +69,40 @@ impl<E: TensorEngine> Clone for Lane<E> {
         Lane {
             lane: self.lane.clone(),
             tensors: self.tensors.clone(),
-            runtime: self.runtime.clone(),
+            table: self.table.clone(),
             retire: self.retire.clone(),
         }
     }
 }
 
 impl<E: TensorEngine> Lane<E> {
-    pub(crate) fn new(
-        lane: weft_actors::Lane<E>,
-        tensors: Arc<DomainTensors>,
-        runtime: WeakRuntime,
-    ) -> Lane<E> {
-        Lane {
+    /// Opens a new lane into `domain`, one of `table`'s.
+    pub(crate) fn open(
+        domain: &Domain<E>,
+        table: &Arc<DomainTable>,
+    ) -> Result<Lane<E>, ActorClosed> {
+        let lane = domain.actor().lane()?;
+        Ok(Lane {
             retire: E::RETIRES_LANES.then(|| Arc::new(Retire(lane.clone()))),
             lane,
-            tensors,
-            runtime,
-        }
+            tensors: domain.tensors().clone(),
+            table: Arc::downgrade(table),
+        })
     }
 
-    pub(crate) fn runtime(&self) -> &WeakRuntime {
-        &self.runtime
+    /// The runtime's domains, while the runtime lives.
+    pub(crate) fn table(&self) -> Option<Arc<DomainTable>> {
+        self.table.upgrade()
     }
 
     /// The index of the CPU domain (or CUDA device) this lane feeds.
     pub fn domain(&self) -> usize {
-        self.tensors.place.index()
+        self.tensors.place().index()
     }
 
     /// What this lane feeds: a CPU domain or a CUDA device.
     pub fn place(&self) -> Place {
-        self.tensors.place
+        self.tensors.place()
     }
 
     /// The generic actor lane underneath.
@@ -120,7 +126,7 @@ impl<E: TensorEngine> Deref for Lane<E> {
 impl<E: TensorEngine> fmt::Debug for Lane<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lane")
-            .field("place", &self.tensors.place)
+            .field("place", &self.tensors.place())
             .field("lane", &self.lane.id())
             .finish()
     }

@@ -21,46 +21,88 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 
+// The modules in layers; each uses only layers below it:
+//
+//   builder, scope, pipeline   entry points: make a runtime, app threads, pipelines
+//   runtime                    `Runtime`: lanes into its domains, hosted actors, shutdown
+//   transfer, ops/             a lane's tensor ops (`impl Lane` blocks); transfers use ops
+//   lane                       `Lane`: the type, and opening one into a domain
+//   domain                     the table of domains: started, looked up, stopped
+//   config, error              what actors start with; every error type
+//   handle                     tensor handles, `RuntimeId`, a domain's shared tensor state
+mod builder;
+mod config;
+mod domain;
 mod error;
+mod handle;
 mod lane;
+mod ops;
 mod pipeline;
 mod runtime;
 mod scope;
-mod tensor;
+mod transfer;
 
+// The public surface, by group. Everything else is crate-private; the
+// engines' kernels are reached only through the vocabulary (`TensorOp`
+// and the named ops of `Lane`), never by name.
+
+// The runtime: building one, running it, its errors and reports, and the
+// application-side helpers on top of lanes.
+pub use builder::{Builder, TRACE_ENV};
 pub use error::{BuildError, RuntimeError};
-pub use lane::Lane;
 pub use pipeline::{Pipeline, PipelineRun};
-pub use runtime::{Builder, Runtime, RuntimeReport, RuntimeStats, TRACE_ENV};
+pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
-pub use tensor::{DomainMemory, OpError, RuntimeId, TensorHandle};
 
+// Actors, lanes and tickets: the generic machinery under every lane, for
+// ops that run closures and for hosting engines of one's own.
+pub use lane::Lane;
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
-    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorStats, ActorTimeline, Call,
-    Event, EventState, Failure, FailureCause, Flow, LaneStats, Op, OpBody, OpCounts, Outcome,
-    Record, SampledTime, ShutdownError, ShutdownMode, ShutdownReport, SpawnError, SubmitError,
-    SubmitTimeoutError, Ticket, TicketError, TicketFor, Trace, TryCall, TrySubmitError,
-    TryWaitError, WaitTimeoutError,
+    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, Call, Event, EventState, Failure,
+    FailureCause, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport, SpawnError, SubmitError,
+    SubmitTimeoutError, Ticket, TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError,
+    WaitTimeoutError,
 };
+// Their counters and timelines.
+pub use weft_actors::{
+    ActorStats, ActorTimeline, Flow, LaneStats, OpCounts, Outcome, Record, SampledTime, Trace,
+};
+
+// Tensors and the op vocabulary: handles and their errors, host tensors,
+// element types, the ops a lane names, and where a tensor lives.
+pub use error::OpError;
+pub use handle::{RuntimeId, TensorHandle};
+pub use ops::DomainMemory;
+pub use weft_engines::{
+    c32, c64, BinaryOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident, Place,
+    ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+};
+// The two vocabulary types the engines crate keeps in its kernel modules.
+// With CUDA's below and `check_axes` in `ops/linalg.rs`, these are the only
+// engines module paths the crate names; its other files import them from here.
 pub use weft_engines::elementwise::CmpOp;
 pub use weft_engines::structural::SliceAxis;
+
+// Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
+// what they report.
 pub use weft_engines::{
-    c32, c64, BinaryOp, BufferStats, CpuEngine, DType, Data, DeviceError, Distribution, DomainInfo,
-    Element, EngineError, EngineMemory, ExecError, Linalg, Meta, NotResident, Pinning, Place,
-    ReduceOp, Scalar, Tensor, TensorEngine, TensorError, TensorId, TensorOp, UnaryOp,
+    BufferStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory, ExecError, Pinning,
+    TensorEngine,
 };
+
+// Topology: CPU sets, domains and how they are found.
 pub use weft_topology::{
     AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
     DOMAINS_ENV,
 };
 
-#[cfg(all(feature = "cuda", target_os = "linux"))]
-pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
-
-/// The CUDA engine (feature `cuda`): what a `Lane<CudaEngine>` drives.
+// CUDA (feature `cuda`): the devices of the machine, and the engine a
+// `Lane<CudaEngine>` drives.
 #[cfg(feature = "cuda")]
 pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor};
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../README.md")]

@@ -1,5 +1,6 @@
-//! `Pipeline`: items flowing through stages bound to domains, with a bound
-//! on items in flight and results in input order.
+//! `Pipeline`: items flowing through stages bound to domains, results in input order.
+//!
+//! The bound on items in flight is the backpressure.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -8,8 +9,10 @@ use std::time::{Duration, Instant};
 use weft_actors::{Ticket, TicketError};
 use weft_engines::Tensor;
 
-use crate::tensor::{OpError, TensorHandle};
-use crate::{Lane, Runtime, RuntimeError};
+use crate::error::{OpError, RuntimeError};
+use crate::handle::TensorHandle;
+use crate::lane::Lane;
+use crate::runtime::Runtime;
 
 type Source = Box<dyn Fn(&Lane, usize) -> Result<TensorHandle, OpError> + Send + Sync>;
 type StageFn = Box<dyn Fn(&Lane, &TensorHandle) -> Result<TensorHandle, OpError> + Send + Sync>;

@@ -1,0 +1,213 @@
+//! `Builder`: how a runtime is configured and started.
+//!
+//! Also the two entry points that make one, [`Runtime::new`] and
+//! [`Runtime::builder`]: they live beside the builder, so that the
+//! runtime's own file does not depend on how it is built.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use weft_actors::Trace;
+use weft_engines::Pinning;
+use weft_topology::{CpuSet, Topology, TopologyBuilder};
+
+use crate::config::Config;
+use crate::domain::DomainTable;
+use crate::error::BuildError;
+use crate::handle::RuntimeId;
+use crate::runtime::Runtime;
+
+/// The environment variable that turns tracing on: the path of the Chrome
+/// trace-event JSON file to write (see [`Builder::trace`]).
+pub const TRACE_ENV: &str = "WEFT_TRACE";
+
+/// Configures a [`Runtime`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    topology: TopologyBuilder,
+    prebuilt: Option<Topology>,
+    config: Config,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            topology: Topology::builder(),
+            prebuilt: None,
+            config: Config::default(),
+        }
+    }
+}
+
+impl Builder {
+    /// One CPU domain per set, in order, instead of discovery.
+    pub fn domains(mut self, sets: impl IntoIterator<Item = CpuSet>) -> Self {
+        self.topology = self.topology.domains(sets);
+        self
+    }
+
+    /// Domains from a layout string such as `"0-3;4-7"`.
+    pub fn cpulists(mut self, layout: &str) -> Self {
+        self.topology = self.topology.cpulists(layout);
+        self
+    }
+
+    /// Splits the allowed CPUs into `n` domains (multi-domain runs on a
+    /// small machine).
+    pub fn split(mut self, n: usize) -> Self {
+        self.topology = self.topology.split(n);
+        self
+    }
+
+    /// Uses a topology built elsewhere.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.prebuilt = Some(topology);
+        self
+    }
+
+    /// Reads NUMA information under `root` instead of `/sys`.
+    pub fn sysfs_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.topology = self.topology.sysfs_root(root);
+        self
+    }
+
+    /// Threads per domain, the actor thread included (default: the domain's
+    /// CPU count).
+    pub fn threads_per_domain(mut self, threads: usize) -> Self {
+        self.config.threads_per_domain = Some(threads);
+        self
+    }
+
+    /// How domain threads are pinned (default [`Pinning::PerCore`]).
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.config.pinning = pinning;
+        self
+    }
+
+    /// Ops one lane holds before `submit` waits (default 1024).
+    pub fn lane_capacity(mut self, capacity: usize) -> Self {
+        self.config.lane_capacity = capacity;
+        self
+    }
+
+    /// How long an idle actor spins before parking (default 50 µs).
+    pub fn idle_spin(mut self, spin: Duration) -> Self {
+        self.config.idle_spin = spin;
+        self
+    }
+
+    /// How long `Ticket::wait` spins before parking (default 20 µs).
+    pub fn wait_spin(mut self, spin: Duration) -> Self {
+        self.config.wait_spin = spin;
+        self
+    }
+
+    /// Bytes of freed tensor buffers each CPU domain keeps for reuse
+    /// (default 256 MiB; 0 turns the pool off). See [`weft_engines::BufferPool`].
+    pub fn buffer_cap(mut self, bytes: usize) -> Self {
+        self.config.buffer_cap = bytes;
+        self
+    }
+
+    /// Records a timeline of every op (per actor and lane: queue and run
+    /// times; transfers as flows between actors) and writes it to `path` as
+    /// Chrome trace-event JSON when the runtime shuts down or is dropped
+    /// (open it in Perfetto or `chrome://tracing`). Without this call, the
+    /// `WEFT_TRACE` environment variable, if set, names the file. Off, it
+    /// costs nothing; on, each actor keeps its newest records in a ring
+    /// buffer ([`Builder::trace_capacity`]).
+    ///
+    /// ```
+    /// let path = std::env::temp_dir().join("weft-doc-trace.json");
+    /// let rt = weft::Runtime::builder().split(1).trace(&path).build()?;
+    /// rt.lane(0)?.run(|_| ())?.wait()?;
+    /// rt.shutdown()?; // writes the file
+    /// let json = std::fs::read_to_string(&path)?;
+    /// assert!(json.contains(r#""name":"weft-cpu-0""#));
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.trace_path = Some(path.into());
+        self
+    }
+
+    /// Records kept per actor while tracing (default 65 536).
+    pub fn trace_capacity(mut self, records: usize) -> Self {
+        self.config.trace_capacity = records;
+        self
+    }
+
+    /// Discovers or validates the layout and starts one actor per domain.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Topology`] for a bad layout, [`BuildError::ZeroThreads`]
+    /// and [`BuildError::ZeroLaneCapacity`] for bad settings,
+    /// [`BuildError::Actor`] when a domain's actor cannot start (for example
+    /// when the kernel narrows a pin).
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let mut config = self.config;
+        if config.trace_path.is_none() {
+            config.trace_path = std::env::var_os(TRACE_ENV)
+                .filter(|p| !p.is_empty())
+                .map(PathBuf::from);
+        }
+        if config.trace_path.is_some() {
+            config.trace = Some(Trace::new(config.trace_capacity));
+        }
+        if config.threads_per_domain == Some(0) {
+            return Err(BuildError::ZeroThreads);
+        }
+        if config.lane_capacity == 0 {
+            return Err(BuildError::ZeroLaneCapacity);
+        }
+        let topology = match self.prebuilt {
+            Some(topology) => topology,
+            None => self.topology.build()?,
+        };
+        let id = RuntimeId::next();
+        let table = DomainTable::start(&topology, &config, id)?;
+        Ok(Runtime::from_parts(id, topology, table, config))
+    }
+}
+
+/// The CUDA devices to run (feature `cuda`).
+#[cfg(feature = "cuda")]
+impl Builder {
+    /// Also runs every CUDA device of the machine, each as an actor whose
+    /// engine owns the device ([`Runtime::cuda_lane`]); the actor's thread
+    /// is pinned to the CPU domain nearest the device.
+    ///
+    /// [`Builder::build`] fails with [`BuildError::Cuda`] when there is no
+    /// driver library or no device.
+    pub fn cuda(mut self) -> Self {
+        self.config.cuda = Some(None);
+        self
+    }
+
+    /// Runs the CUDA devices with these ordinals (see [`Builder::cuda`]);
+    /// [`Builder::build`] fails with [`BuildError::Cuda`] naming one that
+    /// the machine does not have.
+    pub fn cuda_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
+        self.config.cuda = Some(Some(ordinals.into_iter().collect()));
+        self
+    }
+}
+
+impl Runtime {
+    /// Discovers this machine's CPU domains (or reads `WEFT_CPU_DOMAINS`)
+    /// and starts one actor per domain with default settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    pub fn new() -> Result<Runtime, BuildError> {
+        Builder::default().build()
+    }
+
+    /// A builder for explicit domains and settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}

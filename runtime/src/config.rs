@@ -1,0 +1,60 @@
+//! The settings a runtime starts its actors with, as `Builder` collects them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use weft_actors::{
+    ActorBuilder, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_TRACE_CAPACITY,
+    DEFAULT_WAIT_SPIN,
+};
+use weft_engines::{Pinning, DEFAULT_BUFFER_CAP};
+
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) threads_per_domain: Option<usize>,
+    pub(crate) pinning: Pinning,
+    pub(crate) lane_capacity: usize,
+    pub(crate) idle_spin: Duration,
+    pub(crate) wait_spin: Duration,
+    pub(crate) buffer_cap: usize,
+    /// Where the trace goes, and the trace, once built.
+    pub(crate) trace_path: Option<PathBuf>,
+    pub(crate) trace_capacity: usize,
+    pub(crate) trace: Option<Trace>,
+    /// The CUDA devices to run: none, every one, or these ordinals.
+    #[cfg(feature = "cuda")]
+    pub(crate) cuda: Option<Option<Vec<usize>>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            threads_per_domain: None,
+            pinning: Pinning::PerCore,
+            lane_capacity: DEFAULT_LANE_CAPACITY,
+            idle_spin: DEFAULT_IDLE_SPIN,
+            wait_spin: DEFAULT_WAIT_SPIN,
+            buffer_cap: DEFAULT_BUFFER_CAP,
+            trace_path: None,
+            trace_capacity: DEFAULT_TRACE_CAPACITY,
+            trace: None,
+            #[cfg(feature = "cuda")]
+            cuda: None,
+        }
+    }
+}
+
+impl Config {
+    /// A builder for an actor of the runtime named `name`: every actor the
+    /// runtime starts (domains, devices, hosted engines) gets these settings.
+    pub(crate) fn actor(&self, name: String) -> ActorBuilder {
+        let builder = ActorBuilder::new(name)
+            .lane_capacity(self.lane_capacity)
+            .idle_spin(self.idle_spin)
+            .wait_spin(self.wait_spin);
+        match &self.trace {
+            Some(trace) => builder.trace(trace),
+            None => builder,
+        }
+    }
+}

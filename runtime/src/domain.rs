@@ -1,0 +1,253 @@
+//! The runtime's table of domains: each CPU domain and CUDA device, its actor and its tensors.
+//!
+//! A [`Domain`] is the same over every engine: the actor that owns the
+//! engine and what the lanes into it share. The table holds the CPU domains
+//! and, with the `cuda` feature, the CUDA devices; it is where they are
+//! started and where a [`Place`] is looked up, so the rest of the runtime
+//! does not say which engines exist.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use weft_actors::{
+    current_actor, mark_current_thread, Actor, ActorStats, ShutdownError, ShutdownReport,
+};
+use weft_engines::{CpuEngine, CpuEngineConfig, Place};
+use weft_topology::{CpuDomain, Topology};
+
+use crate::config::Config;
+use crate::error::{BuildError, PlaceError};
+use crate::handle::{DomainTensors, RuntimeId};
+#[cfg(feature = "cuda")]
+use crate::{CudaEngine, CudaEngineConfig};
+
+/// One domain the runtime runs: the actor that owns its engine, and what
+/// the lanes into it share for tensor work.
+pub(crate) struct Domain<E> {
+    actor: Actor<E>,
+    tensors: Arc<DomainTensors>,
+    /// The NUMA node of a CPU domain, if known (none for a device).
+    numa_node: Option<usize>,
+}
+
+impl<E> Domain<E> {
+    fn new(actor: Actor<E>, tensors: Arc<DomainTensors>, numa_node: Option<usize>) -> Self {
+        Domain {
+            actor,
+            tensors,
+            numa_node,
+        }
+    }
+
+    /// The actor that owns the domain's engine.
+    pub(crate) fn actor(&self) -> &Actor<E> {
+        &self.actor
+    }
+
+    /// What the lanes into the domain share.
+    pub(crate) fn tensors(&self) -> &Arc<DomainTensors> {
+        &self.tensors
+    }
+}
+
+/// Every domain of a runtime, in the order reports list them: CPU domains
+/// by index, then CUDA devices in the order asked for.
+pub(crate) struct DomainTable {
+    cpu: Vec<Domain<CpuEngine>>,
+    #[cfg(feature = "cuda")]
+    cuda: Vec<Domain<CudaEngine>>,
+}
+
+impl DomainTable {
+    /// Starts one actor per CPU domain of `topology`, then one per CUDA
+    /// device `config` asks for. Tensor ids are unique in the runtime.
+    pub(crate) fn start(
+        topology: &Topology,
+        config: &Config,
+        runtime: RuntimeId,
+    ) -> Result<DomainTable, BuildError> {
+        let next_id = Arc::new(AtomicU64::new(0));
+        let tensors = |place| Arc::new(DomainTensors::new(runtime, place, next_id.clone()));
+        let cpu = topology
+            .domains()
+            .iter()
+            .map(|domain| {
+                let actor = start_cpu(domain, config)?;
+                let place = Place::Cpu(domain.index());
+                Ok(Domain::new(actor, tensors(place), domain.numa_node()))
+            })
+            .collect::<Result<_, BuildError>>()?;
+        Ok(DomainTable {
+            cpu,
+            #[cfg(feature = "cuda")]
+            cuda: Self::start_cuda(topology, config)?
+                .into_iter()
+                .map(|(ordinal, actor)| Domain::new(actor, tensors(Place::Cuda(ordinal)), None))
+                .collect(),
+        })
+    }
+
+    /// CPU domain `index`.
+    pub(crate) fn cpu(&self, index: usize) -> Result<&Domain<CpuEngine>, PlaceError> {
+        self.cpu.get(index).ok_or(PlaceError::NoSuchDomain {
+            domain: index,
+            count: self.cpu.len(),
+        })
+    }
+
+    /// The NUMA node of `place`, if it is a CPU domain whose node is known.
+    pub(crate) fn numa_node(&self, place: Place) -> Option<usize> {
+        match place {
+            Place::Cpu(index) => self.cpu.get(index)?.numa_node,
+            Place::Cuda(_) => None,
+        }
+    }
+
+    /// Every domain's actor, in the table's order.
+    pub(crate) fn actors(&self) -> impl Iterator<Item = &dyn Hosted> {
+        let actors = self.cpu.iter().map(|d| &d.actor as &dyn Hosted);
+        #[cfg(feature = "cuda")]
+        let actors = actors.chain(self.cuda.iter().map(|d| &d.actor as &dyn Hosted));
+        actors
+    }
+}
+
+/// An actor of any engine type, as the runtime stops it and reads its
+/// counters: a domain's, or a hosted engine's ([`crate::Runtime::spawn_actor`]).
+pub(crate) trait Hosted: Send + Sync {
+    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError>;
+    fn stats(&self) -> ActorStats;
+}
+
+impl<E: 'static> Hosted for Actor<E> {
+    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError> {
+        if now {
+            self.shutdown_now()
+        } else {
+            self.shutdown()
+        }
+    }
+
+    fn stats(&self) -> ActorStats {
+        Actor::stats(self)
+    }
+}
+
+/// The thread name of the actor of `place`, as the runtime starts it.
+pub(crate) fn actor_name(place: Place) -> String {
+    match place {
+        Place::Cpu(i) => format!("weft-cpu-{i}"),
+        Place::Cuda(i) => format!("weft-cuda-{i}"),
+    }
+}
+
+/// Starts the actor of a CPU domain; its engine's pool is built on it.
+fn start_cpu(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, BuildError> {
+    let engine_config = CpuEngineConfig {
+        pinning: config.pinning,
+        buffer_cap: config.buffer_cap,
+        ..CpuEngineConfig::new(
+            domain.index(),
+            domain.cpus().clone(),
+            config
+                .threads_per_domain
+                .unwrap_or_else(|| domain.cpus().len()),
+        )
+    };
+    config
+        .actor(actor_name(Place::Cpu(domain.index())))
+        .spawn(move || {
+            let actor = current_actor().expect("an engine factory runs on its actor thread");
+            CpuEngine::new(CpuEngineConfig {
+                on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
+                ..engine_config
+            })
+        })
+        .map_err(|source| BuildError::Actor {
+            domain: domain.index(),
+            source,
+        })
+}
+
+/// The CUDA devices of the table (feature `cuda`).
+#[cfg(feature = "cuda")]
+impl DomainTable {
+    /// CUDA device `ordinal`.
+    pub(crate) fn cuda(&self, ordinal: usize) -> Result<&Domain<CudaEngine>, PlaceError> {
+        self.cuda
+            .iter()
+            .find(|d| d.tensors.place() == Place::Cuda(ordinal))
+            .ok_or_else(|| PlaceError::NoSuchDevice {
+                device: ordinal,
+                running: self.cuda_ordinals(),
+            })
+    }
+
+    /// The ordinals of the CUDA devices.
+    pub(crate) fn cuda_ordinals(&self) -> Vec<usize> {
+        self.cuda
+            .iter()
+            .map(|d| d.tensors.place().index())
+            .collect()
+    }
+
+    /// Starts the CUDA devices the configuration asks for, each as an actor
+    /// whose engine is built (its context made current) on the actor thread,
+    /// pinned to the CPU domain nearest the device.
+    fn start_cuda(
+        topology: &Topology,
+        config: &Config,
+    ) -> Result<Vec<(usize, Actor<CudaEngine>)>, BuildError> {
+        use std::error::Error;
+        use weft_topology::{pin_current_thread, CudaUnavailable};
+        let Some(wanted) = &config.cuda else {
+            return Ok(Vec::new());
+        };
+        let devices = weft_topology::cuda_devices()?;
+        if devices.is_empty() {
+            return Err(CudaUnavailable::NoDevice.into());
+        }
+        let chosen: Vec<&weft_topology::CudaDevice> = match wanted {
+            None => devices.iter().collect(),
+            Some(ordinals) => ordinals
+                .iter()
+                .map(|&o| {
+                    devices
+                        .iter()
+                        .find(|d| d.ordinal == o)
+                        .ok_or(CudaUnavailable::NoSuchDevice {
+                            ordinal: o,
+                            count: devices.len(),
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        chosen
+            .into_iter()
+            .map(|device| {
+                let ordinal = device.ordinal;
+                let pin = match config.pinning {
+                    weft_engines::Pinning::None => None,
+                    _ => device
+                        .nearest_domain(topology)
+                        .map(|d| topology.domains()[d].cpus().clone()),
+                };
+                let actor = config
+                    .actor(actor_name(Place::Cuda(ordinal)))
+                    .spawn(
+                        move || -> Result<CudaEngine, Box<dyn Error + Send + Sync>> {
+                            if let Some(cpus) = &pin {
+                                pin_current_thread(cpus)?;
+                            }
+                            Ok(CudaEngine::new(CudaEngineConfig { ordinal })?)
+                        },
+                    )
+                    .map_err(|source| BuildError::Actor {
+                        domain: ordinal,
+                        source,
+                    })?;
+                Ok((ordinal, actor))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,189 @@
+//! Tensor handles: names of resident tensors, and the per-domain state that makes them.
+//!
+//! A [`TensorHandle`] names a tensor resident in one domain's store (a CPU
+//! domain or a CUDA device). It is returned when the op that produces the
+//! tensor is submitted, before the op runs, so a whole pipeline is
+//! submitted without waiting; each op is ordered after the events of the
+//! ops that produce its inputs.
+//!
+//! # Lifetimes
+//!
+//! Every queued op holds clones of the handles it reads and writes until it
+//! is run or cancelled. The last clone of a handle sends the tensor's id to
+//! its domain's free queue, which the domain drains at the start of its
+//! next tensor op (every one is submitted through `Lane::submit_op`, in
+//! `ops/mod.rs`). So a tensor is freed only after every op that names it
+//! has finished with it, and never while one is still queued.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use weft_actors::{release_queue, Event, Released, Releaser};
+use weft_engines::{DType, Meta, Place, TensorEngine, TensorId};
+
+/// Identifies one runtime, so that a handle of another runtime is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RuntimeId(pub(crate) u64);
+
+impl RuntimeId {
+    pub(crate) fn next() -> RuntimeId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        RuntimeId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// What every lane into one domain shares for tensor work: where handles
+/// come from and where their last clones send the tensors to free.
+#[derive(Debug)]
+pub(crate) struct DomainTensors {
+    runtime: RuntimeId,
+    place: Place,
+    next_id: Arc<AtomicU64>,
+    frees: Releaser<TensorId>,
+    freed: Released<TensorId>,
+}
+
+impl DomainTensors {
+    /// `next_id` is shared by all domains of a runtime: ids are unique in it.
+    pub(crate) fn new(runtime: RuntimeId, place: Place, next_id: Arc<AtomicU64>) -> Self {
+        let (frees, freed) = release_queue();
+        DomainTensors {
+            runtime,
+            place,
+            next_id,
+            frees,
+            freed,
+        }
+    }
+
+    /// The runtime the domain belongs to.
+    pub(crate) fn runtime(&self) -> RuntimeId {
+        self.runtime
+    }
+
+    /// The domain.
+    pub(crate) fn place(&self) -> Place {
+        self.place
+    }
+
+    /// A handle for a tensor that an op about to be submitted produces: a
+    /// fresh id in this domain. Its [`TensorHandle::ready`] event is set by
+    /// [`TensorHandle::set_ready`] once the op is submitted, before the
+    /// handle is handed out.
+    pub(crate) fn new_handle(&self, meta: Meta) -> TensorHandle {
+        TensorHandle {
+            inner: Arc::new(HandleInner {
+                runtime: self.runtime,
+                place: self.place,
+                id: TensorId(self.next_id.fetch_add(1, Ordering::Relaxed)),
+                dtype: meta.dtype,
+                shape: meta.shape,
+                ready: OnceLock::new(),
+                frees: self.frees.clone(),
+            }),
+        }
+    }
+
+    /// Frees the tensors whose last handle is gone. Runs on the actor.
+    pub(crate) fn release_freed<E: TensorEngine>(&self, engine: &mut E) {
+        self.freed.drain(|id| {
+            engine.free(id);
+        });
+    }
+}
+
+/// A name for a tensor resident in one CPU domain or CUDA device. Cheap to
+/// clone; the tensor is freed when the last clone is dropped (see the
+/// module docs).
+#[derive(Clone)]
+pub struct TensorHandle {
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
+    runtime: RuntimeId,
+    place: Place,
+    id: TensorId,
+    dtype: DType,
+    shape: Vec<usize>,
+    /// The producing op's completion; set right after its submission,
+    /// before the handle is returned.
+    ready: OnceLock<Event>,
+    frees: Releaser<TensorId>,
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        // The domain is gone if this fails; its store went with it.
+        self.frees.release(self.id);
+    }
+}
+
+impl TensorHandle {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.inner.shape
+    }
+
+    /// The element type and shape, as the shape rules take them.
+    pub(crate) fn meta(&self) -> Meta {
+        Meta {
+            dtype: self.dtype(),
+            shape: self.shape().to_vec(),
+        }
+    }
+
+    /// The index of the CPU domain (or CUDA device) the tensor lives in.
+    pub fn domain(&self) -> usize {
+        self.inner.place.index()
+    }
+
+    /// Where the tensor lives.
+    pub fn place(&self) -> Place {
+        self.inner.place
+    }
+
+    /// The runtime the tensor belongs to.
+    pub(crate) fn runtime(&self) -> RuntimeId {
+        self.inner.runtime
+    }
+
+    /// The tensor's id in its domain's store.
+    pub fn id(&self) -> TensorId {
+        self.inner.id
+    }
+
+    /// The completion of the op that produces the tensor.
+    pub fn ready(&self) -> Event {
+        self.inner
+            .ready
+            .get()
+            .expect("a handle is returned only once its op is submitted")
+            .clone()
+    }
+
+    /// Sets the producing op's completion, once, right after the op is
+    /// submitted (see [`DomainTensors::new_handle`]).
+    pub(crate) fn set_ready(&self, event: Event) {
+        self.inner
+            .ready
+            .set(event)
+            .unwrap_or_else(|_| unreachable!("set once, by the op's submission"));
+    }
+}
+
+impl fmt::Debug for TensorHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TensorHandle({:?} {}{:?} in {})",
+            self.inner.id, self.inner.dtype, self.inner.shape, self.inner.place
+        )
+    }
+}

@@ -1,0 +1,161 @@
+//! Contractions and linear algebra of a lane: matmul, einsum, dots, decompositions, solves.
+
+// The engines crate's one kernel-module path the runtime names: the axis
+// rule that `dot_general` shares with the structural ops.
+use weft_engines::structural::check_axes;
+use weft_engines::{EinsumSpec, Linalg, TensorEngine, TensorError, TensorOp};
+
+use crate::error::OpError;
+use crate::handle::TensorHandle;
+use crate::lane::Lane;
+
+impl<E: TensorEngine> Lane<E> {
+    /// `lhs @ rhs` (batched, batch axes broadcast) through faer over the
+    /// domain's pool; see [`Lane::apply`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Matmul, &[lhs, rhs])
+    }
+
+    /// `einsum` with NumPy subscripts (`"ij,jk->ik"`, traces and repeated
+    /// labels included), lowered to permutations and batched GEMM with a
+    /// greedy contraction order. The spec is parsed and checked against the
+    /// operands here, at the call site.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
+    /// as [`Lane::apply`].
+    pub fn einsum(&self, spec: &str, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Einsum(EinsumSpec::parse(spec)?), inputs)
+    }
+
+    /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn dot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Dot { conjugate: false }, &[a, b])
+    }
+
+    /// `Σ conj(a_i) b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn vdot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Dot { conjugate: true }, &[a, b])
+    }
+
+    /// XLA's `dot_general`: contracts `lhs` and `rhs` over the paired
+    /// `contract` axes, with the paired `batch` axes kept in front; the
+    /// result is `[batch…, lhs free…, rhs free…]`. Lowered to [`Lane::einsum`].
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] for axes out of range or used twice (as
+    /// [`TensorError::Axis`]) and for paired extents that differ.
+    pub fn dot_general(
+        &self,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+        batch: &[(usize, usize)],
+        contract: &[(usize, usize)],
+    ) -> Result<TensorHandle, OpError> {
+        let labels: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
+        let (rl, rr) = (lhs.shape().len(), rhs.shape().len());
+        if rl + rr > labels.len() {
+            return Err(TensorError::Einsum {
+                spec: "dot_general".into(),
+                reason: format!("{} axes in all: at most {}", rl + rr, labels.len()),
+            }
+            .into());
+        }
+        let (l_axes, r_axes): (Vec<usize>, Vec<usize>) =
+            batch.iter().chain(contract).copied().unzip();
+        check_axes("dot_general", rl, &l_axes)?;
+        check_axes("dot_general", rr, &r_axes)?;
+        let l: Vec<char> = labels[..rl].to_vec();
+        let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
+        for &(i, j) in batch.iter().chain(contract) {
+            r[j] = l[i];
+        }
+        let mut out: Vec<char> = batch.iter().map(|&(i, _)| l[i]).collect();
+        out.extend((0..rl).filter(|i| !l_axes.contains(i)).map(|i| l[i]));
+        out.extend((0..rr).filter(|j| !r_axes.contains(j)).map(|j| r[j]));
+        let spec = format!(
+            "{},{}->{}",
+            l.iter().collect::<String>(),
+            r.iter().collect::<String>(),
+            out.iter().collect::<String>()
+        );
+        self.einsum(&spec, &[lhs, rhs])
+    }
+
+    /// `A = Q R`, thin; returns `(Q, R)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not 2-D.
+    pub fn qr(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Qr), &[a])?
+            .into_iter();
+        Ok((out.next().expect("Q"), out.next().expect("R")))
+    }
+
+    /// `A = U diag(S) Vᴴ`, thin; returns `(U, S, Vᴴ)` with `S` real.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not 2-D. A failure to converge fails the op.
+    pub fn svd(
+        &self,
+        a: &TensorHandle,
+    ) -> Result<(TensorHandle, TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Svd), &[a])?
+            .into_iter();
+        Ok((
+            out.next().expect("U"),
+            out.next().expect("S"),
+            out.next().expect("Vh"),
+        ))
+    }
+
+    /// Eigenvalues (real, ascending) and eigenvectors of Hermitian `a`
+    /// (its lower triangle is read); returns `(W, V)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square.
+    pub fn eigh(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Eigh), &[a])?
+            .into_iter();
+        Ok((out.next().expect("W"), out.next().expect("V")))
+    }
+
+    /// `L` with `A = L Lᴴ`. A matrix that is not positive definite fails the
+    /// op (and its dependents), not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square.
+    pub fn cholesky(&self, a: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Cholesky), &[a])
+    }
+
+    /// `X` with `A X = B`. A singular `A` fails the op, not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: `a` not square, `b` of another type or row count.
+    pub fn solve(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
+    }
+}

@@ -1,0 +1,272 @@
+//! A lane's tensor ops: the one path every op is submitted by, and (beside it) the ops by theme.
+//!
+//! This file owns the path: the handle checks, the shape rules run at the
+//! call site, the output handles returned before the op runs, and
+//! [`Lane::submit_op`], which every op of the tensor API goes through and
+//! which frees the domain's released tensors before the op runs. The files
+//! beside it only say which [`TensorOp`] each named method is.
+
+mod create;
+mod elementwise;
+mod linalg;
+mod reduce;
+mod structural;
+
+use std::fmt;
+
+use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
+use weft_engines::{
+    CpuEngine, DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId, TensorOp,
+};
+
+use crate::domain::actor_name;
+use crate::error::OpError;
+use crate::handle::TensorHandle;
+use crate::lane::Lane;
+
+/// A small op's inputs, inline.
+type Inputs<T> = smallvec::SmallVec<[T; 3]>;
+/// A small op's outputs, inline.
+type Outputs<T> = smallvec::SmallVec<[T; 1]>;
+
+/// What a domain (or device) holds in memory (see [`Lane::memory`]).
+pub type DomainMemory = EngineMemory;
+
+impl<E: TensorEngine> Lane<E> {
+    /// Refuses a handle of another runtime or another place.
+    pub(crate) fn check(&self, op: &'static str, handle: &TensorHandle) -> Result<(), OpError> {
+        let tensors = self.tensors();
+        if handle.runtime() != tensors.runtime() {
+            return Err(OpError::ForeignHandle {
+                op,
+                handle: handle.runtime(),
+                lane: tensors.runtime(),
+            });
+        }
+        if handle.place() != tensors.place() {
+            return Err(OpError::WrongDomain {
+                op,
+                handle: handle.place(),
+                lane: tensors.place(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Submits `op` on `inputs`: checked here (types, shapes, handles), run
+    /// on the actor once the inputs' producers are done.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] naming the bad shape or type (or an op with more
+    /// than one output: use [`Lane::apply_many`]); the handle errors of
+    /// [`Lane::download`].
+    pub fn apply(&self, op: TensorOp, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
+        let outputs = self.check_op(&op, inputs)?;
+        if outputs.len() != 1 {
+            return Err(TensorError::Outputs {
+                op: op.name(),
+                outputs: outputs.len(),
+            }
+            .into());
+        }
+        let mut handles = self.submit_tensor_op(op, inputs, outputs)?;
+        Ok(handles.pop().expect("one output"))
+    }
+
+    /// Like [`Lane::apply`], for ops with several outputs (the
+    /// decompositions); all outputs share the op's completion event.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn apply_many(
+        &self,
+        op: TensorOp,
+        inputs: &[&TensorHandle],
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let outputs = self.check_op(&op, inputs)?;
+        self.submit_tensor_op(op, inputs, outputs)
+    }
+
+    fn check_op(&self, op: &TensorOp, inputs: &[&TensorHandle]) -> Result<Vec<Meta>, OpError> {
+        for input in inputs {
+            self.check(op.name(), input)?;
+        }
+        let metas: Vec<Meta> = inputs.iter().map(|h| h.meta()).collect();
+        Ok(op.infer(&metas)?)
+    }
+
+    fn submit_tensor_op(
+        &self,
+        op: TensorOp,
+        inputs: &[&TensorHandle],
+        outputs: Vec<Meta>,
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let label = op.name();
+        let lane = self.actor_lane().id();
+        self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
+            let outputs: Outputs<(TensorId, DType, &[usize])> = outs
+                .iter()
+                .map(|o| (o.id(), o.dtype(), o.shape()))
+                .collect();
+            Ok(engine.execute_into(&op, ids, &outputs, lane)?)
+        })
+    }
+
+    /// Submits an op that produces tensors described by `outputs` from
+    /// `inputs` (already checked), after `inputs`' producers and `after`;
+    /// `compute` runs on the actor with the inputs' ids (resident by then)
+    /// and the outputs' handles, and makes the outputs resident.
+    ///
+    /// The op's closure holds the handles inline (no allocation of its own
+    /// for up to three inputs and one output): with the op's one
+    /// allocation, it is all a small op costs the submitting thread.
+    pub(crate) fn produce<F>(
+        &self,
+        label: &'static str,
+        inputs: &[&TensorHandle],
+        after: Option<(Event, Flow)>,
+        outputs: Vec<Meta>,
+        compute: F,
+    ) -> Result<Vec<TensorHandle>, OpError>
+    where
+        F: FnOnce(&mut E, &[TensorId], &[TensorHandle]) -> Result<(), OpError> + Send + 'static,
+    {
+        let tensors = self.tensors();
+        let outs: Outputs<TensorHandle> = outputs
+            .into_iter()
+            .map(|meta| tensors.new_handle(meta))
+            .collect();
+        let held: Inputs<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let (after, flow) = after.unzip();
+        let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
+        let keep = outs.clone();
+        let ticket = self.submit_op(label, events, flow, move |engine: &mut E| {
+            let ids: Inputs<TensorId> = held.iter().map(TensorHandle::id).collect();
+            // `held` and `keep` are dropped with this closure, after the op.
+            compute(engine, &ids, &keep)
+        })?;
+        let event = ticket.event();
+        for out in &outs {
+            out.set_ready(event.clone());
+        }
+        Ok(outs.into_vec())
+    }
+
+    /// Submits `body` as one op of this lane, after `after`. Every op of
+    /// the tensor API is submitted here, and nowhere else: on the actor, the
+    /// op first frees the domain's tensors whose last handle is gone (see
+    /// [`crate::handle`]), so what it sees of the domain's memory is current.
+    pub(crate) fn submit_op<T, Er, F>(
+        &self,
+        label: &'static str,
+        after: impl IntoIterator<Item = Event>,
+        flow: Option<Flow>,
+        body: F,
+    ) -> Result<Ticket<T, Er>, OpError>
+    where
+        F: FnOnce(&mut E) -> Result<T, Er> + Send + 'static,
+        T: Send + 'static,
+        Er: fmt::Display + Send + 'static,
+    {
+        let tensors = self.tensors().clone();
+        let mut op = Op::fallible(move |engine: &mut E| {
+            tensors.release_freed(engine);
+            body(engine)
+        })
+        .label(label)
+        .after(after);
+        if let Some(flow) = flow {
+            op = op.flow(flow);
+        }
+        self.actor_lane().submit(op).map_err(|e| match e {
+            SubmitError::Closed(_) => OpError::Closed(ActorClosed {
+                actor: actor_name(self.place()),
+            }),
+            SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
+        })
+    }
+
+    /// Makes `tensor` resident in this lane's domain.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn upload(&self, tensor: Tensor) -> Result<TensorHandle, OpError> {
+        let out = vec![Meta::of(&tensor)];
+        let lane = self.actor_lane().id();
+        let mut handles = self.produce("upload", &[], None, out, move |engine, _, outs| {
+            Ok(engine.upload(outs[0].id(), tensor, lane)?)
+        })?;
+        Ok(handles.pop().expect("one output"))
+    }
+
+    /// A copy of the tensor, back on the host. The ticket fails with
+    /// `DependencyFailed` if the op that produced the tensor failed.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::ForeignHandle`], [`OpError::WrongDomain`], [`OpError::Closed`],
+    /// [`OpError::WouldDeadlock`].
+    pub fn download(&self, handle: &TensorHandle) -> Result<Ticket<Tensor, OpError>, OpError> {
+        self.check("download", handle)?;
+        let held = handle.clone();
+        let lane = self.actor_lane().id();
+        self.submit_op("download", [handle.ready()], None, move |engine: &mut E| {
+            Ok(engine.download(held.id(), lane)?)
+        })
+    }
+
+    /// What this lane's domain (or device) holds in memory: its resident
+    /// tensors and its buffer pool, after freeing the tensors whose handles
+    /// are all gone.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn memory(&self) -> Result<Ticket<DomainMemory>, OpError> {
+        self.submit_op("memory", [], None, |engine: &mut E| Ok(engine.memory()))
+    }
+
+    /// The number of tensors resident in this lane's domain (or device)
+    /// and their bytes, after freeing those whose handles are all gone.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn resident(&self) -> Result<Ticket<(usize, usize)>, OpError> {
+        self.submit_op("resident", [], None, |engine: &mut E| {
+            let memory = engine.memory();
+            Ok((memory.tensors, memory.tensor_bytes))
+        })
+    }
+}
+
+impl Lane<CpuEngine> {
+    /// Runs `f` on the actor with read access to the resident `inputs`
+    /// (after their producers), returning what it computes: the escape
+    /// hatch for work the vocabulary does not name.
+    ///
+    /// # Errors
+    ///
+    /// The handle errors of [`Lane::download`].
+    pub fn with<R, F>(&self, inputs: &[&TensorHandle], f: F) -> Result<Ticket<R, OpError>, OpError>
+    where
+        F: FnOnce(&CpuEngine, &[&Tensor]) -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        for input in inputs {
+            self.check("with", input)?;
+        }
+        let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
+        let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
+        self.submit_op("with", after, None, move |engine: &mut CpuEngine| {
+            let resident = held
+                .iter()
+                .map(|h| engine.store().get(h.id()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(f(engine, &resident))
+        })
+    }
+}
