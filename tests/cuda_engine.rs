@@ -16,7 +16,6 @@ use weft::{
     BinaryOp, BuildError, CudaEngine, CudaUnavailable, DType, Data, Distribution, Lane, Place,
     ReduceOp, Runtime, RuntimeError, Scalar, SliceAxis, Tensor, TensorHandle, UnaryOp,
 };
-use weft_engines::cuda::kernels;
 use weft_tests::{check, run_checks, wait_ok, Check, Outcome};
 
 const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
@@ -24,7 +23,7 @@ const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
 /// The kernels' CUDA source compiles for every element type (for Hopper
 /// and for NVRTC's default target). Needs only NVRTC, not a device.
 fn kernels_compile() -> Result<Outcome, String> {
-    if !kernels::nvrtc_present() {
+    if !weft_engines::cuda::nvrtc_present() {
         return Ok(Outcome::Skipped(
             "NVRTC (libnvrtc.so) cannot be loaded; set LD_LIBRARY_PATH to a CUDA 12 lib folder"
                 .into(),
@@ -32,7 +31,8 @@ fn kernels_compile() -> Result<Outcome, String> {
     }
     for dtype in DTYPES {
         for arch in [Some((9, 0)), None] {
-            let ptx = kernels::compile(dtype, arch).map_err(|log| format!("{dtype}: {log}"))?;
+            let ptx = weft_engines::cuda::compile_kernels(dtype, arch)
+                .map_err(|log| format!("{dtype}: {log}"))?;
             let text = ptx.to_src();
             for name in ["strided_copy", "binary", "unary", "reduce", "norm", "fill"] {
                 let entry = format!(".entry {name}_{dtype}(");
@@ -257,7 +257,7 @@ fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
                     );
                 }
             }
-            for op in weft_engines::unary::UNARY_OPS {
+            for op in weft_engines::ops::UNARY_OPS {
                 let input = match op {
                     UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => &p,
                     _ => &a,

@@ -78,12 +78,7 @@ impl Data {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Data::F32(v) => v.len(),
-            Data::F64(v) => v.len(),
-            Data::C32(v) => v.len(),
-            Data::C64(v) => v.len(),
-        }
+        with_data!(self, |v| v.len())
     }
 
     /// Whether there are no elements.

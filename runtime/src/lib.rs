@@ -75,14 +75,9 @@ pub use error::OpError;
 pub use handle::{RuntimeId, TensorHandle};
 pub use ops::DomainMemory;
 pub use weft_engines::{
-    c32, c64, BinaryOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident, Place,
-    ReduceOp, Scalar, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    c32, c64, BinaryOp, CmpOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident,
+    Place, ReduceOp, Scalar, SliceAxis, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
 };
-// The two vocabulary types the engines crate keeps in its kernel modules.
-// With CUDA's below and `check_axes` in `ops/linalg.rs`, these are the only
-// engines module paths the crate names; its other files import them from here.
-pub use weft_engines::elementwise::CmpOp;
-pub use weft_engines::structural::SliceAxis;
 
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.

@@ -198,12 +198,7 @@ fn slot(dtype: DType, class: usize) -> usize {
 }
 
 fn capacity(data: &Data) -> usize {
-    match data {
-        Data::F32(v) => v.capacity(),
-        Data::F64(v) => v.capacity(),
-        Data::C32(v) => v.capacity(),
-        Data::C64(v) => v.capacity(),
-    }
+    with_data!(data, |v| v.capacity())
 }
 
 /// Bytes of class `class`: `(4 + q) · 2^e / 4` for `class = 4e + q`.

@@ -3,7 +3,7 @@
 //! calling thread or over the domain's pool.
 
 use super::{create, einsum, elementwise, gemm, linalg, reduce, structural, unary};
-use crate::ops::{EinsumSpec, TensorOp, UnaryOp};
+use crate::ops::{EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 
 /// Below this many output elements (or multiply-adds, for a product) an op
@@ -31,6 +31,23 @@ pub(super) fn run(
         pool.install(|| kernel(op, inputs, threads))
     } else {
         kernel(op, inputs, 1)
+    }
+}
+
+impl TensorOp {
+    /// Runs the op on host tensors with the CPU engine's kernels, on the
+    /// calling thread (`threads > 1`: spread over the current rayon pool,
+    /// of that many threads): the reference every engine is checked
+    /// against, and a way to compute without an engine.
+    ///
+    /// # Errors
+    ///
+    /// As [`TensorOp::infer`], and the failures only the run can find (a
+    /// factorization that fails).
+    pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
+        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
+        self.infer(&metas)?;
+        kernel(self, inputs, threads)
     }
 }
 

@@ -55,17 +55,13 @@ pub(super) fn alloc_on(
 /// The bytes of a host tensor's elements.
 fn host_bytes(data: &Data) -> &[u8] {
     fn bytes<T>(values: &[T]) -> &[u8] {
-        // SAFETY: `T` is f32, f64, c32 or c64: plain data with no padding
+        // SAFETY: `T` is the element type of a `Data` variant (the only
+        // caller matches them): f32, f64, c32 or c64, plain data with no padding
         // and no invalid bit patterns, so its elements may be read as
         // `size_of_val(values)` initialized bytes for the borrow's life.
         unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
     }
-    match data {
-        Data::F32(v) => bytes(v),
-        Data::F64(v) => bytes(v),
-        Data::C32(v) => bytes(v),
-        Data::C64(v) => bytes(v),
-    }
+    with_data!(data, |v| bytes(v))
 }
 
 /// The bytes of a host buffer to be filled.
@@ -80,12 +76,7 @@ pub(super) fn host_bytes_mut(data: &mut Data) -> &mut [u8] {
             )
         }
     }
-    match data {
-        Data::F32(v) => bytes(v),
-        Data::F64(v) => bytes(v),
-        Data::C32(v) => bytes(v),
-        Data::C64(v) => bytes(v),
-    }
+    with_data!(data, |v| bytes(v))
 }
 
 impl Copies {

@@ -2,7 +2,7 @@
 
 // The engines crate's one kernel-module path the runtime names: the axis
 // rule that `dot_general` shares with the structural ops.
-use weft_engines::structural::check_axes;
+use weft_engines::ops::check_axes;
 use weft_engines::{EinsumSpec, Linalg, TensorEngine, TensorError, TensorOp};
 
 use crate::error::OpError;
