@@ -9,6 +9,7 @@ mod elementwise;
 mod exec;
 mod gemm;
 mod linalg;
+mod pool;
 mod reduce;
 mod store;
 mod structural;
@@ -18,12 +19,12 @@ pub use buffer::BufferPool;
 pub use exec::PARALLEL_THRESHOLD;
 pub use store::Store;
 
+use pool::PinnedPool;
+
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
+use weft_topology::{AffinityError, CpuSet};
 
 use crate::engine::{BufferStats, EngineMemory, ExecError, Place, TensorEngine, TensorId};
 use crate::ops::{Meta, TensorOp};
@@ -147,14 +148,6 @@ pub enum EngineError {
     },
 }
 
-/// Counts pool workers that have not exited yet, so that dropping the engine
-/// returns only once its threads are on their way out.
-#[derive(Default)]
-struct Exits {
-    running: Mutex<usize>,
-    changed: Condvar,
-}
-
 /// A CPU domain's engine: a rayon pool pinned to the domain, with the thread
 /// that builds it (the actor thread) as worker 0, so [`CpuEngine::install`]
 /// from the actor runs in place with no handoff.
@@ -162,19 +155,7 @@ pub struct CpuEngine {
     domain: DomainInfo,
     store: Store,
     buffers: BufferPool,
-    pool: rayon::ThreadPool,
-    worker_cpus: Vec<CpuSet>,
-    /// Declared after `pool`: dropped after it, it waits for the workers.
-    _exits: ExitWait,
-}
-
-/// Waits for the pool's workers when dropped.
-struct ExitWait(Arc<Exits>);
-
-impl Drop for ExitWait {
-    fn drop(&mut self) {
-        self.0.wait();
-    }
+    pool: PinnedPool,
 }
 
 impl fmt::Debug for CpuEngine {
@@ -183,7 +164,7 @@ impl fmt::Debug for CpuEngine {
             .field("domain", &self.domain)
             .field("store", &self.store)
             .field("buffers", &self.buffers.stats())
-            .field("worker_cpus", &self.worker_cpus)
+            .field("worker_cpus", &self.pool.worker_cpus)
             .finish_non_exhaustive()
     }
 }
@@ -198,109 +179,18 @@ impl CpuEngine {
     /// [`EngineError`]: zero threads, a pin the kernel refused or narrowed,
     /// or a pool rayon could not build.
     pub fn new(config: CpuEngineConfig) -> Result<CpuEngine, EngineError> {
-        if config.threads == 0 {
-            return Err(EngineError::ZeroThreads);
-        }
-        let domain = config.index;
-        let cpus: Vec<usize> = config.cpus.iter().collect();
-        let assigned: Vec<Option<CpuSet>> = (0..config.threads)
-            .map(|worker| match config.pinning {
-                Pinning::PerCore if !cpus.is_empty() => {
-                    Some(CpuSet::single(cpus[worker % cpus.len()]))
-                }
-                Pinning::Domain | Pinning::PerCore => Some(config.cpus.clone()),
-                Pinning::None => None,
-            })
-            .collect();
-        if let Some(set) = &assigned[0] {
-            pin(set).map_err(|source| EngineError::Pinning {
-                domain,
-                worker: 0,
-                source,
-            })?;
-        }
-        let pin_errors: Arc<Mutex<Vec<(usize, AffinityError)>>> = Arc::default();
-        let exits = Arc::new(Exits::default());
-        *exits.running.lock() = config.threads - 1;
-        let start = {
-            let assigned = assigned.clone();
-            let pin_errors = pin_errors.clone();
-            let hook = config.on_worker_start.clone();
-            move |worker: usize| {
-                if let Some(hook) = &hook {
-                    hook(worker);
-                }
-                if let Some(set) = &assigned[worker] {
-                    if let Err(e) = pin(set) {
-                        pin_errors.lock().push((worker, e));
-                    }
-                }
-            }
-        };
-        let exit = {
-            let exits = exits.clone();
-            move |_worker: usize| {
-                *exits.running.lock() -= 1;
-                exits.changed.notify_all();
-            }
-        };
-        let name = config.name.clone();
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(config.threads)
-            .use_current_thread()
-            .thread_name(move |i| format!("{name}-w{i}"))
-            .start_handler(start)
-            .exit_handler(exit)
-            .build()
-            .map_err(|source| EngineError::Pool { domain, source })?;
-        let mut engine = CpuEngine {
+        let pool = PinnedPool::build(&config)?;
+        Ok(CpuEngine {
             store: Store::default(),
             buffers: BufferPool::new(config.buffer_cap),
             domain: DomainInfo {
                 index: config.index,
-                cpus: config.cpus.clone(),
+                cpus: config.cpus,
                 threads: config.threads,
                 pinning: config.pinning,
             },
             pool,
-            worker_cpus: Vec::new(),
-            _exits: ExitWait(exits),
-        };
-        // Every worker reports its mask from its own thread; the start
-        // handlers have run by the time a worker takes a broadcast job.
-        let readback = engine.pool.broadcast(|_| current_thread_cpus());
-        if let Some((worker, source)) = pin_errors.lock().pop() {
-            return Err(EngineError::Pinning {
-                domain,
-                worker,
-                source,
-            });
-        }
-        for (worker, result) in readback.into_iter().enumerate() {
-            let actual = match result {
-                Ok(actual) => actual,
-                Err(AffinityError::Unsupported) => continue,
-                Err(source) => {
-                    return Err(EngineError::Pinning {
-                        domain,
-                        worker,
-                        source,
-                    })
-                }
-            };
-            if let Some(expected) = &assigned[worker] {
-                if &actual != expected {
-                    return Err(EngineError::PinMismatch {
-                        domain,
-                        worker,
-                        expected: expected.clone(),
-                        actual,
-                    });
-                }
-            }
-            engine.worker_cpus.push(actual);
-        }
-        Ok(engine)
+        })
     }
 
     /// The domain this engine runs on.
@@ -311,18 +201,18 @@ impl CpuEngine {
     /// The CPUs each pool thread reported at build time, by worker index
     /// (0 is the actor thread). Empty where the platform cannot tell.
     pub fn worker_cpus(&self) -> &[CpuSet] {
-        &self.worker_cpus
+        &self.pool.worker_cpus
     }
 
     /// The domain's pool, for rayon's `join`, `scope` and parallel iterators.
     pub fn pool(&self) -> &rayon::ThreadPool {
-        &self.pool
+        &self.pool.rayon
     }
 
     /// Runs `op` in the domain's pool. From the actor thread (worker 0) this
     /// runs in place; parallel work inside it spreads over the domain.
     pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
-        self.pool.install(op)
+        self.pool.rayon.install(op)
     }
 
     /// The domain's resident tensors.
@@ -376,7 +266,7 @@ impl CpuEngine {
         let outputs = op.infer(&metas)?;
         let shapes: Vec<(DType, &[usize])> =
             outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
-        exec::run(&self.pool, self.domain.threads, op, inputs, &shapes)
+        exec::run(&self.pool.rayon, self.domain.threads, op, inputs, &shapes)
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
@@ -406,7 +296,7 @@ impl CpuEngine {
         for &id in inputs {
             resident.push(store.get(id)?);
         }
-        Ok(buffers.lend(|| exec::run(pool, domain.threads, op, &resident, outputs))?)
+        Ok(buffers.lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs))?)
     }
 }
 
@@ -451,29 +341,6 @@ impl TensorEngine for CpuEngine {
             tensors: self.store.len(),
             tensor_bytes: self.store.bytes(),
             buffers: self.buffers.stats(),
-        }
-    }
-}
-
-/// Pins the calling thread; where the platform cannot pin, runs unpinned
-/// (discovery there gives one domain, so nothing is lost but locality).
-fn pin(cpus: &CpuSet) -> Result<(), AffinityError> {
-    match pin_current_thread(cpus) {
-        Ok(_) | Err(AffinityError::Unsupported) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-impl Exits {
-    /// Waits, at most a few seconds, until every worker has left its loop,
-    /// so that a joined actor leaves no pool thread behind.
-    fn wait(&self) {
-        let mut running = self.running.lock();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while *running > 0 {
-            if self.changed.wait_until(&mut running, deadline).timed_out() {
-                break;
-            }
         }
     }
 }

@@ -1,0 +1,167 @@
+//! The domain's pinned pool: rayon workers pinned as the configuration
+//! says, with the building thread (the actor) as worker 0, every pin read
+//! back from the thread itself, and a drop that returns only once the
+//! workers are on their way out (a joined actor leaves no thread behind).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
+
+use super::{CpuEngineConfig, EngineError, Pinning};
+
+/// A rayon pool whose threads are pinned and read back.
+pub(super) struct PinnedPool {
+    pub(super) rayon: rayon::ThreadPool,
+    /// The CPUs each thread reported at build time, by worker index.
+    pub(super) worker_cpus: Vec<CpuSet>,
+    /// Declared after `rayon`: dropped after it, it waits for the workers.
+    _exits: ExitWait,
+}
+
+/// Counts pool workers that have not exited yet, so that dropping the engine
+/// returns only once its threads are on their way out.
+#[derive(Default)]
+struct Exits {
+    running: Mutex<usize>,
+    changed: Condvar,
+}
+
+/// Waits for the pool's workers when dropped.
+struct ExitWait(Arc<Exits>);
+
+impl Drop for ExitWait {
+    fn drop(&mut self) {
+        self.0.wait();
+    }
+}
+
+impl PinnedPool {
+    /// Builds the pool on the calling thread, which becomes worker 0.
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError`]: zero threads, a pin the kernel refused or narrowed,
+    /// or a pool rayon could not build.
+    pub(super) fn build(config: &CpuEngineConfig) -> Result<PinnedPool, EngineError> {
+        if config.threads == 0 {
+            return Err(EngineError::ZeroThreads);
+        }
+        let domain = config.index;
+        let cpus: Vec<usize> = config.cpus.iter().collect();
+        let assigned: Vec<Option<CpuSet>> = (0..config.threads)
+            .map(|worker| match config.pinning {
+                Pinning::PerCore if !cpus.is_empty() => {
+                    Some(CpuSet::single(cpus[worker % cpus.len()]))
+                }
+                Pinning::Domain | Pinning::PerCore => Some(config.cpus.clone()),
+                Pinning::None => None,
+            })
+            .collect();
+        if let Some(set) = &assigned[0] {
+            pin(set).map_err(|source| EngineError::Pinning {
+                domain,
+                worker: 0,
+                source,
+            })?;
+        }
+        let pin_errors: Arc<Mutex<Vec<(usize, AffinityError)>>> = Arc::default();
+        let exits = Arc::new(Exits::default());
+        *exits.running.lock() = config.threads - 1;
+        let start = {
+            let assigned = assigned.clone();
+            let pin_errors = pin_errors.clone();
+            let hook = config.on_worker_start.clone();
+            move |worker: usize| {
+                if let Some(hook) = &hook {
+                    hook(worker);
+                }
+                if let Some(set) = &assigned[worker] {
+                    if let Err(e) = pin(set) {
+                        pin_errors.lock().push((worker, e));
+                    }
+                }
+            }
+        };
+        let exit = {
+            let exits = exits.clone();
+            move |_worker: usize| {
+                *exits.running.lock() -= 1;
+                exits.changed.notify_all();
+            }
+        };
+        let name = config.name.clone();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads)
+            .use_current_thread()
+            .thread_name(move |i| format!("{name}-w{i}"))
+            .start_handler(start)
+            .exit_handler(exit)
+            .build()
+            .map_err(|source| EngineError::Pool { domain, source })?;
+        let mut built = PinnedPool {
+            rayon: pool,
+            worker_cpus: Vec::new(),
+            _exits: ExitWait(exits),
+        };
+        // Every worker reports its mask from its own thread; the start
+        // handlers have run by the time a worker takes a broadcast job.
+        let readback = built.rayon.broadcast(|_| current_thread_cpus());
+        if let Some((worker, source)) = pin_errors.lock().pop() {
+            return Err(EngineError::Pinning {
+                domain,
+                worker,
+                source,
+            });
+        }
+        for (worker, result) in readback.into_iter().enumerate() {
+            let actual = match result {
+                Ok(actual) => actual,
+                Err(AffinityError::Unsupported) => continue,
+                Err(source) => {
+                    return Err(EngineError::Pinning {
+                        domain,
+                        worker,
+                        source,
+                    })
+                }
+            };
+            if let Some(expected) = &assigned[worker] {
+                if &actual != expected {
+                    return Err(EngineError::PinMismatch {
+                        domain,
+                        worker,
+                        expected: expected.clone(),
+                        actual,
+                    });
+                }
+            }
+            built.worker_cpus.push(actual);
+        }
+        Ok(built)
+    }
+}
+
+/// Pins the calling thread; where the platform cannot pin, runs unpinned
+/// (discovery there gives one domain, so nothing is lost but locality).
+fn pin(cpus: &CpuSet) -> Result<(), AffinityError> {
+    match pin_current_thread(cpus) {
+        Ok(_) | Err(AffinityError::Unsupported) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl Exits {
+    /// Waits, at most a few seconds, until every worker has left its loop,
+    /// so that a joined actor leaves no pool thread behind.
+    fn wait(&self) {
+        let mut running = self.running.lock();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while *running > 0 {
+            if self.changed.wait_until(&mut running, deadline).timed_out() {
+                break;
+            }
+        }
+    }
+}
