@@ -62,12 +62,6 @@ proptest! {
     #[test]
     fn lanes_equal_direct_execution(steps in prop::collection::vec(step(), 1..24), seed in 0u64..1000) {
         let rt = weft_tests::unpinned_pair().build().expect("runtime");
-        // The direct side: an engine of its own, on this thread, one thread.
-        let config = weft_engines::CpuEngineConfig {
-            pinning: weft::Pinning::None,
-            ..weft_engines::CpuEngineConfig::new(0, weft::CpuSet::single(0), 1)
-        };
-        let engine = weft::CpuEngine::new(config).expect("engine");
         let lanes = [rt.lane(0).unwrap(), rt.lane(1).unwrap()];
         let start = Tensor::random(DType::F64, &[N, N], Distribution::Normal, seed).unwrap();
         let mut here = 0;
@@ -89,7 +83,7 @@ proptest! {
                         continue;
                     }
                     let inputs: Vec<&Tensor> = if op.arity() == 1 { vec![&direct[i]] } else { vec![&direct[i], &direct[j]] };
-                    let want = engine.execute(op, &inputs).unwrap().remove(0);
+                    let want = op.run(&inputs, 1).unwrap().remove(0);
                     let hs: Vec<&weft::TensorHandle> = if op.arity() == 1 { vec![&handles[i]] } else { vec![&handles[i], &handles[j]] };
                     let got = lanes[here].apply(op.clone(), &hs).unwrap();
                     prop_assert_eq!(got.shape(), want.shape());
