@@ -1,129 +1,22 @@
-//! Actors: the builder, the user's handle, and the state shared with lanes.
+//! Actors: the builder, the user's handle, and starting and joining the
+//! actor thread. The state the actor shares with its lanes is in
+//! `shared.rs`, the loop the thread runs in `scheduler.rs`.
 
 use std::error::Error;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::{current_actor, mark_current_thread, ActorId};
-use crate::event::Wake;
-use crate::gate::{Entered, Gate};
-use crate::lane::{Lane, LaneCore, LaneShared};
+use crate::fault::panic_message;
+use crate::lane::Lane;
 use crate::scheduler::Core;
+use crate::shared::{Message, Shared};
 use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
-use crate::stats::{ActorGauges, ActorStats, Counters};
-use crate::sync::{channel, thread, CachePadded, Mutex};
-use crate::ticket::panic_message;
-use crate::trace::{Timeline, Trace};
-
-/// A control message to an actor. Data (ops) travel on lanes; the mailbox
-/// only says which lane to look at. It holds at most a few messages per lane
-/// (one each of `Open`, `Ready`, `Wake`, `Closed`) plus shutdown pokes, so it is
-/// bounded by the number of lanes without a capacity of its own, and a send
-/// to it never blocks: an actor that fires an event into another actor's
-/// mailbox can never wait on it.
-pub(crate) enum Message<E> {
-    Open(LaneCore<E>),
-    Ready(u64),
-    Wake(u64),
-    Closed(u64),
-    Shutdown(ShutdownMode),
-    Poke,
-}
-
-/// The state an actor shares with its lanes and handles.
-pub(crate) struct Shared<E> {
-    pub(crate) id: ActorId,
-    pub(crate) name: String,
-    pub(crate) mailbox: channel::Sender<Message<E>>,
-    /// Entered and left by every submit: on a line of its own.
-    pub(crate) gate: CachePadded<Gate>,
-    pub(crate) lane_capacity: usize,
-    pub(crate) wait_spin: Duration,
-    pub(crate) counters: Counters,
-    pub(crate) gauges: ActorGauges,
-    /// Where ops are recorded, if the actor is traced.
-    pub(crate) timeline: Option<Arc<Timeline>>,
-    next_lane: AtomicU64,
-    lanes: Mutex<Vec<Weak<LaneShared>>>,
-}
-
-/// Proof of being inside the intake gate; leaving pokes the actor if it
-/// waits for the gate to empty.
-pub(crate) struct Entry<'a, E>(&'a Shared<E>);
-
-impl<E> Drop for Entry<'_, E> {
-    fn drop(&mut self) {
-        if self.0.gate.leave() {
-            let _ = self.0.mailbox.send(Message::Poke);
-        }
-    }
-}
-
-impl<E> Shared<E> {
-    pub(crate) fn enter(&self) -> Option<Entry<'_, E>> {
-        let entered = self.gate.enter();
-        let entry = Entry(self);
-        match entered {
-            Entered::Open => Some(entry),
-            Entered::Closed => None,
-        }
-    }
-
-    pub(crate) fn next_lane_id(&self) -> u64 {
-        self.next_lane.fetch_add(1, Relaxed)
-    }
-
-    pub(crate) fn register_lane(&self, lane: &Arc<LaneShared>) {
-        let mut lanes = self.lanes.lock();
-        lanes.retain(|l| l.strong_count() > 0);
-        lanes.push(Arc::downgrade(lane));
-    }
-
-    fn stats(&self) -> ActorStats {
-        let lanes: Vec<Arc<LaneShared>> =
-            self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
-        // Submissions are counted per lane only (one counter less on the
-        // submit path): what is queued in the actor is what its lanes hold,
-        // closed ones included, for a lane lives until its last op ran.
-        let queued = lanes.iter().map(|l| l.counters.snapshot().queued).sum();
-        ActorStats::collect(
-            self.id,
-            &self.name,
-            &self.counters,
-            queued,
-            &self.gauges,
-            lanes
-                .iter()
-                .filter(|l| !l.closed.load(Relaxed))
-                .map(|l| (l.id, &l.counters))
-                .collect(),
-        )
-    }
-
-    fn report(&self, died: Option<String>) -> ShutdownReport {
-        let ops = self.counters.snapshot();
-        ShutdownReport {
-            actor: self.name.clone(),
-            completed: ops.completed,
-            failed: ops.failed,
-            panicked: ops.panicked,
-            cancelled: ops.cancelled,
-            lost: ops.lost,
-            died,
-        }
-    }
-}
-
-/// Events wake a parked lane by a message to its actor's mailbox.
-impl<E: 'static> Wake for Shared<E> {
-    fn wake(&self, lane: u64) {
-        let _ = self.mailbox.send(Message::Wake(lane));
-    }
-}
+use crate::stats::ActorStats;
+use crate::sync::{channel, thread, Mutex};
+use crate::trace::Trace;
 
 /// Configures and starts an actor.
 #[derive(Debug, Clone)]
@@ -250,19 +143,13 @@ impl ActorBuilder {
             return Err(SpawnError::NulInName { name: self.name });
         }
         let (mailbox, inbox) = channel::unbounded();
-        let shared = Arc::new(Shared {
-            id: ActorId::next(),
-            name: self.name.clone(),
+        let shared = Arc::new(Shared::new(
+            self.name.clone(),
             mailbox,
-            gate: CachePadded(Gate::new()),
-            lane_capacity: self.lane_capacity,
-            wait_spin: self.wait_spin,
-            counters: Counters::default(),
-            gauges: ActorGauges::default(),
-            timeline: self.trace.as_ref().map(|t| t.timeline(&self.name)),
-            next_lane: AtomicU64::new(0),
-            lanes: Mutex::new(Vec::new()),
-        });
+            self.lane_capacity,
+            self.wait_spin,
+            self.trace.as_ref().map(|t| t.timeline(&self.name)),
+        ));
         let (started_tx, started_rx) = channel::bounded::<Result<(), SpawnError>>(1);
         let thread_shared = shared.clone();
         let idle_spin = self.idle_spin;

@@ -1,4 +1,5 @@
-//! Events: completion signals that order ops across lanes and actors.
+//! Events: completion signals that order ops across lanes and actors, and
+//! the [`Failure`] that ops ordered after a failed one see.
 //!
 //! Every submitted op's completion is an event ([`Ticket::event`]). An op
 //! submitted with [`Op::after`] waits for its events without blocking its
@@ -20,8 +21,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::ticket::Failure;
-
 /// The state of an [`Event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventState {
@@ -32,6 +31,43 @@ pub enum EventState {
     /// The op finished without a value; ops ordered after it do not run.
     Failed(Arc<Failure>),
 }
+
+/// The failure of one op, as its dependents see it: which op and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The label of the op that failed first.
+    pub op: &'static str,
+    /// What happened to it.
+    pub cause: FailureCause,
+}
+
+/// What happened to a failed op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureCause {
+    /// It returned an error, shown here.
+    Error(String),
+    /// It panicked with this message.
+    Panicked(String),
+    /// It was cancelled by shutdown.
+    Cancelled,
+    /// Its actor died.
+    ActorLost,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let op = self.op;
+        match &self.cause {
+            FailureCause::Error(e) => write!(f, "op `{op}` failed: {e}"),
+            FailureCause::Panicked(m) => write!(f, "op `{op}` panicked: {m}"),
+            FailureCause::Cancelled => write!(f, "op `{op}` was cancelled by shutdown"),
+            FailureCause::ActorLost => write!(f, "op `{op}` was lost with its actor"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
 
 /// Something that wakes a dependent when an event completes. Actors
 /// implement it by sending a wake message for lane `token` to their mailbox.

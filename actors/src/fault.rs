@@ -1,4 +1,5 @@
-//! Test-only fault hooks: ending an actor thread the way a fatal bug would.
+//! Panics and faults: the text of a panic payload, and the test-only hook
+//! that ends an actor thread the way a fatal bug would.
 
 use std::any::Any;
 
@@ -18,4 +19,17 @@ pub(crate) fn is_kill(payload: &(dyn Any + Send)) -> bool {
 #[cfg(feature = "fault-injection")]
 pub fn kill_actor() -> ! {
     std::panic::resume_unwind(Box::new(KillActor))
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if is_kill(payload) {
+        "killed by the fault-injection hook".to_owned()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
 }

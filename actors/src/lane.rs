@@ -1,77 +1,21 @@
-//! Lanes: ordered, bounded streams of ops from application code to one actor.
+//! Lanes: ordered, bounded streams of ops from application code to one
+//! actor — the [`Lane`] handle, its `submit` family and their errors.
 //!
-//! # Protocol: telling the actor a lane has work
-//!
-//! Each lane is a bounded channel plus a counter, `pending`: ops queued and
-//! counted but not yet accounted for by the actor. Every change to it is a
-//! read-modify-write, so its modification order alone decides who acts.
-//!
-//! - Submitter: queue the op, then `pending.fetch_add(1)`; the one whose add
-//!   found 0 sends `Ready(lane)` to the actor's mailbox.
-//! - Actor: it serves a lane from a local budget of ops it knows are queued.
-//!   When the budget runs out it subtracts the ops it took since the last
-//!   look (`fetch_sub`) and reads what is left: that is the new budget. If
-//!   nothing is left the lane goes idle; the next add finds 0 and sends
-//!   `Ready`.
-//!
-//! Why it holds: an op is counted only after it is queued, so the budget
-//! never exceeds the ops in the queue and `try_recv` within the budget never
-//! comes back empty. Each transition of `pending` from 0 is paired with the
-//! actor's return to 0 before it, so exactly one `Ready` is sent per idle
-//! period and it always finds the lane idle: no wake-up is lost and none is
-//! doubled. In a steady stream the actor touches the shared counter once
-//! per budget, not once per op.
-//!
-//! Dropping the last handle sets `closed` and sends `Closed(lane)`; the actor
-//! forgets the lane once it is closed and nothing is counted in `pending`.
+//! How a submit tells the actor that a lane has work, and how the actor
+//! takes it, is the lane queue's protocol (`queue.rs`).
 
 use std::fmt;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::actor::{Message, Shared};
 use crate::context::{current_actor, ActorId};
-use crate::op::{Op, OpBody, Task, TaskCell};
-use crate::stats::{Counters, QUEUE_WAIT_SAMPLING};
-use crate::sync::channel::{self, Receiver, Sender, TrySendError};
-use crate::sync::{AtomicBool, AtomicU64, CachePadded, Ordering};
+use crate::op::{Call, Op, OpBody, TaskCell, TryCall};
+use crate::queue::{Counted, Envelope, LaneCore, LaneShared};
+use crate::shared::{Message, Shared};
+use crate::stats::QUEUE_WAIT_SAMPLING;
+use crate::sync::channel::{self, Sender, TrySendError};
 use crate::ticket::Ticket;
-
-/// A queued op and, for sampled ops, when it was submitted. Dropping an
-/// envelope whose op was neither run nor cancelled (its actor died)
-/// resolves the op's ticket with `ActorLost`.
-pub(crate) struct Envelope<E> {
-    pub(crate) task: Arc<dyn Task<E>>,
-    pub(crate) submitted_at: Option<Instant>,
-}
-
-impl<E> Drop for Envelope<E> {
-    fn drop(&mut self) {
-        self.task.abandon();
-    }
-}
-
-/// The part of a lane both sides see.
-pub(crate) struct LaneShared {
-    pub(crate) id: u64,
-    /// Added to by every submit: on a line of its own.
-    pub(crate) pending: CachePadded<AtomicU64>,
-    pub(crate) closed: AtomicBool,
-    pub(crate) counters: Counters,
-}
-
-/// The actor's side of a lane.
-pub(crate) struct LaneCore<E> {
-    pub(crate) shared: Arc<LaneShared>,
-    pub(crate) rx: Receiver<Envelope<E>>,
-    /// An op taken from the queue whose events have not all fired yet.
-    pub(crate) head: Option<Envelope<E>>,
-    /// Ops known to be queued and not yet taken.
-    budget: u64,
-    /// Ops taken since the counter was last read.
-    taken: u64,
-}
 
 /// An ordered stream of ops into one actor. Ops of one lane run in the order
 /// they were submitted; lanes of an actor are served round-robin. Clones
@@ -154,20 +98,9 @@ impl<E: 'static> Lane<E> {
     pub(crate) fn open(actor: &Arc<Shared<E>>) -> Option<Lane<E>> {
         let entry = actor.enter()?;
         let (tx, rx) = channel::bounded(actor.lane_capacity);
-        let lane = Arc::new(LaneShared {
-            id: actor.next_lane_id(),
-            pending: CachePadded(AtomicU64::new(0)),
-            closed: AtomicBool::new(false),
-            counters: Counters::default(),
-        });
+        let lane = Arc::new(LaneShared::new(actor.next_lane_id()));
         actor.register_lane(&lane);
-        let core = LaneCore {
-            shared: lane.clone(),
-            rx,
-            head: None,
-            budget: 0,
-            taken: 0,
-        };
+        let core = LaneCore::new(lane.clone(), rx);
         actor.mailbox.send(Message::Open(core)).ok()?;
         drop(entry);
         Some(Lane {
@@ -252,7 +185,7 @@ impl<E: 'static> Lane<E> {
     /// # Errors
     ///
     /// As [`Lane::submit`].
-    pub fn run<F, T>(&self, f: F) -> Result<Ticket<T>, SubmitError<Op<crate::Call<F>>>>
+    pub fn run<F, T>(&self, f: F) -> Result<Ticket<T>, SubmitError<Op<Call<F>>>>
     where
         F: FnOnce(&mut E) -> T + Send + 'static,
         T: Send + 'static,
@@ -267,10 +200,7 @@ impl<E: 'static> Lane<E> {
     /// # Errors
     ///
     /// As [`Lane::submit`].
-    pub fn try_run<F, T, Er>(
-        &self,
-        f: F,
-    ) -> Result<Ticket<T, Er>, SubmitError<Op<crate::TryCall<F>>>>
+    pub fn try_run<F, T, Er>(&self, f: F) -> Result<Ticket<T, Er>, SubmitError<Op<TryCall<F>>>>
     where
         F: FnOnce(&mut E) -> Result<T, Er> + Send + 'static,
         T: Send + 'static,
@@ -344,57 +274,21 @@ impl<E> LaneHandle<E> {
         }
     }
 
-    /// The submitter's half of the wake-up protocol (module docs).
+    /// The submitter's half of the lane queue's protocol (`queue.rs`).
     fn notify(&self) {
-        if self.lane.pending.fetch_add(1, Ordering::AcqRel) == 0 {
-            let _ = self.actor.mailbox.send(Message::Ready(self.lane.id));
+        match self.lane.count_queued() {
+            Counted::WasIdle => {
+                let _ = self.actor.mailbox.send(Message::Ready(self.lane.id));
+            }
+            Counted::Known => {}
         }
     }
 }
 
 impl<E> Drop for LaneHandle<E> {
     fn drop(&mut self) {
-        self.lane.closed.store(true, Ordering::Release);
+        self.lane.close();
         let _ = self.actor.mailbox.send(Message::Closed(self.lane.id));
-    }
-}
-
-impl<E> LaneCore<E> {
-    /// The actor's half of the wake-up protocol (module docs): the next op
-    /// to serve, or `None` if the lane has gone idle.
-    pub(crate) fn next(&mut self) -> Option<Envelope<E>> {
-        if let Some(head) = self.head.take() {
-            return Some(head);
-        }
-        if self.budget == 0 {
-            let taken = std::mem::take(&mut self.taken);
-            self.budget = if taken == 0 {
-                // Nothing to subtract: a load will do. A stale value can only
-                // miss recent adds, and the add that found 0 sends `Ready`.
-                self.shared.pending.load(Ordering::Acquire)
-            } else {
-                self.shared.pending.fetch_sub(taken, Ordering::AcqRel) - taken
-            };
-            if self.budget == 0 {
-                return None;
-            }
-        }
-        let envelope = self
-            .rx
-            .try_recv()
-            .unwrap_or_else(|_| unreachable!("the budget never exceeds the queued ops"));
-        self.budget -= 1;
-        self.taken += 1;
-        Some(envelope)
-    }
-
-    /// Whether the lane can be forgotten: every handle is gone and no op is
-    /// counted. A closed lane whose ops are counted has a `Ready` on its way.
-    /// (`closed` is set after the last handle's last add, and read here with
-    /// `Acquire`, so those adds are visible.)
-    pub(crate) fn is_finished(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
-            && self.shared.pending.load(Ordering::Acquire) == 0
     }
 }
 

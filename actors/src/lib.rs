@@ -35,8 +35,10 @@ pub mod fault;
 mod gate;
 mod lane;
 mod op;
+mod queue;
 mod release;
 mod scheduler;
+mod shared;
 mod shutdown;
 mod stats;
 mod sync;
@@ -48,11 +50,11 @@ pub use actor::{
     DEFAULT_WAIT_SPIN,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};
-pub use event::{Event, EventState};
+pub use event::{Event, EventState, Failure, FailureCause};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use release::{release_queue, Released, Releaser};
 pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
 pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime, HISTOGRAM_BUCKETS};
-pub use ticket::{Failure, FailureCause, Ticket, TicketError, TryWaitError, WaitTimeoutError};
+pub use ticket::{Ticket, TicketError, TryWaitError, WaitTimeoutError};
 pub use trace::{ActorTimeline, Flow, Outcome, Record, Trace, DEFAULT_TRACE_CAPACITY};

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::ActorId;
-use crate::event::{Dependent, Event, EventSource, EventState};
+use crate::event::{Dependent, Event, EventSource, EventState, Failure};
+use crate::fault::{is_kill, panic_message};
 use crate::sync::Mutex;
-use crate::ticket::{panic_message, Failure, Slot, SlotCell, TicketError};
+use crate::ticket::{Slot, SlotCell, TicketError};
 use crate::trace::Flow;
 
 /// An op: a closure to run with exclusive access to the actor's engine, a
@@ -255,7 +256,7 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
             Ok(Ok(value)) => (Ok(value), RunOutcome::Completed),
             Ok(Err(error)) => (Err(TicketError::Op(error)), RunOutcome::Failed),
             Err(payload) => {
-                if crate::fault::is_kill(&*payload) {
+                if is_kill(&*payload) {
                     // The envelope's drop, during unwinding, resolves the
                     // slot with ActorLost.
                     resume_unwind(payload);

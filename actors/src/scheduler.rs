@@ -10,7 +10,7 @@
 //!   runnable lane;
 //! - `parked`: its head op waits for an event; the event's completion sends
 //!   `Wake(lane)` and the lane goes back to `runnable`;
-//! - `idle`: it has no op the actor knows of (`lane.rs`); a `Ready(lane)`
+//! - `idle`: it has no op the actor knows of (`queue.rs`); a `Ready(lane)`
 //!   brings it back. An idle lane whose handles are all gone is forgotten.
 //!
 //! # Finishing
@@ -27,11 +27,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::actor::{Message, Shared};
 use crate::event::{Dependent, EventState};
-use crate::lane::{Envelope, LaneCore};
-use crate::op::RunOutcome;
-use crate::op::{Cancel, Deps};
+use crate::op::{Cancel, Deps, RunOutcome};
+use crate::queue::{Envelope, LaneCore};
+use crate::shared::{Message, Shared};
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
 use crate::sync::{channel::Receiver, spin_until, thread};

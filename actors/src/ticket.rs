@@ -36,7 +36,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::context::{current_actor, ActorId};
-use crate::event::{Dependent, Event, EventSource, EventState};
+use crate::event::{Dependent, Event, EventSource, EventState, Failure, FailureCause};
 use crate::sync::{spin_until, AtomicBool, Condvar, Mutex, Ordering};
 
 /// Why an op did not produce its value.
@@ -119,47 +119,11 @@ impl<E: fmt::Debug> fmt::Debug for TicketError<E> {
     }
 }
 
-/// The failure of one op, as its dependents see it: which op and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// The label of the op that failed first.
-    pub op: &'static str,
-    /// What happened to it.
-    pub cause: FailureCause,
-}
-
-/// What happened to a failed op.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FailureCause {
-    /// It returned an error, shown here.
-    Error(String),
-    /// It panicked with this message.
-    Panicked(String),
-    /// It was cancelled by shutdown.
-    Cancelled,
-    /// Its actor died.
-    ActorLost,
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let op = self.op;
-        match &self.cause {
-            FailureCause::Error(e) => write!(f, "op `{op}` failed: {e}"),
-            FailureCause::Panicked(m) => write!(f, "op `{op}` panicked: {m}"),
-            FailureCause::Cancelled => write!(f, "op `{op}` was cancelled by shutdown"),
-            FailureCause::ActorLost => write!(f, "op `{op}` was lost with its actor"),
-        }
-    }
-}
-
-impl std::error::Error for Failure {}
-
-impl Failure {
+impl<E: fmt::Display> TicketError<E> {
+    /// What the dependents of op `op` see when it ends with this error.
     #[cold]
-    fn of<E: fmt::Display>(op: &'static str, error: &TicketError<E>) -> Arc<Failure> {
-        let cause = match error {
+    fn failure(&self, op: &'static str) -> Arc<Failure> {
+        let cause = match self {
             TicketError::Op(e) => FailureCause::Error(e.to_string()),
             TicketError::Panicked(m) => FailureCause::Panicked(m.clone()),
             TicketError::Cancelled => FailureCause::Cancelled,
@@ -167,19 +131,6 @@ impl Failure {
             TicketError::DependencyFailed(first) => return first.clone(),
         };
         Arc::new(Failure { op, cause })
-    }
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if crate::fault::is_kill(payload) {
-        "killed by the fault-injection hook".to_owned()
-    } else if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 
@@ -271,7 +222,7 @@ impl<T, E: fmt::Display> Slot<T, E> {
             drop_quietly(outcome);
             return None;
         }
-        let failure = outcome.as_ref().err().map(|e| Failure::of(self.label, e));
+        let failure = outcome.as_ref().err().map(|e| e.failure(self.label));
         let (discard, waker, dependents) = {
             let mut state = self.state.lock();
             if state.resolved {

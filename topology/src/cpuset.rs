@@ -1,9 +1,8 @@
-//! `CpuSet`: a sorted set of CPU ids, and the kernel's cpulist format.
+//! `CpuSet`: a sorted set of CPU ids, and the kernel's cpulist format with
+//! its parse error.
 
 use std::fmt;
 use std::str::FromStr;
-
-use crate::error::CpuListError;
 
 /// The largest CPU id weft accepts. Linux caps `NR_CPUS` at 8192; the margin
 /// keeps a typo such as `0-99999999` from allocating megabytes.
@@ -223,6 +222,16 @@ fn parse_id(text: &str) -> Option<usize> {
         return None;
     }
     text.parse().ok()
+}
+
+/// An item of a cpulist that is not a CPU id, a range or a strided range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad cpulist item `{item}`: {reason}")]
+pub struct CpuListError {
+    /// The offending item, trimmed.
+    pub item: String,
+    /// Why it was rejected.
+    pub reason: &'static str,
 }
 
 impl FromStr for CpuSet {

@@ -10,8 +10,10 @@ use std::fmt;
 use std::fs;
 use std::path::Path;
 
+use crate::cpuset::CpuSet;
+use crate::error::CudaUnavailable;
 use crate::layout::Topology;
-use crate::CpuSet;
+use crate::sys;
 
 /// A CUDA device as the driver and sysfs describe it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,34 +72,6 @@ impl fmt::Display for CudaDevice {
     }
 }
 
-/// Why there is no CUDA device to use.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CudaUnavailable {
-    /// The driver library (`libcuda.so`) cannot be loaded: no NVIDIA driver.
-    #[error("CUDA unavailable: the driver library (libcuda.so) cannot be loaded")]
-    NoDriver,
-    /// The driver is there but failed.
-    #[error("CUDA unavailable: the driver failed in {call}: {message}")]
-    Driver {
-        /// The driver call.
-        call: &'static str,
-        /// The driver's error.
-        message: String,
-    },
-    /// The driver works and reports no device.
-    #[error("CUDA unavailable: the driver reports no device")]
-    NoDevice,
-    /// A device ordinal past the devices there are.
-    #[error("no CUDA device {ordinal}: the machine has {count}")]
-    NoSuchDevice {
-        /// The ordinal asked for.
-        ordinal: usize,
-        /// How many devices there are.
-        count: usize,
-    },
-}
-
 /// The CUDA devices of this machine, located through `/sys`.
 ///
 /// # Errors
@@ -114,7 +88,7 @@ pub fn cuda_devices() -> Result<Vec<CudaDevice>, CudaUnavailable> {
 ///
 /// As [`cuda_devices`].
 pub fn cuda_devices_in(sysfs_root: &Path) -> Result<Vec<CudaDevice>, CudaUnavailable> {
-    let found = crate::sys::cuda::devices()?;
+    let found = sys::cuda::devices()?;
     if found.is_empty() {
         return Err(CudaUnavailable::NoDevice);
     }
@@ -133,16 +107,6 @@ pub fn cuda_devices_in(sysfs_root: &Path) -> Result<Vec<CudaDevice>, CudaUnavail
             }
         })
         .collect())
-}
-
-/// What the driver says about one device, before sysfs is read.
-#[derive(Debug)]
-pub(crate) struct DriverDevice {
-    pub(crate) ordinal: usize,
-    pub(crate) name: String,
-    pub(crate) total_memory: usize,
-    pub(crate) compute_capability: (u32, u32),
-    pub(crate) pci_bus_id: String,
 }
 
 /// The NUMA node and local CPUs sysfs gives the PCI device `bus_id`

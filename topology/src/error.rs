@@ -1,19 +1,11 @@
-//! Error types of topology discovery, layout validation and pinning.
+//! Error types of topology discovery, layout validation, pinning and (feature
+//! `cuda`) CUDA device discovery. The cpulist parser's own error is beside it
+//! in `cpuset.rs`.
 
 use std::io;
 use std::path::PathBuf;
 
-use crate::CpuSet;
-
-/// An item of a cpulist that is not a CPU id, a range or a strided range.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad cpulist item `{item}`: {reason}")]
-pub struct CpuListError {
-    /// The offending item, trimmed.
-    pub item: String,
-    /// Why it was rejected.
-    pub reason: &'static str,
-}
+use crate::cpuset::{CpuListError, CpuSet};
 
 /// A CPU domain layout that cannot be used, or a machine that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -106,5 +98,34 @@ pub enum AffinityError {
         requested: CpuSet,
         /// The set read back.
         kept: CpuSet,
+    },
+}
+
+/// Why there is no CUDA device to use.
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaUnavailable {
+    /// The driver library (`libcuda.so`) cannot be loaded: no NVIDIA driver.
+    #[error("CUDA unavailable: the driver library (libcuda.so) cannot be loaded")]
+    NoDriver,
+    /// The driver is there but failed.
+    #[error("CUDA unavailable: the driver failed in {call}: {message}")]
+    Driver {
+        /// The driver call.
+        call: &'static str,
+        /// The driver's error.
+        message: String,
+    },
+    /// The driver works and reports no device.
+    #[error("CUDA unavailable: the driver reports no device")]
+    NoDevice,
+    /// A device ordinal past the devices there are.
+    #[error("no CUDA device {ordinal}: the machine has {count}")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
     },
 }

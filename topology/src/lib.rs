@@ -25,8 +25,10 @@ mod sys;
 pub use affinity::{
     current_thread_cpus, pin_current_thread, pin_current_thread_to, process_allowed_cpus,
 };
-pub use cpuset::{CpuSet, Iter, MAX_CPU_ID};
+pub use cpuset::{CpuListError, CpuSet, Iter, MAX_CPU_ID};
 #[cfg(all(feature = "cuda", target_os = "linux"))]
-pub use cuda::{cuda_devices, cuda_devices_in, pci_location, CudaDevice, CudaUnavailable};
-pub use error::{AffinityError, CpuListError, TopologyError};
+pub use cuda::{cuda_devices, cuda_devices_in, pci_location, CudaDevice};
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+pub use error::CudaUnavailable;
+pub use error::{AffinityError, TopologyError};
 pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};

@@ -9,8 +9,7 @@
 use std::io;
 use std::mem::size_of;
 
-use crate::cpuset::MAX_CPU_ID;
-use crate::CpuSet;
+use crate::cpuset::{CpuSet, MAX_CPU_ID};
 
 const WORD_BITS: usize = libc::c_ulong::BITS as usize;
 
@@ -84,7 +83,17 @@ fn from_mask(mask: &[libc::c_ulong]) -> CpuSet {
 pub(crate) mod cuda {
     use cudarc::driver::{result, sys};
 
-    use crate::cuda::{CudaUnavailable, DriverDevice};
+    use crate::error::CudaUnavailable;
+
+    /// What the driver says about one device, before sysfs is read.
+    #[derive(Debug)]
+    pub(crate) struct DriverDevice {
+        pub(crate) ordinal: usize,
+        pub(crate) name: String,
+        pub(crate) total_memory: usize,
+        pub(crate) compute_capability: (u32, u32),
+        pub(crate) pci_bus_id: String,
+    }
 
     fn failed(call: &'static str) -> impl Fn(result::DriverError) -> CudaUnavailable {
         move |e| CudaUnavailable::Driver {

@@ -1,6 +1,10 @@
-//! Helpers shared by the examples: timing and printing of benchmark rows.
+//! Helpers shared by the benchmarks (`benchmarks/`): timing, printing of
+//! rows, inputs, and the direct baselines more than one of them runs.
 
 use std::time::{Duration, Instant};
+
+/// The error type of the benchmarks' `main`s and cases.
+pub type BoxError = Box<dyn std::error::Error>;
 
 /// Runs `round` `rounds` times (after one warm-up) and returns the median
 /// time per item, where one round handles `items` items.

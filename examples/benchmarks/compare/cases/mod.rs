@@ -1,0 +1,28 @@
+//! The cases, one file each, in the order they run and print.
+
+mod add;
+mod chain;
+mod contention;
+mod einsum;
+mod gemm;
+mod pipeline;
+mod pipelined;
+mod reentry;
+mod round_trip;
+mod small;
+
+use crate::case::Case;
+
+/// Every case. Those on a runtime of their own come last: they run after
+/// the one-domain runtime is shut down.
+pub(crate) const CASES: [Case; 9] = [
+    round_trip::CASE,
+    pipelined::CASE,
+    contention::CASE,
+    reentry::CASE,
+    gemm::CASE,
+    add::CASE,
+    einsum::CASE,
+    chain::CASE,
+    pipeline::CASE,
+];
