@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use weft::{Meta, Tensor, TensorError, TensorOp};
 // The one engine-internal name the harness uses: when a kernel spreads over
 // the pool.
-use weft_engines::elementwise::PARALLEL_THRESHOLD;
+use weft_engines::PARALLEL_THRESHOLD;
 use weft_examples::BoxError;
 
 /// How long an application thread waits to enter the mutex engine: long
