@@ -10,10 +10,12 @@
 //! `cargo run --release -p weft-examples --features cuda --example cuda_bench`
 //! (`--quick`: smaller sizes). Without a GPU it says so and exits.
 
+#![deny(unsafe_code)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
 use weft::{CudaEngine, DType, Lane, Place, Runtime, Tensor, TensorHandle};
 
@@ -101,8 +103,7 @@ fn gemm(
             let mut z = stream.alloc_zeros::<f32>(n * n)?;
             time(reps, || {
                 for _ in 0..per {
-                    // SAFETY: three n×n buffers, column-major n×n operands.
-                    unsafe { blas.gemm(cfg(n as i32), &x, &y, &mut z) }?;
+                    raw::gemm(&blas, cfg(n as i32), &x, &y, &mut z)?;
                 }
                 Ok(stream.synchronize()?)
             })?
@@ -127,8 +128,7 @@ fn gemm(
             };
             time(reps, || {
                 for _ in 0..per {
-                    // SAFETY: as above, f64.
-                    unsafe { blas.gemm(cfg64(n as i32), &x, &y, &mut z) }?;
+                    raw::gemm(&blas, cfg64(n as i32), &x, &y, &mut z)?;
                 }
                 Ok(stream.synchronize()?)
             })?
@@ -179,8 +179,7 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
                 .arg(&op)
                 .arg(&first)
                 .arg(&n);
-            // SAFETY: binary_scalar_f32(float*, const float*, double, double, int, int, long long) over 1 element.
-            unsafe { launch.launch(cfg) }?;
+            raw::launch_one_element(launch, cfg)?;
         }
         Ok(stream.synchronize()?)
     })?;
@@ -211,9 +210,7 @@ fn bandwidth(
         lane.download(&on)?.wait()?;
         Ok(())
     })?;
-    // SAFETY: pinned host memory, written before it is read.
-    let mut pinned = unsafe { ctx.alloc_pinned::<f32>(n) }?;
-    pinned.as_mut_slice()?.fill(1.5);
+    let mut pinned = raw::pinned_filled(ctx, n, 1.5)?;
     let mut dev = stream.alloc_zeros::<f32>(n)?;
     let raw_up = time(5, || {
         stream.memcpy_htod(&pinned, &mut dev)?;
@@ -273,4 +270,63 @@ fn main() -> Res<()> {
     )?;
     rt.shutdown()?;
     Ok(())
+}
+
+/// The raw baseline's calls into cudarc that are `unsafe`: the only place
+/// of this benchmark that may hold any.
+#[allow(unsafe_code)]
+mod raw {
+    use std::sync::Arc;
+
+    use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+    use cudarc::driver::{
+        CudaContext, CudaSlice, DriverError, LaunchArgs, LaunchConfig, PinnedHostSlice,
+    };
+
+    /// One cuBLAS GEMM of column-major `n×n` operands, `n` as `cfg` says.
+    pub(super) fn gemm<T>(
+        blas: &CudaBlas,
+        cfg: GemmConfig<T>,
+        x: &CudaSlice<T>,
+        y: &CudaSlice<T>,
+        z: &mut CudaSlice<T>,
+    ) -> Result<(), cudarc::cublas::result::CublasError>
+    where
+        CudaBlas: Gemm<T>,
+    {
+        let n = usize::try_from(cfg.n).unwrap_or(0);
+        assert!(
+            cfg.m == cfg.n
+                && cfg.k == cfg.n
+                && [x.len(), y.len(), z.len()].iter().all(|&l| l >= n * n),
+            "the baseline multiplies n×n buffers"
+        );
+        // SAFETY: three buffers of at least n×n elements (checked above),
+        // square column-major operands with leading dimension n.
+        unsafe { blas.gemm(cfg, x, y, z) }
+    }
+
+    /// Launches a kernel whose arguments the caller pushed, over one element.
+    pub(super) fn launch_one_element(
+        mut launch: LaunchArgs<'_>,
+        cfg: LaunchConfig,
+    ) -> Result<(), DriverError> {
+        // SAFETY: the caller pushes binary_scalar_f32's arguments (float*,
+        // const float*, double, double, int, int, long long) with n = 1,
+        // over buffers of one element each.
+        unsafe { launch.launch(cfg) }.map(drop)
+    }
+
+    /// Pinned host memory of `n` elements, all `value`.
+    pub(super) fn pinned_filled(
+        ctx: &Arc<CudaContext>,
+        n: usize,
+        value: f32,
+    ) -> Result<PinnedHostSlice<f32>, DriverError> {
+        // SAFETY: the memory is uninitialized; it is filled here before
+        // anything reads it.
+        let mut pinned = unsafe { ctx.alloc_pinned::<f32>(n) }?;
+        pinned.as_mut_slice()?.fill(value);
+        Ok(pinned)
+    }
 }
