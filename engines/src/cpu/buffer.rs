@@ -141,7 +141,7 @@ impl BufferPool {
     }
 
     /// Keeps `data`'s buffer for reuse, or lets it go if that would pass
-    /// the cap, its class holds [`MAX_PER_CLASS`] buffers already, or it is
+    /// the cap, its class is full (32 buffers), or it is
     /// too small to be worth keeping.
     pub fn give(&mut self, data: Data) {
         let dtype = data.dtype();

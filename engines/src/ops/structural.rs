@@ -115,7 +115,7 @@ pub(crate) fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, Te
     Ok(v)
 }
 
-/// The shape of a slice; see [`slice()`].
+/// The shape of a slice ([`TensorOp::Slice`](crate::TensorOp::Slice)).
 ///
 /// # Errors
 ///
