@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::context::{current_actor, mark_current_thread, ActorId};
-use crate::fault::panic_message;
+use crate::fault::take_message;
 use crate::lane::Lane;
 use crate::scheduler::Core;
 use crate::shared::{Message, Shared};
@@ -176,7 +176,7 @@ impl ActorBuilder {
                     Err(payload) => {
                         let _ = started_tx.send(Err(SpawnError::FactoryPanicked {
                             name,
-                            message: panic_message(&*payload),
+                            message: take_message(payload),
                         }));
                         return;
                     }
@@ -204,7 +204,7 @@ impl ActorBuilder {
             }
             Err(_) => {
                 let message = match thread.join() {
-                    Err(payload) => panic_message(&*payload),
+                    Err(payload) => take_message(payload),
                     Ok(()) => "the actor thread ended before its engine was built".to_owned(),
                 };
                 Err(SpawnError::FactoryPanicked {
@@ -320,7 +320,7 @@ impl<E> Owner<E> {
         }
         let mut thread = self.thread.lock();
         if let Some(handle) = thread.take() {
-            let died = handle.join().err().map(|p| panic_message(&*p));
+            let died = handle.join().err().map(take_message);
             *self.report.lock() = Some(shared.report(died));
         }
         drop(thread);

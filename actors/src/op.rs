@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::context::ActorId;
 use crate::event::{Dependent, Event, EventSource, EventState, Failure};
-use crate::fault::{is_kill, panic_message};
+use crate::fault::{drop_isolated, is_kill, take_message};
 use crate::sync::Mutex;
 use crate::ticket::{Slot, SlotCell, TicketError};
 use crate::trace::Flow;
@@ -261,7 +261,7 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
                     // slot with ActorLost.
                     resume_unwind(payload);
                 }
-                let message = panic_message(&*payload);
+                let message = take_message(payload);
                 (Err(TicketError::Panicked(message)), RunOutcome::Panicked)
             }
         };
@@ -274,13 +274,16 @@ impl<E: 'static, B: OpBody<E>> Task<E> for TaskCell<B, E> {
             Cancel::Shutdown => TicketError::Cancelled,
             Cancel::Dependency(first) => TicketError::DependencyFailed(first),
         };
-        drop(self.queued.lock().take());
+        // The body is the user's closure: its captures' drops are user code.
+        let body = self.queued.lock().take();
+        drop_isolated(body);
         self.slot.resolve(Err(error));
     }
 
     fn abandon(&self) {
         if !self.slot.is_resolved() {
-            drop(self.queued.lock().take());
+            let body = self.queued.lock().take();
+            drop_isolated(body);
             self.slot.resolve(Err(TicketError::ActorLost));
         }
     }

@@ -29,7 +29,6 @@
 use std::convert::Infallible;
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -37,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use crate::context::{current_actor, ActorId};
 use crate::event::{Dependent, Event, EventSource, EventState, Failure, FailureCause};
+use crate::fault::{drop_isolated, isolate};
 use crate::sync::{spin_until, AtomicBool, Condvar, Mutex, Ordering};
 
 /// Why an op did not produce its value.
@@ -124,7 +124,11 @@ impl<E: fmt::Display> TicketError<E> {
     #[cold]
     fn failure(&self, op: &'static str) -> Arc<Failure> {
         let cause = match self {
-            TicketError::Op(e) => FailureCause::Error(e.to_string()),
+            // The error's `Display` is a user's code, run on the actor.
+            TicketError::Op(e) => FailureCause::Error(
+                isolate(|| e.to_string())
+                    .unwrap_or_else(|m| format!("an error whose Display panicked: {m}")),
+            ),
             TicketError::Panicked(m) => FailureCause::Panicked(m.clone()),
             TicketError::Cancelled => FailureCause::Cancelled,
             TicketError::ActorLost | TicketError::WouldDeadlock => FailureCause::ActorLost,
@@ -219,7 +223,7 @@ impl<T, E: fmt::Display> Slot<T, E> {
         // op's envelope resolves nothing anyone waits for), so this check
         // spares the common `abandon` after a run its lock and allocation.
         if self.done.load(Ordering::Acquire) {
-            drop_quietly(outcome);
+            drop_isolated(outcome);
             return None;
         }
         let failure = outcome.as_ref().err().map(|e| e.failure(self.label));
@@ -227,7 +231,7 @@ impl<T, E: fmt::Display> Slot<T, E> {
             let mut state = self.state.lock();
             if state.resolved {
                 drop(state);
-                drop_quietly(outcome);
+                drop_isolated(outcome);
                 return None;
             }
             state.resolved = true;
@@ -253,27 +257,27 @@ impl<T, E: fmt::Display> Slot<T, E> {
             dependent.wake();
         }
         if let Some(value) = discard {
-            drop_quietly(value);
+            drop_isolated(value);
         }
         failure
     }
 }
 
-/// Drops a value nobody owns any more. A panicking `Drop` of a user's value
-/// must not take the actor thread with it.
-fn drop_quietly<V>(value: V) {
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(value)));
-}
-
 /// The reply to one submitted op: wait for it, poll it, or `.await` it.
 ///
 /// Dropping a ticket is fine: the op still runs and its value is dropped.
-/// Blocking waits from a thread that works for an actor return
-/// [`TicketError::WouldDeadlock`] unless the op already finished.
+/// Blocking waits (and polls) from a thread that works for an actor return
+/// [`TicketError::WouldDeadlock`] unless the op already finished. After
+/// `.await` returned, the ticket still answers [`Ticket::is_ready`],
+/// [`Ticket::label`], [`Ticket::actor`] and [`Ticket::event`]; taking the
+/// outcome again (polling, or any wait) panics.
 #[must_use = "a ticket carries the op's result or error; drop it explicitly to ignore them"]
 pub struct Ticket<T, E = Infallible> {
-    /// `None` once the outcome was taken (only `poll` leaves it so).
+    /// `None` once the outcome was taken.
     cell: Option<Arc<dyn SlotCell<T, E>>>,
+    /// The cell of a ticket whose `poll` returned `Ready`: the ticket still
+    /// answers `is_ready`, `label`, `actor` and `event`.
+    finished: Option<Arc<dyn SlotCell<T, E>>>,
 }
 
 /// A timed wait ran out; the ticket is handed back.
@@ -299,11 +303,19 @@ enum Taken<T, E> {
 
 impl<T, E> Ticket<T, E> {
     pub(crate) fn new(cell: Arc<dyn SlotCell<T, E>>) -> Self {
-        Ticket { cell: Some(cell) }
+        Ticket {
+            cell: Some(cell),
+            finished: None,
+        }
+    }
+
+    /// The op's cell, whether or not `poll` has taken the outcome.
+    fn any_cell(&self) -> &Arc<dyn SlotCell<T, E>> {
+        self.cell.as_ref().or(self.finished.as_ref()).expect(TAKEN)
     }
 
     fn slot(&self) -> &Slot<T, E> {
-        self.cell.as_deref().expect(TAKEN).slot()
+        self.any_cell().slot()
     }
 
     /// The actor that runs the op.
@@ -405,7 +417,7 @@ impl<T, E> Ticket<T, E> {
     /// An [`Event`] that fires when this op finishes; ops on other lanes or
     /// actors can be ordered after it with [`Op::after`](crate::Op::after).
     pub fn event(&self) -> Event {
-        let cell: Arc<dyn EventSource> = self.cell.clone().expect(TAKEN);
+        let cell: Arc<dyn EventSource> = self.any_cell().clone();
         Event::new(cell)
     }
 
@@ -462,29 +474,48 @@ impl<T, E> Drop for Ticket<T, E> {
 impl<T, E> Future for Ticket<T, E> {
     type Output = Result<T, TicketError<E>>;
 
+    /// Polled by a thread that works for an actor (inside an op, through
+    /// any executor's `block_on`) before the op finished, it returns
+    /// `Ready(Err(WouldDeadlock))` as [`Ticket::wait`] does: that thread
+    /// could only block its own actor waiting.
+    ///
     /// # Panics
     ///
     /// When polled again after it returned `Ready`, as futures may.
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let cell = self.cell.clone().expect(TAKEN);
+        let cell = self
+            .cell
+            .clone()
+            .expect("a ticket is not polled again after it returned Ready");
         let mut state = cell.slot().state.lock();
-        if state.resolved {
-            let outcome = take_outcome(&mut state);
-            drop(state);
-            self.cell = None;
-            return Poll::Ready(outcome);
-        }
-        match &state.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
-        Poll::Pending
+        let outcome = if state.resolved {
+            take_outcome(&mut state)
+        } else if current_actor().is_some() {
+            // The outcome, when it comes, is dropped by the slot.
+            state.ticket_gone = true;
+            state.waker = None;
+            Err(TicketError::WouldDeadlock)
+        } else {
+            match &state.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => state.waker = Some(cx.waker().clone()),
+            }
+            return Poll::Pending;
+        };
+        drop(state);
+        self.finished = self.cell.take();
+        Poll::Ready(outcome)
     }
 }
 
 impl<T, E> fmt::Debug for Ticket<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.cell.as_deref().map(SlotCell::slot) {
+        match self
+            .cell
+            .as_deref()
+            .or(self.finished.as_deref())
+            .map(SlotCell::slot)
+        {
             Some(slot) => f
                 .debug_struct("Ticket")
                 .field("actor", &slot.actor)
