@@ -37,9 +37,22 @@ struct Inner {
     topology: Topology,
     /// Lanes hold it weakly, to reach other domains for transfers.
     table: Arc<DomainTable>,
-    hosted: Mutex<Vec<Box<dyn Hosted>>>,
+    /// Held only to read or change the list, never across a join or a
+    /// user's code (a factory, an op): shutdown, stats and spawns from any
+    /// thread, ops included, cannot wait on each other through it.
+    hosted: Mutex<HostedActors>,
     config: Config,
     app_threads: AtomicUsize,
+}
+
+/// The actors users host with [`Runtime::spawn_actor`].
+#[derive(Default)]
+struct HostedActors {
+    actors: Vec<Arc<dyn Hosted>>,
+    /// Names handed out (a spawn whose factory fails uses one up).
+    named: usize,
+    /// Set by the first shutdown: no actor is added after it.
+    closed: bool,
 }
 
 /// What every actor of a runtime did, from its shutdown.
@@ -93,7 +106,7 @@ impl Runtime {
                 id,
                 topology,
                 table: Arc::new(table),
-                hosted: Mutex::new(Vec::new()),
+                hosted: Mutex::new(HostedActors::default()),
                 config,
                 app_threads: AtomicUsize::new(0),
             }),
@@ -159,15 +172,21 @@ impl Runtime {
     {
         let owner = self.actor(domain)?;
         let cpus = self.domains()[domain].cpus().clone();
-        let mut hosted = self.inner.hosted.lock();
-        // Checked under the lock `stop` holds: an actor added after a
-        // shutdown would run until the next one.
-        if !owner.is_open() {
-            return Err(RuntimeError::Closed(ActorClosed {
+        let closed = || {
+            RuntimeError::Closed(ActorClosed {
                 actor: owner.name().to_owned(),
-            }));
-        }
-        let name = format!("weft-cpu-{domain}-actor-{}", hosted.len());
+            })
+        };
+        let name = {
+            let mut hosted = self.inner.hosted.lock();
+            if hosted.closed || !owner.is_open() {
+                return Err(closed());
+            }
+            hosted.named += 1;
+            format!("weft-cpu-{domain}-actor-{}", hosted.named - 1)
+        };
+        // The factory runs with no lock held: it may call back into the
+        // runtime (stats, another spawn) or take its time.
         let pin = (self.inner.config.pinning != Pinning::None).then_some(cpus);
         let actor = self.inner.config.actor(name).spawn(move || {
             if let Some(cpus) = &pin {
@@ -176,13 +195,21 @@ impl Runtime {
             }
             factory().map_err(Into::into)
         })?;
-        hosted.push(Box::new(actor.clone()));
+        let mut hosted = self.inner.hosted.lock();
+        if hosted.closed {
+            // A shutdown began while the factory ran: this actor is not in
+            // its list, so it is stopped here and never handed out.
+            drop(hosted);
+            let _ = actor.shutdown();
+            return Err(closed());
+        }
+        hosted.actors.push(Arc::new(actor.clone()));
         Ok(actor)
     }
 
     /// A snapshot of every actor's counters.
     pub fn stats(&self) -> RuntimeStats {
-        let hosted = self.inner.hosted.lock();
+        let hosted = self.inner.hosted.lock().actors.clone();
         let actors = (self.inner.table.actors())
             .chain(hosted.iter().map(|h| &**h))
             .map(Hosted::stats)
@@ -211,7 +238,13 @@ impl Runtime {
     }
 
     fn stop(&self, now: bool) -> Result<RuntimeReport, ShutdownError> {
-        let hosted = self.inner.hosted.lock();
+        // The list is closed and copied under the lock, and the actors are
+        // joined after it is released.
+        let hosted = {
+            let mut hosted = self.inner.hosted.lock();
+            hosted.closed = true;
+            hosted.actors.clone()
+        };
         // Every actor is asked even if one call is refused, so a refused
         // call still begins the shutdown of all of them.
         let results: Vec<_> = self
@@ -222,7 +255,6 @@ impl Runtime {
             .map(|a| a.stop(now))
             .collect();
         let actors = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-        drop(hosted);
         self.inner.write_trace();
         Ok(RuntimeReport { actors })
     }
@@ -274,7 +306,7 @@ impl Drop for Inner {
             for actor in self.table.actors() {
                 let _ = actor.stop(false);
             }
-            for hosted in self.hosted.get_mut().iter() {
+            for hosted in &self.hosted.get_mut().actors {
                 let _ = hosted.stop(false);
             }
             self.write_trace();

@@ -1,0 +1,158 @@
+//! Runtime calls from inside ops and factories, and from other threads
+//! during a shutdown, never wait on each other: no lock of the runtime is
+//! held across a join or a user's code. Each scenario that used to
+//! deadlock has a bound: it fails (after `LIMIT`) instead of hanging.
+
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::bounded;
+use weft::{CpuEngine, Runtime, RuntimeError, ShutdownError};
+use weft_tests::{unpinned_pair, wait_ok, LIMIT};
+
+fn runtime() -> Runtime {
+    unpinned_pair().build().expect("runtime")
+}
+
+/// Runs `f` on a thread and returns its result, or fails the test when it
+/// does not return within `LIMIT` (the thread is left behind).
+fn bounded_call<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = bounded(1);
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(LIMIT)
+        .unwrap_or_else(|_| panic!("{what} did not return within {LIMIT:?}"))
+}
+
+#[test]
+fn an_op_reads_stats_while_another_thread_shuts_down() {
+    let rt = runtime();
+    let lane = rt.lane(0).unwrap();
+    let (go_tx, go) = bounded::<()>(1);
+    let inside = rt.clone();
+    let op = lane
+        .run(move |_: &mut CpuEngine| {
+            go.recv_timeout(LIMIT).expect("the shutdown begins");
+            // Let the shutdown reach the join of this very actor.
+            thread::sleep(Duration::from_millis(50));
+            inside.stats().actors.len()
+        })
+        .unwrap();
+    let stopper = rt.clone();
+    let report = bounded_call("shutdown", move || {
+        go_tx.send(()).unwrap();
+        stopper.shutdown()
+    });
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(wait_ok(op), 2);
+}
+
+#[test]
+fn an_op_that_shuts_down_during_a_shutdown_is_refused() {
+    let rt = runtime();
+    let lane = rt.lane(0).unwrap();
+    let (go_tx, go) = bounded::<()>(1);
+    let inside = rt.clone();
+    let op = lane
+        .run(move |_: &mut CpuEngine| {
+            go.recv_timeout(LIMIT).expect("the shutdown begins");
+            thread::sleep(Duration::from_millis(50));
+            inside.shutdown().map(|_| ())
+        })
+        .unwrap();
+    let stopper = rt.clone();
+    let report = bounded_call("shutdown", move || {
+        go_tx.send(()).unwrap();
+        stopper.shutdown()
+    });
+    assert!(report.is_ok(), "{report:?}");
+    assert!(matches!(
+        wait_ok(op),
+        Err(ShutdownError::WouldDeadlock { .. })
+    ));
+}
+
+#[test]
+fn an_op_that_spawns_an_actor_during_a_shutdown_is_refused() {
+    let rt = runtime();
+    let lane = rt.lane(0).unwrap();
+    let (go_tx, go) = bounded::<()>(1);
+    let inside = rt.clone();
+    let op = lane
+        .run(move |_: &mut CpuEngine| {
+            go.recv_timeout(LIMIT).expect("the shutdown begins");
+            thread::sleep(Duration::from_millis(50));
+            inside.spawn_actor(1, || Ok::<_, String>(0u8)).map(|_| ())
+        })
+        .unwrap();
+    let stopper = rt.clone();
+    let report = bounded_call("shutdown", move || {
+        go_tx.send(()).unwrap();
+        stopper.shutdown()
+    });
+    assert!(report.is_ok(), "{report:?}");
+    assert!(matches!(wait_ok(op), Err(RuntimeError::Closed(_))));
+}
+
+#[test]
+fn a_factory_reads_the_runtimes_stats() {
+    let rt = runtime();
+    let inside = rt.clone();
+    let spawner = rt.clone();
+    let actor = bounded_call("spawn_actor", move || {
+        spawner.spawn_actor(0, move || Ok::<_, String>(inside.stats().actors.len()))
+    })
+    .expect("the actor starts");
+    let lane = actor.lane().unwrap();
+    assert_eq!(
+        wait_ok(lane.submit(weft::Op::new(|n: &mut usize| *n)).unwrap()),
+        2
+    );
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn stats_do_not_wait_for_a_slow_factory() {
+    let rt = runtime();
+    let (stats_done, done) = bounded::<()>(1);
+    let spawner = rt.clone();
+    let spawn = thread::spawn(move || {
+        // The factory returns once stats were read elsewhere, or gives up.
+        spawner.spawn_actor(0, move || Ok::<_, String>(done.recv_timeout(LIMIT).is_ok()))
+    });
+    thread::sleep(Duration::from_millis(50));
+    let reader = rt.clone();
+    let count = bounded_call("stats", move || reader.stats().actors.len());
+    stats_done.send(()).unwrap();
+    let actor = spawn.join().unwrap().expect("the actor starts");
+    let lane = actor.lane().unwrap();
+    let saw = wait_ok(lane.submit(weft::Op::new(|saw: &mut bool| *saw)).unwrap());
+    assert!(saw, "the factory waited out its limit: stats blocked on it");
+    assert!(count >= 2);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_spawn_that_ends_after_a_shutdown_began_is_refused_and_stopped() {
+    let rt = runtime();
+    let (release_tx, release) = bounded::<()>(1);
+    let spawner = rt.clone();
+    let spawn = thread::spawn(move || {
+        spawner.spawn_actor(0, move || {
+            let _ = release.recv_timeout(LIMIT);
+            Ok::<_, String>(())
+        })
+    });
+    thread::sleep(Duration::from_millis(50));
+    let stopper = rt.clone();
+    let report = bounded_call("shutdown", move || stopper.shutdown()).expect("shutdown");
+    release_tx.send(()).unwrap();
+    assert!(matches!(
+        spawn.join().unwrap(),
+        Err(RuntimeError::Closed(_))
+    ));
+    // The shutdown's report lists the domains only: the late actor was
+    // never added, and was stopped by its own spawn.
+    assert_eq!(report.actors.len(), 2);
+}
