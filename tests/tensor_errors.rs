@@ -244,6 +244,40 @@ fn bad_input_catalog() {
             "c32",
         ),
         (
+            "arange from an infinite start",
+            Box::new(|| lane.arange(DType::F64, f64::INFINITY, 0.0, 3)),
+            |e| {
+                matches!(
+                    e,
+                    OpError::Tensor(T::Argument {
+                        argument: "start",
+                        ..
+                    })
+                )
+            },
+            "start is inf",
+        ),
+        (
+            "arange by a NaN step",
+            Box::new(|| lane.arange(DType::F32, 0.0, f64::NAN, 3)),
+            |e| {
+                matches!(
+                    e,
+                    OpError::Tensor(T::Argument {
+                        argument: "step",
+                        ..
+                    })
+                )
+            },
+            "step is NaN",
+        ),
+        (
+            "clamp to a NaN bound",
+            Box::new(|| lane.clamp(&a, f64::NAN, 1.0)),
+            |e| matches!(e, OpError::Tensor(T::Argument { argument: "lo", .. })),
+            "lo is NaN",
+        ),
+        (
             "shape too large",
             Box::new(|| lane.zeros(DType::F64, &[usize::MAX, 2])),
             |e| matches!(e, OpError::Tensor(T::TooLarge { .. })),
@@ -279,4 +313,36 @@ fn bad_input_catalog() {
     assert_eq!(wait_ok(lane.download(&a).unwrap()), a0);
     assert_eq!(wait_ok(lane.resident().unwrap()), (resident, bytes));
     eprintln!("{} bad inputs refused", cases.len());
+}
+
+#[test]
+fn clamp_keeps_nan_as_numpy_does() {
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    for dtype in [DType::F32, DType::F64] {
+        let x64 = lane
+            .upload(Tensor::from_vec(vec![f64::NAN, -5.0, 0.25, 5.0], &[4]).unwrap())
+            .unwrap();
+        let x = lane.cast(&x64, dtype).unwrap();
+        let c = wait_ok(
+            lane.download(
+                &lane
+                    .cast(&lane.clamp(&x, -1.0, 1.0).unwrap(), DType::F64)
+                    .unwrap(),
+            )
+            .unwrap(),
+        );
+        let v = c.as_slice::<f64>().unwrap();
+        assert!(v[0].is_nan(), "{dtype}: {v:?}");
+        assert_eq!(&v[1..], &[-1.0, 0.25, 1.0], "{dtype}");
+    }
+    // Infinite bounds are bounds.
+    let x = lane
+        .upload(Tensor::from_vec(vec![-3.0f64, 3.0], &[2]).unwrap())
+        .unwrap();
+    let c = wait_ok(
+        lane.download(&lane.clamp(&x, f64::NEG_INFINITY, 1.0).unwrap())
+            .unwrap(),
+    );
+    assert_eq!(c.as_slice::<f64>().unwrap(), &[-3.0, 1.0]);
 }

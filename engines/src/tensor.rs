@@ -405,6 +405,18 @@ pub enum TensorError {
         /// Inputs given.
         got: usize,
     },
+    /// A scalar argument that must be finite (or a number) is not.
+    #[error("{op}: {argument} is {value}, which must be {must}")]
+    Argument {
+        /// The op.
+        op: &'static str,
+        /// Which argument.
+        argument: &'static str,
+        /// Its value, as written (`inf`, `NaN`).
+        value: String,
+        /// What it must be.
+        must: &'static str,
+    },
     /// A shape too large to hold: its element or byte count overflows, or
     /// the allocator cannot provide its bytes.
     #[error("shape {shape:?} has more elements than fit in memory")]

@@ -435,7 +435,8 @@ pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Te
     Tensor::from_data(data, &out)
 }
 
-/// Every element limited to `[lo, hi]` (real types; NaN stays NaN).
+/// Every element limited to `[lo, hi]` (real types; NaN stays NaN, as in
+/// NumPy and JAX).
 ///
 /// # Errors
 ///
@@ -443,7 +444,11 @@ pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Te
 pub(super) fn clamp(input: &Tensor, lo: f64, hi: f64) -> Result<Tensor, TensorError> {
     let data = map_real!(
         input.data(),
-        |v| v.iter().map(|&x| x.max(lo as _).min(hi as _)).collect(),
+        // `max` and `min` drop a NaN operand: NaN is kept explicitly.
+        |v| v
+            .iter()
+            .map(|&x| if x.is_nan() { x } else { x.max(lo as _).min(hi as _) })
+            .collect(),
         else return Err(TensorError::Unsupported {
             op: "clamp",
             dtype: input.dtype(),

@@ -329,12 +329,29 @@ impl TensorOp {
                 created(*dtype, shape.clone())
             }
             TensorOp::Eye { dtype, rows, cols } => created(*dtype, vec![*rows, *cols]),
-            TensorOp::Arange { dtype, len, .. } => {
+            TensorOp::Arange {
+                dtype,
+                start,
+                step,
+                len,
+            } => {
                 if dtype.is_complex() {
                     return Err(TensorError::Unsupported {
                         op: "arange",
                         dtype: *dtype,
                     });
+                }
+                // `start + step·i` of a non-finite argument is NaN or inf
+                // for every element: say so instead of computing it.
+                for (argument, value) in [("start", *start), ("step", *step)] {
+                    if !value.is_finite() {
+                        return Err(TensorError::Argument {
+                            op: "arange",
+                            argument,
+                            value: value.to_string(),
+                            must: "finite",
+                        });
+                    }
                 }
                 created(*dtype, vec![*len])
             }
@@ -355,13 +372,23 @@ impl TensorOp {
                     shape,
                 })
             }
-            TensorOp::Clamp { .. } => {
+            TensorOp::Clamp { lo, hi } => {
                 let a = &inputs[0];
                 if a.dtype.is_complex() {
                     return Err(TensorError::Unsupported {
                         op: "clamp",
                         dtype: a.dtype,
                     });
+                }
+                for (argument, value) in [("lo", *lo), ("hi", *hi)] {
+                    if value.is_nan() {
+                        return Err(TensorError::Argument {
+                            op: "clamp",
+                            argument,
+                            value: value.to_string(),
+                            must: "a number (infinite bounds are fine)",
+                        });
+                    }
                 }
                 Ok(a.clone())
             }
