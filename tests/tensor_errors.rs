@@ -346,3 +346,28 @@ fn clamp_keeps_nan_as_numpy_does() {
     );
     assert_eq!(c.as_slice::<f64>().unwrap(), &[-3.0, 1.0]);
 }
+
+#[test]
+fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let x = lane
+        .upload(Tensor::from_vec(vec![1.0f64, 2.0, 0.5], &[3]).unwrap())
+        .unwrap();
+    let spec = |n: usize| format!("{}->a", vec!["a"; n].join(","));
+    let over: Vec<&weft::TensorHandle> = vec![&x; weft::MAX_EINSUM_OPERANDS + 1];
+    match lane.einsum(&spec(over.len()), &over) {
+        Err(OpError::Tensor(TensorError::Einsum { reason, .. })) => {
+            assert!(reason.contains("65 operands"), "{reason}")
+        }
+        other => panic!("expected an einsum error, got {other:?}"),
+    }
+    // At the limit: the product of 64 copies, elementwise.
+    let all: Vec<&weft::TensorHandle> = vec![&x; weft::MAX_EINSUM_OPERANDS];
+    let got = wait_ok(
+        lane.download(&lane.einsum(&spec(all.len()), &all).unwrap())
+            .unwrap(),
+    );
+    let want: Vec<f64> = [1.0f64, 2.0, 0.5].iter().map(|v| v.powi(64)).collect();
+    assert_eq!(got.as_slice::<f64>().unwrap(), &want[..]);
+}

@@ -74,6 +74,7 @@ pub use weft_actors::{
 pub use error::OpError;
 pub use handle::{RuntimeId, TensorHandle};
 pub use ops::DomainMemory;
+pub use weft_engines::ops::MAX_EINSUM_OPERANDS;
 pub use weft_engines::{
     c32, c64, BinaryOp, CmpOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident,
     Place, ReduceOp, Scalar, SliceAxis, Tensor, TensorError, TensorId, TensorOp, UnaryOp,

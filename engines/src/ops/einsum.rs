@@ -17,13 +17,19 @@ pub struct Spec {
     text: String,
 }
 
+/// The most operands one einsum takes (NumPy's own limit is 64 too): the
+/// contraction order is planned on the actor, and bounding the operands
+/// bounds that planning (a few milliseconds at this limit).
+pub const MAX_EINSUM_OPERANDS: usize = 64;
+
 impl Spec {
     /// Parses `"ij,jk->ik"`; without `->`, the output is every label that
     /// appears once, in alphabetical order (NumPy's implicit mode).
     ///
     /// # Errors
     ///
-    /// [`TensorError::Einsum`] naming the bad part of the string.
+    /// [`TensorError::Einsum`] naming the bad part of the string, or more
+    /// than [`MAX_EINSUM_OPERANDS`] operands.
     pub fn parse(text: &str) -> Result<Spec, TensorError> {
         let bad = |reason: String| TensorError::Einsum {
             spec: text.to_owned(),
@@ -48,6 +54,12 @@ impl Spec {
                 })
                 .collect()
         };
+        let operands = lhs.split(',').count();
+        if operands > MAX_EINSUM_OPERANDS {
+            return Err(bad(format!(
+                "{operands} operands; at most {MAX_EINSUM_OPERANDS} are taken"
+            )));
+        }
         let inputs = lhs
             .split(',')
             .map(label_list)
@@ -189,31 +201,35 @@ impl Spec {
             .collect()
     }
 
-    /// The pair whose result is smallest (greedy order).
+    /// The pair whose result is smallest (greedy order). A label is kept
+    /// when the output or a third term has it: counting the terms of each
+    /// label once makes that check constant, so a step costs the pairs
+    /// times their labels.
     fn cheapest_pair<B: Contraction>(
         &self,
         terms: &[Term<B>],
         extents: &BTreeMap<char, usize>,
     ) -> (usize, usize) {
+        let mut holders: BTreeMap<char, usize> = BTreeMap::new();
+        for t in terms {
+            for &c in &t.labels {
+                *holders.entry(c).or_default() += 1;
+            }
+        }
         let mut best = (0, 1, usize::MAX);
+        let mut seen: Vec<char> = Vec::new();
         for i in 0..terms.len() {
             for j in i + 1..terms.len() {
-                let others: Vec<&Term<B>> = terms
-                    .iter()
-                    .enumerate()
-                    .filter(|&(k, _)| k != i && k != j)
-                    .map(|(_, t)| t)
-                    .collect();
                 let mut size: usize = 1;
-                let mut seen = Vec::new();
+                seen.clear();
                 for &c in terms[i].labels.iter().chain(&terms[j].labels) {
                     if seen.contains(&c) {
                         continue;
                     }
                     seen.push(c);
-                    let needed =
-                        self.output.contains(&c) || others.iter().any(|t| t.labels.contains(&c));
-                    if needed {
+                    let in_pair = usize::from(terms[i].labels.contains(&c))
+                        + usize::from(terms[j].labels.contains(&c));
+                    if self.output.contains(&c) || holders[&c] > in_pair {
                         size = size.saturating_mul(extents[&c]);
                     }
                 }

@@ -16,7 +16,7 @@ mod unary;
 pub use crate::layout::broadcast_shapes;
 pub use create::{Distribution, Scalar};
 pub(crate) use einsum::Contraction;
-pub use einsum::Spec as EinsumSpec;
+pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub use linalg::Linalg;
 pub use matmul::matmul_shape;
