@@ -245,3 +245,42 @@ fn polling_inside_an_op_refuses_as_waiting_does() {
     let report = actor.shutdown().unwrap();
     assert_eq!((report.lost, report.died), (0, None));
 }
+
+#[test]
+fn a_panicking_job_spawned_on_a_domains_pool_is_counted_not_fatal() {
+    quiet_panics(MARKER);
+    let rt = weft::Runtime::builder()
+        .split(1)
+        .threads_per_domain(2)
+        .pinning(weft::Pinning::None)
+        .build()
+        .unwrap();
+    let lane = rt.lane(0).unwrap();
+    let spawned = lane
+        .run(|engine: &mut weft::CpuEngine| {
+            engine
+                .pool()
+                .spawn(|| panic!("{MARKER} a spawned job panics"));
+        })
+        .unwrap();
+    wait_ok(spawned);
+    let mut seen = (0, None);
+    for _ in 0..2000 {
+        seen = wait_ok(
+            lane.run(|engine: &mut weft::CpuEngine| engine.pool_panics())
+                .unwrap(),
+        );
+        if seen.0 > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(seen.0, 1, "the panic was not recorded");
+    assert!(seen.1.unwrap().contains("a spawned job panics"));
+    // The domain still computes, over the pool too.
+    let sum = lane
+        .run(|engine: &mut weft::CpuEngine| engine.install(|| rayon::join(|| 1, || 2)))
+        .unwrap();
+    assert_eq!(wait_ok(sum), (1, 2));
+    rt.shutdown().unwrap();
+}

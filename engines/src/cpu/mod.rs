@@ -204,9 +204,19 @@ impl CpuEngine {
         &self.pool.worker_cpus
     }
 
-    /// The domain's pool, for rayon's `join`, `scope` and parallel iterators.
+    /// The domain's pool, for rayon's `join`, `scope` and parallel
+    /// iterators. A job spawned on it (`pool().spawn`) that panics is
+    /// counted in [`CpuEngine::pool_panics`]; the worker and the actor live
+    /// on (rayon's default would abort the process).
     pub fn pool(&self) -> &rayon::ThreadPool {
         &self.pool.rayon
+    }
+
+    /// How many jobs spawned on the domain's pool panicked, and the last
+    /// one's message. (Panics inside ops, `join` and `scope` fail their op
+    /// instead.)
+    pub fn pool_panics(&self) -> (u64, Option<String>) {
+        self.pool.panics.snapshot()
     }
 
     /// Runs `op` in the domain's pool. From the actor thread (worker 0) this

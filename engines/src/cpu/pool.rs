@@ -3,6 +3,9 @@
 //! back from the thread itself, and a drop that returns only once the
 //! workers are on their way out (a joined actor leaves no thread behind).
 
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,6 +16,9 @@ use super::{CpuEngineConfig, EngineError, Pinning};
 
 /// A rayon pool whose threads are pinned and read back.
 pub(super) struct PinnedPool {
+    /// Panics of jobs spawned on the pool (`pool().spawn`), which rayon
+    /// would otherwise answer by aborting the process.
+    pub(super) panics: Arc<PoolPanics>,
     pub(super) rayon: rayon::ThreadPool,
     /// The CPUs each thread reported at build time, by worker index.
     pub(super) worker_cpus: Vec<CpuSet>,
@@ -67,6 +73,7 @@ impl PinnedPool {
             })?;
         }
         let pin_errors: Arc<Mutex<Vec<(usize, AffinityError)>>> = Arc::default();
+        let panics = Arc::new(PoolPanics::default());
         let exits = Arc::new(Exits::default());
         *exits.running.lock() = config.threads - 1;
         let start = {
@@ -98,9 +105,14 @@ impl PinnedPool {
             .thread_name(move |i| format!("{name}-w{i}"))
             .start_handler(start)
             .exit_handler(exit)
+            .panic_handler({
+                let panics = panics.clone();
+                move |payload| panics.record(payload)
+            })
             .build()
             .map_err(|source| EngineError::Pool { domain, source })?;
         let mut built = PinnedPool {
+            panics,
             rayon: pool,
             worker_cpus: Vec::new(),
             _exits: ExitWait(exits),
@@ -163,5 +175,37 @@ impl Exits {
                 break;
             }
         }
+    }
+}
+
+/// The panics of jobs spawned on a domain's pool: counted, the last one's
+/// message kept, the worker and the actor alive.
+#[derive(Debug, Default)]
+pub(super) struct PoolPanics {
+    count: AtomicU64,
+    last: Mutex<Option<String>>,
+}
+
+impl PoolPanics {
+    fn record(&self, payload: Box<dyn Any + Send>) {
+        let message = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "a panic payload that is not a string".to_owned()
+        };
+        // The payload is the user's value: a panic in its drop would take
+        // the worker (and, in rayon, the process) down with it.
+        if let Err(inner) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(inner);
+        }
+        *self.last.lock() = Some(message);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many spawned jobs panicked, and the last one's message.
+    pub(super) fn snapshot(&self) -> (u64, Option<String>) {
+        (self.count.load(Ordering::Relaxed), self.last.lock().clone())
     }
 }
