@@ -31,7 +31,55 @@ fn failed(op: Linalg, reason: impl std::fmt::Debug) -> TensorError {
     }
 }
 
+/// Refuses a NaN or infinite entry: no decomposition of one means
+/// anything, and some would return NaNs without saying so.
+fn check_finite<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<(), TensorError> {
+    for (k, t) in inputs.iter().enumerate() {
+        let values = t.as_slice::<T>()?;
+        if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| {
+            let (re, im) = v.to_parts();
+            !(re.is_finite() && im.is_finite())
+        }) {
+            let (re, im) = v.to_parts();
+            let value = if T::DTYPE.is_complex() {
+                format!("{re}{im:+}i")
+            } else {
+                re.to_string()
+            };
+            let at = match t.shape() {
+                [_, cols] => format!("[{}, {}]", i / cols.max(&1), i % cols.max(&1)),
+                _ => format!("[{i}]"),
+            };
+            return Err(TensorError::Factorization {
+                op: op.name(),
+                reason: format!("input {k} holds {value} at {at}: entries must be finite"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The exponent `e` of the power of two that brings the largest entry near
+/// 1, when it is far from it: the eigenvalues of `a / 2^e` are those of `a`
+/// over `2^e`, and an eigensolver's intermediate squares overflow or
+/// underflow long before the matrix itself does (LAPACK scales the same
+/// way).
+fn scale_of<T: Element>(values: &[T]) -> Option<f64> {
+    let largest = values
+        .iter()
+        .map(|v| {
+            let (re, im) = v.to_parts();
+            re.abs().max(im.abs())
+        })
+        .fold(0.0f64, f64::max);
+    // Clamped so that both `2^e` and `2^-e` are finite (entries below
+    // 2^-1000 are subnormal anyway).
+    let exponent = largest.log2().floor().clamp(-1000.0, 1000.0);
+    (largest > 0.0 && exponent.abs() > 256.0).then_some(exponent)
+}
+
 fn typed<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
+    check_finite::<T>(op, inputs)?;
     let a = inputs[0].as_mat::<T>()?;
     Ok(match op {
         Linalg::Qr => {
@@ -52,10 +100,18 @@ fn typed<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Tens
             ]
         }
         Linalg::Eigh => {
-            let eig = a
+            let scale = scale_of(inputs[0].as_slice::<T>()?);
+            let scaled = scale.map(|e| {
+                let by = T::from_parts((-e).exp2(), 0.0);
+                Mat::from_fn(a.nrows(), a.ncols(), |i, j| a[(i, j)] * by)
+            });
+            let eig = scaled
+                .as_ref()
+                .map_or(a, |m| m.as_ref())
                 .self_adjoint_eigen(Side::Lower)
                 .map_err(|e| failed(op, e))?;
-            let w: Vec<T> = eig.S().column_vector().iter().copied().collect();
+            let back = T::from_parts(scale.unwrap_or(0.0).exp2(), 0.0);
+            let w: Vec<T> = eig.S().column_vector().iter().map(|&x| x * back).collect();
             let n = w.len();
             vec![
                 Tensor::from_data(real_data(w), &[n])?,
@@ -84,9 +140,17 @@ fn typed<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Tens
                 d != d
             };
             if x.col_iter().any(|c| c.iter().any(not_finite)) {
+                // A and B are finite (checked): either a pivot is zero or
+                // the solution is too large for the type.
+                let u = lu.U();
+                let singular = (0..n).any(|i| u[(i, i)] == T::ZERO);
                 return Err(TensorError::Factorization {
                     op: op.name(),
-                    reason: "the matrix is singular".to_owned(),
+                    reason: if singular {
+                        "the matrix is singular".to_owned()
+                    } else {
+                        "the solution overflows the element type".to_owned()
+                    },
                 });
             }
             let x = Tensor::from_mat(x.as_ref());
@@ -275,5 +339,63 @@ mod tests {
             .infer(&[meta(&[2, 2]), meta(&[3])])
             .unwrap_err();
         assert!(matches!(err, TensorError::MatmulShapes { .. }), "{err}");
+    }
+
+    #[test]
+    fn non_finite_entries_are_refused_by_every_decomposition() {
+        let mut v = vec![1.0f64, 0.0, 0.0, 1.0];
+        v[2] = f64::NAN;
+        let a = Tensor::from_vec(v, &[2, 2]).unwrap();
+        for op in [Linalg::Qr, Linalg::Svd, Linalg::Eigh, Linalg::Cholesky] {
+            match run(op, &[&a]) {
+                Err(TensorError::Factorization { reason, .. }) => {
+                    assert!(reason.contains("NaN at [1, 0]"), "{}: {reason}", op.name())
+                }
+                other => panic!("{}: expected a typed failure, got {other:?}", op.name()),
+            }
+        }
+        let eye = Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1.0], &[2, 2]).unwrap();
+        let b = Tensor::from_vec(vec![1.0f64, f64::INFINITY], &[2]).unwrap();
+        match run(Linalg::Solve, &[&eye, &b]) {
+            Err(TensorError::Factorization { reason, .. }) => {
+                assert!(reason.contains("input 1 holds inf at [1]"), "{reason}")
+            }
+            other => panic!("expected a typed failure, got {other:?}"),
+        }
+        // Finite A and B whose solution does not fit an f64.
+        let tiny = Tensor::from_vec(vec![1e-300f64, 0.0, 0.0, 1.0], &[2, 2]).unwrap();
+        let big = Tensor::from_vec(vec![1e300f64, 1.0], &[2]).unwrap();
+        let err = run(Linalg::Solve, &[&tiny, &big]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "solve failed: the solution overflows the element type"
+        );
+    }
+
+    #[test]
+    fn eigh_of_entries_near_the_largest_double_is_scaled() {
+        // diag(1e308, 5e307) rotated: eigenvalues 1e308 and 5e307.
+        let (c, s) = (0.6f64, 0.8f64);
+        let (l1, l2) = (1e308f64, 5e307f64);
+        let a = Tensor::from_vec(
+            vec![
+                c * c * l1 + s * s * l2,
+                c * s * (l1 - l2),
+                c * s * (l1 - l2),
+                s * s * l1 + c * c * l2,
+            ],
+            &[2, 2],
+        )
+        .unwrap();
+        let out = run(Linalg::Eigh, &[&a]).unwrap();
+        let w = out[0].as_slice::<f64>().unwrap();
+        assert!((w[0] / l2 - 1.0).abs() < 1e-12, "{w:?}");
+        assert!((w[1] / l1 - 1.0).abs() < 1e-12, "{w:?}");
+        let v = out[1].as_slice::<f64>().unwrap();
+        // The eigenvector of l1 is (c, s) up to sign, not a unit vector.
+        assert!(
+            (v[1].abs() - c).abs() < 1e-12 && (v[3].abs() - s).abs() < 1e-12,
+            "{v:?}"
+        );
     }
 }
