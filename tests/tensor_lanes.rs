@@ -759,6 +759,14 @@ fn dot_general_is_batched_matmul_and_more() {
         matches!(err, OpError::Tensor(TensorError::Axis { .. })),
         "{err}"
     );
+    // Extents that differ are named in the caller's axes, not the labels
+    // of the einsum it lowers to.
     let err = lane.dot_general(&a, &b, &[], &[(1, 1)]).unwrap_err();
-    assert!(err.to_string().contains("label"), "{err}");
+    assert!(
+        matches!(err, OpError::Tensor(TensorError::DotGeneral { .. })),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("contracting axes 1 of lhs"), "{text}");
+    assert!(!text.contains("label"), "{text}");
 }

@@ -405,6 +405,16 @@ pub enum TensorError {
         /// Inputs given.
         got: usize,
     },
+    /// A `dot_general` whose axes do not pair up, in the caller's terms.
+    #[error("dot_general of {lhs:?} and {rhs:?}: {reason}")]
+    DotGeneral {
+        /// The left operand's shape.
+        lhs: Vec<usize>,
+        /// The right operand's shape.
+        rhs: Vec<usize>,
+        /// What does not pair up.
+        reason: String,
+    },
     /// A scalar argument that must be finite (or a number) is not.
     #[error("{op}: {argument} is {value}, which must be {must}")]
     Argument {

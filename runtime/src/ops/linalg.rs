@@ -68,10 +68,28 @@ impl<E: TensorEngine> Lane<E> {
     ) -> Result<TensorHandle, OpError> {
         let labels: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
         let (rl, rr) = (lhs.shape().len(), rhs.shape().len());
+        // Checked here, in the caller's axes: the einsum it lowers to would
+        // name labels the caller never wrote.
+        let bad = |reason: String| -> OpError {
+            TensorError::DotGeneral {
+                lhs: lhs.shape().to_vec(),
+                rhs: rhs.shape().to_vec(),
+                reason,
+            }
+            .into()
+        };
         if rl + rr > labels.len() {
-            return Err(TensorError::Einsum {
-                spec: "dot_general".into(),
-                reason: format!("{} axes in all: at most {}", rl + rr, labels.len()),
+            return Err(bad(format!(
+                "{} axes in all: at most {}",
+                rl + rr,
+                labels.len()
+            )));
+        }
+        if lhs.dtype() != rhs.dtype() {
+            return Err(TensorError::MixedDTypes {
+                op: "dot_general",
+                lhs: lhs.dtype(),
+                rhs: rhs.dtype(),
             }
             .into());
         }
@@ -79,6 +97,16 @@ impl<E: TensorEngine> Lane<E> {
             batch.iter().chain(contract).copied().unzip();
         check_axes("dot_general", rl, &l_axes)?;
         check_axes("dot_general", rr, &r_axes)?;
+        for (kind, pairs) in [("batch", batch), ("contracting", contract)] {
+            for &(i, j) in pairs {
+                let (a, b) = (lhs.shape()[i], rhs.shape()[j]);
+                if a != b {
+                    return Err(bad(format!(
+                        "{kind} axes {i} of lhs (extent {a}) and {j} of rhs (extent {b}) differ"
+                    )));
+                }
+            }
+        }
         let l: Vec<char> = labels[..rl].to_vec();
         let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
         for &(i, j) in batch.iter().chain(contract) {
