@@ -411,6 +411,38 @@ fn bad_input_catalog() {
             },
         ),
         row(
+            "lane capacity too large to hold",
+            "1099511627776 is above the largest, 65536",
+            |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
+            || {
+                Runtime::builder().split(1).lane_capacity(1 << 40).build()?;
+                Ok(())
+            },
+        ),
+        row(
+            "lane capacity usize::MAX",
+            "is above the largest",
+            |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
+            || {
+                Runtime::builder()
+                    .split(1)
+                    .lane_capacity(usize::MAX)
+                    .build()?;
+                Ok(())
+            },
+        ),
+        row(
+            "actor with a lane capacity too large",
+            "is above the largest",
+            |r| matches!(r, R::Spawn(SpawnError::LaneCapacity { .. })),
+            || {
+                ActorBuilder::new("weft-bad")
+                    .lane_capacity(1 << 40)
+                    .spawn(|| Ok::<_, String>(()))?;
+                Ok(())
+            },
+        ),
+        row(
             "actor with zero lane capacity",
             "got 0",
             |r| matches!(r, R::Spawn(SpawnError::ZeroLaneCapacity)),

@@ -31,6 +31,11 @@ pub struct ActorBuilder {
 
 /// Default number of ops one lane holds before `submit` waits.
 pub const DEFAULT_LANE_CAPACITY: usize = 1024;
+
+/// The largest lane capacity: a lane holds its capacity's slots from the
+/// start (about 40 bytes each), so a larger one would cost memory that no
+/// bounded queue needs, or fail to allocate at all.
+pub const MAX_LANE_CAPACITY: usize = 1 << 16;
 /// Default time an idle actor spins before it parks.
 pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
 /// Default time `Ticket::wait` spins before it parks.
@@ -43,6 +48,12 @@ pub enum SpawnError {
     /// A lane capacity of zero would make every `try_submit` fail.
     #[error("lane capacity must be at least 1, got 0")]
     ZeroLaneCapacity,
+    /// A lane capacity above [`MAX_LANE_CAPACITY`].
+    #[error("lane capacity {capacity} is above the largest, {MAX_LANE_CAPACITY}")]
+    LaneCapacity {
+        /// The capacity asked for.
+        capacity: usize,
+    },
     /// The name holds a NUL byte, which no thread name may.
     #[error("actor name {name:?} contains a NUL byte")]
     NulInName {
@@ -88,7 +99,7 @@ impl ActorBuilder {
         }
     }
 
-    /// Ops one lane holds before `submit` waits (at least 1).
+    /// Ops one lane holds before `submit` waits (1 to [`MAX_LANE_CAPACITY`]).
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.lane_capacity = capacity;
         self
@@ -137,6 +148,11 @@ impl ActorBuilder {
     {
         if self.lane_capacity == 0 {
             return Err(SpawnError::ZeroLaneCapacity);
+        }
+        if self.lane_capacity > MAX_LANE_CAPACITY {
+            return Err(SpawnError::LaneCapacity {
+                capacity: self.lane_capacity,
+            });
         }
         if self.name.contains('\0') {
             // `thread::Builder::spawn` would panic on it.

@@ -47,7 +47,7 @@ mod trace;
 
 pub use actor::{
     Actor, ActorBuilder, ActorClosed, SpawnError, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
-    DEFAULT_WAIT_SPIN,
+    DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};
 pub use event::{Event, EventState, Failure, FailureCause};

@@ -84,7 +84,9 @@ impl Builder {
         self
     }
 
-    /// Ops one lane holds before `submit` waits (default 1024).
+    /// Ops one lane holds before `submit` waits (default 1024, at most
+    /// [`crate::MAX_LANE_CAPACITY`], 65 536: a lane holds its slots
+    /// from the start).
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.config.lane_capacity = capacity;
         self
@@ -143,7 +145,7 @@ impl Builder {
     /// # Errors
     ///
     /// [`BuildError::Topology`] for a bad layout, [`BuildError::ZeroThreads`]
-    /// and [`BuildError::ZeroLaneCapacity`] for bad settings,
+    /// [`BuildError::ZeroLaneCapacity`] and [`BuildError::LaneCapacity`] for bad settings,
     /// [`BuildError::Actor`] when a domain's actor cannot start (for example
     /// when the kernel narrows a pin).
     pub fn build(self) -> Result<Runtime, BuildError> {
@@ -161,6 +163,11 @@ impl Builder {
         }
         if config.lane_capacity == 0 {
             return Err(BuildError::ZeroLaneCapacity);
+        }
+        if config.lane_capacity > weft_actors::MAX_LANE_CAPACITY {
+            return Err(BuildError::LaneCapacity {
+                capacity: config.lane_capacity,
+            });
         }
         let topology = match self.prebuilt {
             Some(topology) => topology,

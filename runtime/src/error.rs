@@ -26,6 +26,15 @@ pub enum BuildError {
     /// A lane capacity of zero was asked for.
     #[error("lane capacity must be at least 1, got 0")]
     ZeroLaneCapacity,
+    /// A lane capacity above [`crate::MAX_LANE_CAPACITY`] was asked for.
+    #[error(
+        "lane capacity {capacity} is above the largest, {}",
+        weft_actors::MAX_LANE_CAPACITY
+    )]
+    LaneCapacity {
+        /// The capacity asked for.
+        capacity: usize,
+    },
     /// The actor of a domain could not start (for example, pinning failed).
     #[error("starting the actor of CPU domain {domain}: {source}")]
     Actor {

@@ -62,7 +62,7 @@ pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, Call, Event, EventState, Failure,
     FailureCause, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport, SpawnError, SubmitError,
     SubmitTimeoutError, Ticket, TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError,
-    WaitTimeoutError,
+    WaitTimeoutError, MAX_LANE_CAPACITY,
 };
 // Their counters and timelines.
 pub use weft_actors::{
