@@ -770,3 +770,50 @@ fn dot_general_is_batched_matmul_and_more() {
     assert!(text.contains("contracting axes 1 of lhs"), "{text}");
     assert!(!text.contains("label"), "{text}");
 }
+
+#[test]
+fn pipeline_items_refused_at_the_call_site_are_named_and_the_rest_kept() {
+    use weft::Pipeline;
+    let rt = weft_tests::unpinned_pair().build().expect("runtime");
+    // Item 3 is made with three elements: the stage's reshape refuses it.
+    let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
+        let n = if i == 3 { 3 } else { 4 };
+        lane.full(weft::DType::F64, &[n], weft::Scalar::Real(i as f64))
+    })
+    .stage("square", 1, |lane, x| lane.reshape(x, &[2, 2]))
+    .stage("sum", 1, |lane, x| lane.sum_all(x))
+    .in_flight(2);
+    let run = pipeline.run(6).expect("ran");
+    assert_eq!(run.outputs.len(), 6);
+    for (i, out) in run.outputs.into_iter().enumerate() {
+        if i == 3 {
+            let err = out.unwrap_err();
+            assert_eq!((err.item, err.stage.as_deref()), (3, Some("square")));
+            let text = err.to_string();
+            assert!(text.starts_with("item 3, stage `square`: "), "{text}");
+            assert!(text.contains("[3]") && text.contains("[2, 2]"), "{text}");
+        } else {
+            let v = out.expect("ran").as_slice::<f64>().unwrap()[0];
+            assert_eq!(v, 4.0 * i as f64, "item {i}");
+        }
+    }
+}
+
+#[test]
+fn pipeline_stages_may_hand_on_a_tensor_of_another_domain() {
+    use weft::Pipeline;
+    let rt = weft_tests::unpinned_pair().build().expect("runtime");
+    // The first stage runs on domain 0 but hands on a tensor of domain 1;
+    // the second runs on domain 0 again; the last hands on domain 1's.
+    let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
+        lane.full(weft::DType::F64, &[2], weft::Scalar::Real(i as f64))
+    })
+    .stage("away", 0, |lane, x| lane.transfer(x, 1))
+    .stage("double", 0, |lane, x| lane.add(x, x))
+    .stage("away again", 0, |lane, x| lane.transfer(x, 1));
+    let run = pipeline.run(4).expect("ran");
+    for (i, out) in run.outputs.into_iter().enumerate() {
+        let t = out.unwrap_or_else(|e| panic!("item {i}: {e}"));
+        assert_eq!(t.as_slice::<f64>().unwrap(), &[2.0 * i as f64; 2]);
+    }
+}

@@ -50,7 +50,7 @@ mod transfer;
 // application-side helpers on top of lanes.
 pub use builder::{Builder, TRACE_ENV};
 pub use error::{BuildError, RuntimeError};
-pub use pipeline::{Pipeline, PipelineRun};
+pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
 

@@ -12,7 +12,7 @@ use weft_topology::{pin_current_thread, CpuDomain, Topology};
 
 use crate::config::Config;
 use crate::domain::{DomainTable, Hosted};
-use crate::error::RuntimeError;
+use crate::error::{OpError, RuntimeError};
 use crate::handle::RuntimeId;
 use crate::lane::Lane;
 
@@ -139,6 +139,13 @@ impl Runtime {
     /// [`RuntimeError::NoSuchDomain`], or [`RuntimeError::Closed`] after
     /// shutdown.
     pub fn lane(&self, domain: usize) -> Result<Lane, RuntimeError> {
+        let table = &self.inner.table;
+        Ok(Lane::open(table.cpu(domain)?, table)?)
+    }
+
+    /// [`Runtime::lane`] for a tensor op's own use: its refusal as an
+    /// [`OpError`].
+    pub(crate) fn op_lane(&self, domain: usize) -> Result<Lane, OpError> {
         let table = &self.inner.table;
         Ok(Lane::open(table.cpu(domain)?, table)?)
     }
