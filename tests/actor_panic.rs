@@ -17,7 +17,8 @@ fn panic_is_isolated_and_engine_survives() {
             .expect("open"),
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), "op panicked: non-string panic payload");
+    // A payload that is not a string says what it is (issue 12, item 12).
+    assert_eq!(err.to_string(), "op panicked: panic payload of type u8: 17");
     assert_eq!(
         wait_ok(
             lane.run(|v: &mut Vec<u32>| v.iter().sum::<u32>())

@@ -817,3 +817,19 @@ fn pipeline_stages_may_hand_on_a_tensor_of_another_domain() {
         assert_eq!(t.as_slice::<f64>().unwrap(), &[2.0 * i as f64; 2]);
     }
 }
+
+#[test]
+fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
+    let rt = weft_tests::unpinned_pair().build().expect("runtime");
+    let lane = rt.lane(0).unwrap();
+    let x = lane.ones(DType::F64, &[8]).unwrap();
+    let moved: Vec<_> = (0..50).map(|_| lane.transfer(&x, 1).unwrap()).collect();
+    for m in &moved {
+        assert_eq!(wait_ok(rt.lane(1).unwrap().download(m).unwrap()).len(), 8);
+    }
+    // Domain 1 got the 50 halves "transfer in" on one lane, still open.
+    let stats = rt.stats();
+    let dest = &stats.actors[1];
+    let busiest = dest.lanes.iter().map(|l| l.ops.submitted).max().unwrap_or(0);
+    assert!(busiest >= 50, "{:?}", dest.lanes);
+}

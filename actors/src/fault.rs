@@ -75,7 +75,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
             }
         };
     }
-    shown!(i32, i64, u32, u64, usize, isize, f64, f32, bool, char);
+    shown!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, usize, isize, f32, f64, bool, char);
     "panic payload of a type other than &str, String, a boxed error, a number, bool or char"
         .to_owned()
 }

@@ -47,6 +47,58 @@ pub struct Lane<E: TensorEngine = CpuEngine> {
     table: Weak<DomainTable>,
     /// Only for engines that keep per-lane state.
     retire: Option<Arc<Retire<E>>>,
+    /// The lanes this lane's transfers feed, shared by its clones.
+    transfers: Arc<TransferLanes>,
+}
+
+/// One lane into each destination of a lane's transfers, opened by the
+/// first transfer there and reused by the next: opening a lane costs its
+/// queue's allocation and the actor's bookkeeping, and the halves a lane
+/// sends one destination are in order anyway.
+#[derive(Default)]
+pub(crate) struct TransferLanes {
+    cpu: parking_lot::Mutex<Vec<(usize, Lane<CpuEngine>)>>,
+    #[cfg(feature = "cuda")]
+    cuda: parking_lot::Mutex<Vec<(usize, Lane<crate::CudaEngine>)>>,
+}
+
+impl TransferLanes {
+    /// The lane into CPU domain `domain`.
+    pub(crate) fn cpu(
+        &self,
+        domain: usize,
+        table: &Arc<DomainTable>,
+    ) -> Result<Lane<CpuEngine>, crate::OpError> {
+        Self::get(&self.cpu, domain, || {
+            Ok(Lane::open(table.cpu(domain)?, table)?)
+        })
+    }
+
+    /// The lane into CUDA device `device`.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda(
+        &self,
+        device: usize,
+        table: &Arc<DomainTable>,
+    ) -> Result<Lane<crate::CudaEngine>, crate::OpError> {
+        Self::get(&self.cuda, device, || {
+            Ok(Lane::open(table.cuda(device)?, table)?)
+        })
+    }
+
+    fn get<D: TensorEngine>(
+        lanes: &parking_lot::Mutex<Vec<(usize, Lane<D>)>>,
+        index: usize,
+        open: impl FnOnce() -> Result<Lane<D>, crate::OpError>,
+    ) -> Result<Lane<D>, crate::OpError> {
+        let mut lanes = lanes.lock();
+        if let Some((_, lane)) = lanes.iter().find(|(i, _)| *i == index) {
+            return Ok(lane.clone());
+        }
+        let lane = open()?;
+        lanes.push((index, lane.clone()));
+        Ok(lane)
+    }
 }
 
 /// Dropped with a lane's last clone: tells the engine, in order after the
@@ -71,6 +123,7 @@ impl<E: TensorEngine> Clone for Lane<E> {
             tensors: self.tensors.clone(),
             table: self.table.clone(),
             retire: self.retire.clone(),
+            transfers: self.transfers.clone(),
         }
     }
 }
@@ -87,6 +140,7 @@ impl<E: TensorEngine> Lane<E> {
             lane,
             tensors: domain.tensors().clone(),
             table: Arc::downgrade(table),
+            transfers: Arc::default(),
         })
     }
 
@@ -112,6 +166,10 @@ impl<E: TensorEngine> Lane<E> {
 
     pub(crate) fn tensors(&self) -> &Arc<DomainTensors> {
         &self.tensors
+    }
+
+    pub(crate) fn transfer_lanes(&self) -> &TransferLanes {
+        &self.transfers
     }
 }
 

@@ -62,12 +62,11 @@ impl<E: TensorEngine> Lane<E> {
         };
         let table = self.table().ok_or_else(closed)?;
         // The destination first: a place that cannot be had costs nothing.
+        let lanes = self.transfer_lanes();
         match to {
-            Place::Cpu(d) => self.transfer_to(handle, &Lane::open(table.cpu(d)?, &table)?, &table),
+            Place::Cpu(d) => self.transfer_to(handle, &lanes.cpu(d, &table)?, &table),
             #[cfg(feature = "cuda")]
-            Place::Cuda(d) => {
-                self.transfer_to(handle, &Lane::open(table.cuda(d)?, &table)?, &table)
-            }
+            Place::Cuda(d) => self.transfer_to(handle, &lanes.cuda(d, &table)?, &table),
             #[cfg(not(feature = "cuda"))]
             Place::Cuda(device) => Err(crate::error::PlaceError::NoSuchDevice {
                 device,
