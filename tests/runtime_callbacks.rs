@@ -25,8 +25,13 @@ fn bounded_call<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 's
         .unwrap_or_else(|_| panic!("{what} did not return within {LIMIT:?}"))
 }
 
-#[test]
-fn an_op_reads_stats_while_another_thread_shuts_down() {
+/// Runs `call` inside an op on domain 0 while another thread shuts the
+/// runtime down (the op waits until the shutdown has begun and reached
+/// the join of this very actor); returns the shutdown's result and the
+/// op's value. Both must come back within `LIMIT`.
+fn during_shutdown<T: Send + 'static>(
+    call: impl FnOnce(&Runtime) -> T + Send + 'static,
+) -> (Result<weft::RuntimeReport, ShutdownError>, T) {
     let rt = runtime();
     let lane = rt.lane(0).unwrap();
     let (go_tx, go) = bounded::<()>(1);
@@ -34,9 +39,8 @@ fn an_op_reads_stats_while_another_thread_shuts_down() {
     let op = lane
         .run(move |_: &mut CpuEngine| {
             go.recv_timeout(LIMIT).expect("the shutdown begins");
-            // Let the shutdown reach the join of this very actor.
             thread::sleep(Duration::from_millis(50));
-            inside.stats().actors.len()
+            call(&inside)
         })
         .unwrap();
     let stopper = rt.clone();
@@ -44,55 +48,29 @@ fn an_op_reads_stats_while_another_thread_shuts_down() {
         go_tx.send(()).unwrap();
         stopper.shutdown()
     });
+    (report, wait_ok(op))
+}
+
+#[test]
+fn an_op_reads_stats_while_another_thread_shuts_down() {
+    let (report, actors) = during_shutdown(|rt| rt.stats().actors.len());
     assert!(report.is_ok(), "{report:?}");
-    assert_eq!(wait_ok(op), 2);
+    assert_eq!(actors, 2);
 }
 
 #[test]
 fn an_op_that_shuts_down_during_a_shutdown_is_refused() {
-    let rt = runtime();
-    let lane = rt.lane(0).unwrap();
-    let (go_tx, go) = bounded::<()>(1);
-    let inside = rt.clone();
-    let op = lane
-        .run(move |_: &mut CpuEngine| {
-            go.recv_timeout(LIMIT).expect("the shutdown begins");
-            thread::sleep(Duration::from_millis(50));
-            inside.shutdown().map(|_| ())
-        })
-        .unwrap();
-    let stopper = rt.clone();
-    let report = bounded_call("shutdown", move || {
-        go_tx.send(()).unwrap();
-        stopper.shutdown()
-    });
+    let (report, inner) = during_shutdown(|rt| rt.shutdown().map(|_| ()));
     assert!(report.is_ok(), "{report:?}");
-    assert!(matches!(
-        wait_ok(op),
-        Err(ShutdownError::WouldDeadlock { .. })
-    ));
+    assert!(matches!(inner, Err(ShutdownError::WouldDeadlock { .. })));
 }
 
 #[test]
 fn an_op_that_spawns_an_actor_during_a_shutdown_is_refused() {
-    let rt = runtime();
-    let lane = rt.lane(0).unwrap();
-    let (go_tx, go) = bounded::<()>(1);
-    let inside = rt.clone();
-    let op = lane
-        .run(move |_: &mut CpuEngine| {
-            go.recv_timeout(LIMIT).expect("the shutdown begins");
-            thread::sleep(Duration::from_millis(50));
-            inside.spawn_actor(1, || Ok::<_, String>(0u8)).map(|_| ())
-        })
-        .unwrap();
-    let stopper = rt.clone();
-    let report = bounded_call("shutdown", move || {
-        go_tx.send(()).unwrap();
-        stopper.shutdown()
-    });
+    let (report, spawned) =
+        during_shutdown(|rt| rt.spawn_actor(1, || Ok::<_, String>(0u8)).map(|_| ()));
     assert!(report.is_ok(), "{report:?}");
-    assert!(matches!(wait_ok(op), Err(RuntimeError::Closed(_))));
+    assert!(matches!(spawned, Err(RuntimeError::Closed(_))));
 }
 
 #[test]

@@ -371,3 +371,54 @@ fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
     let want: Vec<f64> = [1.0f64, 2.0, 0.5].iter().map(|v| v.powi(64)).collect();
     assert_eq!(got.as_slice::<f64>().unwrap(), &want[..]);
 }
+
+/// Shape arithmetic is checked everywhere: with overflow checks on (this
+/// suite runs under the `checked` profile too), none of these panics, and
+/// without them none gives a wrong shape.
+#[test]
+fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
+    use weft::SliceAxis;
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let big = 1usize << 62;
+    // No element, whatever the other extents and their order.
+    for shape in [vec![0, big, 4], vec![big, 4, 0], vec![4, 0, big]] {
+        let z = lane.zeros(DType::F64, &shape).unwrap();
+        assert_eq!(z.shape(), &shape[..]);
+        let t = lane.permute(&z, &[2, 1, 0]).unwrap();
+        // Over the huge axis: the sum keeps the zero extent, so no element.
+        let huge = shape.iter().position(|&n| n == big).unwrap();
+        let s = lane.reduce(ReduceOp::Sum, &z, &[huge], false).unwrap();
+        let r = lane.reverse(&z, &[0, 1, 2]).unwrap();
+        for h in [&z, &t, &s, &r] {
+            assert_eq!(wait_ok(lane.download(h).unwrap()).len(), 0);
+        }
+    }
+    let z = lane.zeros(DType::F64, &[0, 1 << 63]).unwrap();
+    match lane.concatenate(&[&z, &z], 1) {
+        Err(OpError::Tensor(TensorError::TooLarge { .. })) => {}
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    let x = lane.zeros(DType::F64, &[4]).unwrap();
+    let one = lane
+        .slice(
+            &x,
+            &[SliceAxis {
+                start: 1,
+                stop: 4,
+                step: 1 << 62,
+            }],
+        )
+        .unwrap();
+    assert_eq!(one.shape(), [1]);
+    let e = lane.zeros(DType::F64, &[0, 2]).unwrap();
+    match lane.pad(&e, &[(usize::MAX, 5), (0, 0)], Scalar::Real(0.0)) {
+        Err(OpError::Tensor(TensorError::TooLarge { .. })) => {}
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    // Decompositions of a 0×0 matrix: empty factors.
+    let m = lane.zeros(DType::F64, &[0, 0]).unwrap();
+    let (w, v) = lane.eigh(&m).unwrap();
+    assert_eq!((w.shape(), v.shape()), (&[0][..], &[0, 0][..]));
+    assert_eq!(wait_ok(lane.download(&v).unwrap()).len(), 0);
+}

@@ -830,6 +830,11 @@ fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
     // Domain 1 got the 50 halves "transfer in" on one lane, still open.
     let stats = rt.stats();
     let dest = &stats.actors[1];
-    let busiest = dest.lanes.iter().map(|l| l.ops.submitted).max().unwrap_or(0);
+    let busiest = dest
+        .lanes
+        .iter()
+        .map(|l| l.ops.submitted)
+        .max()
+        .unwrap_or(0);
     assert!(busiest >= 50, "{:?}", dest.lanes);
 }

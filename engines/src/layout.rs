@@ -52,12 +52,12 @@ pub fn broadcast_shapes(
 pub(crate) fn strides_in(shape: &[usize], out: &[usize]) -> Vec<usize> {
     let lead = out.len() - shape.len();
     let mut strides = vec![0; out.len()];
-    let mut step = 1;
+    let mut step = 1usize;
     for i in (0..shape.len()).rev() {
         if shape[i] != 1 {
             strides[lead + i] = step;
         }
-        step *= shape[i];
+        step = step.saturating_mul(shape[i]);
     }
     strides
 }
@@ -117,10 +117,19 @@ impl View {
     }
 }
 
+/// Row-major strides of `shape`. They saturate rather than overflow: only
+/// a shape with no element can have strides past `isize` (its element
+/// count is bounded by the allocation otherwise), and a walk over no
+/// element reads none of them.
 pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![1isize; shape.len()];
     for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1] as isize;
+        strides[i] = strides[i + 1].saturating_mul(extent(shape[i + 1]));
     }
     strides
+}
+
+/// An extent as a stride factor, saturating (see [`row_major`]).
+pub(crate) fn extent(n: usize) -> isize {
+    isize::try_from(n).unwrap_or(isize::MAX)
 }

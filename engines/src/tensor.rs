@@ -436,8 +436,13 @@ pub enum TensorError {
     },
 }
 
-/// Elements a shape holds, or `None` on overflow.
+/// Elements a shape holds, or `None` on overflow. A shape with an extent 0
+/// holds no element, whatever its other extents and their order: it is
+/// never too large.
 pub fn element_count(shape: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
 }
 

@@ -26,6 +26,9 @@ pub(super) fn run(
     inputs: &[&Tensor],
     outputs: &[(DType, &[usize])],
 ) -> Result<Vec<Tensor>, TensorError> {
+    if let Some(empty) = empty(outputs.iter().copied()) {
+        return empty;
+    }
     check_allocatable(outputs)?;
     if work(op, inputs, outputs) >= PARALLEL_THRESHOLD {
         pool.install(|| kernel(op, inputs, threads))
@@ -46,7 +49,10 @@ impl TensorOp {
     /// factorization that fails).
     pub fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
-        self.infer(&metas)?;
+        let outputs = self.infer(&metas)?;
+        if let Some(empty) = empty(outputs.iter().map(|m| (m.dtype, &m.shape[..]))) {
+            return empty;
+        }
         kernel(self, inputs, threads)
     }
 }
@@ -127,6 +133,24 @@ fn kernel(op: &TensorOp, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tenso
             ))
         }
     }
+}
+
+/// Outputs of which none has an element are their shapes alone: no kernel
+/// runs for them, so none walks the extents that a shape with no element
+/// may take to any size (`[0, 2^62, 4]`).
+fn empty<'a>(
+    outputs: impl IntoIterator<Item = (DType, &'a [usize])>,
+) -> Option<Result<Vec<Tensor>, TensorError>> {
+    let outputs: smallvec::SmallVec<[(DType, &[usize]); 3]> = outputs.into_iter().collect();
+    if !outputs.iter().all(|(_, shape)| shape.contains(&0)) {
+        return None;
+    }
+    Some(
+        outputs
+            .iter()
+            .map(|&(dtype, shape)| Tensor::from_data(crate::Data::zeros(dtype, 0), shape))
+            .collect(),
+    )
 }
 
 /// The work of an op, in elements touched, that decides between running

@@ -70,7 +70,7 @@ impl Dims {
             return None;
         }
         let mut d = Dims {
-            n: shape.iter().product::<usize>() as i64,
+            n: crate::element_count(shape).map_or(i64::MAX, |n| n as i64),
             rank: axes.len() as i64,
             ..Dims::default()
         };

@@ -104,7 +104,7 @@ impl DeviceTensor {
 
     /// Elements.
     pub fn len(&self) -> usize {
-        self.shape.iter().product()
+        crate::element_count(&self.shape).unwrap_or(usize::MAX)
     }
 
     /// Whether it has no elements.
@@ -316,6 +316,24 @@ impl TensorEngine for CudaEngine {
                 return Err(self.unsupported(op.name(), dtype, Some("ops with several outputs")));
             }
         };
+        let input_dtype = inputs
+            .first()
+            .and_then(|id| self.store.get(id))
+            .map_or(out_dtype, |t| t.dtype);
+        if let Some(reason) = missing(op) {
+            return Err(self.unsupported(op.name(), input_dtype, Some(reason)));
+        }
+        if out_shape.contains(&0) {
+            // No element: the shape alone, and no kernel walking extents
+            // that a shape with no element may take to any size.
+            for id in inputs {
+                self.store.get(id).ok_or(NotResident(*id))?;
+            }
+            let lane = self.lane(lane)?.stream.clone();
+            let empty = memory::alloc_on(&lane, self.info.ordinal, out_dtype, out_shape)?;
+            self.insert(out_id, empty);
+            return Ok(());
+        }
         if matches!(op, TensorOp::Matmul | TensorOp::Einsum(_)) {
             self.blas(lane)?;
         } else {

@@ -306,7 +306,11 @@ impl<B: Contraction> Term<B> {
         for c in &unique {
             let positions: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == *c).collect();
             walk.shape.push(shape[positions[0]]);
-            walk.strides.push(positions.iter().map(|&i| own[i]).sum());
+            walk.strides.push(
+                positions
+                    .iter()
+                    .fold(0isize, |s, &i| s.saturating_add(own[i])),
+            );
         }
         Ok(Term {
             labels: unique,

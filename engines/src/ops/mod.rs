@@ -454,14 +454,21 @@ impl TensorOp {
                         ),
                     });
                 }
-                created(
-                    a.dtype,
-                    a.shape
-                        .iter()
-                        .zip(widths)
-                        .map(|(&n, &(b, e))| n.saturating_add(b).saturating_add(e))
-                        .collect(),
-                )
+                let shape = a
+                    .shape
+                    .iter()
+                    .zip(widths)
+                    .map(|(&n, &(b, e))| n.checked_add(b)?.checked_add(e))
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or_else(|| TensorError::TooLarge {
+                        shape: a
+                            .shape
+                            .iter()
+                            .zip(widths)
+                            .map(|(&n, &(b, e))| n.saturating_add(b).saturating_add(e))
+                            .collect(),
+                    })?;
+                created(a.dtype, shape)
             }
             TensorOp::Diagonal | TensorOp::Triangle { .. } => {
                 let a = &inputs[0];

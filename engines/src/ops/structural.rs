@@ -2,7 +2,7 @@
 //! broadcasts, diagonals and joins, as shape rules and as the strided
 //! views both backends copy out.
 
-use crate::layout::{broadcast_shapes, row_major, View};
+use crate::layout::{broadcast_shapes, extent, row_major, View};
 use crate::tensor::{element_count, TensorError};
 
 /// Checks a reshape of `shape` to `to`.
@@ -109,8 +109,13 @@ pub(crate) fn slice_view(shape: &[usize], axes: &[SliceAxis]) -> Result<View, Te
         }
         let stop = a.stop.min(n).max(a.start);
         v.shape.push((stop - a.start).div_ceil(a.step));
-        v.strides.push(strides[i] * a.step as isize);
-        v.base += strides[i] * a.start as isize;
+        // Saturating: a step past the extent takes one element, whose
+        // stride is never walked; a start past `isize` is one of a shape
+        // with no element.
+        v.strides.push(strides[i].saturating_mul(extent(a.step)));
+        v.base = v
+            .base
+            .saturating_add(strides[i].saturating_mul(extent(a.start)));
     }
     Ok(v)
 }
@@ -135,7 +140,9 @@ pub(crate) fn reverse_view(shape: &[usize], axes: &[usize]) -> Result<View, Tens
     };
     for &a in axes {
         if shape[a] > 0 {
-            v.base += v.strides[a] * (shape[a] as isize - 1);
+            v.base = v
+                .base
+                .saturating_add(v.strides[a].saturating_mul(extent(shape[a] - 1)));
         }
         v.strides[a] = -v.strides[a];
     }
@@ -229,7 +236,8 @@ pub(crate) fn diagonal_view(shape: &[usize]) -> Result<View, TensorError> {
         base: 0,
     };
     v.shape.push(shape[r - 2].min(shape[r - 1]));
-    v.strides.push(strides[r - 2] + strides[r - 1]);
+    v.strides
+        .push(strides[r - 2].saturating_add(strides[r - 1]));
     Ok(v)
 }
 
@@ -251,7 +259,9 @@ pub fn concat_meta(shapes: &[&[usize]], axis: usize) -> Result<Vec<usize>, Tenso
                 reason: format!("input {i} has shape {s:?}, input 0 {first:?}, along axis {axis}"),
             });
         }
-        out[axis] += s[axis];
+        out[axis] = out[axis]
+            .checked_add(s[axis])
+            .ok_or_else(|| TensorError::TooLarge { shape: out.clone() })?;
     }
     Ok(out)
 }
