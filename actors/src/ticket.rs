@@ -265,7 +265,9 @@ impl<T, E: fmt::Display> Slot<T, E> {
 
 /// The reply to one submitted op: wait for it, poll it, or `.await` it.
 ///
-/// Dropping a ticket is fine: the op still runs and its value is dropped.
+/// Dropping a ticket is fine: the op still runs and its value is dropped
+/// (on the actor, isolated, if the op finishes later; on the dropping
+/// thread, as a `JoinHandle`'s would be, if it finished already).
 /// Blocking waits (and polls) from a thread that works for an actor return
 /// [`TicketError::WouldDeadlock`] unless the op already finished. After
 /// `.await` returned, the ticket still answers [`Ticket::is_ready`],

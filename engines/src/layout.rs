@@ -106,11 +106,16 @@ impl View {
                 }
                 axis -= 1;
                 index[axis] += 1;
-                offset += self.strides[axis];
+                // Wrapping: the step past an axis's end (taken back at
+                // once) may leave `isize` when its stride is saturated (a
+                // slice's step past its extent); every offset the walk
+                // reports is inside the tensor.
+                offset = offset.wrapping_add(self.strides[axis]);
                 if index[axis] < self.shape[axis] {
                     break;
                 }
-                offset -= self.strides[axis] * self.shape[axis] as isize;
+                offset =
+                    offset.wrapping_sub(self.strides[axis].wrapping_mul(extent(self.shape[axis])));
                 index[axis] = 0;
             }
         }

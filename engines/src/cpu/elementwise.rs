@@ -213,13 +213,15 @@ fn strided<T: Element>(f: impl Fn(T, T) -> T, x: &Operands<'_, T>, start: usize,
         *o = f(a[oa], b[ob]);
         for axis in (0..rank).rev() {
             index[axis] += 1;
-            oa += sa[axis];
-            ob += sb[axis];
+            // Wrapping, as `View::for_each_offset`: the step past an
+            // axis's end is taken back at once.
+            oa = oa.wrapping_add(sa[axis]);
+            ob = ob.wrapping_add(sb[axis]);
             if index[axis] < out[axis] {
                 break;
             }
-            oa -= sa[axis] * out[axis];
-            ob -= sb[axis] * out[axis];
+            oa = oa.wrapping_sub(sa[axis].wrapping_mul(out[axis]));
+            ob = ob.wrapping_sub(sb[axis].wrapping_mul(out[axis]));
             index[axis] = 0;
         }
     }
