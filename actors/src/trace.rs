@@ -203,10 +203,13 @@ impl Trace {
                     r.outcome.name()
                 ));
                 if let Some(flow) = r.flow {
-                    // A flow starts at the end of its first op and ends
-                    // inside the op that receives it.
+                    // A flow starts at the start of its first op and ends
+                    // at the start of the op that receives it. (Not at the
+                    // first op's end: the receiving op may start between
+                    // the sender resolving its ticket and recording its
+                    // end, which would draw the arrow backwards in time.)
                     let (ph, id, at, bind) = match flow {
-                        Flow::Out(id) => ("s", id, micros(r.ended) - 0.001, ""),
+                        Flow::Out(id) => ("s", id, ts, ""),
                         Flow::In(id) => ("f", id, ts, r#","bp":"e""#),
                     };
                     events.push(format!(
