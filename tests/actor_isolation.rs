@@ -4,34 +4,14 @@
 //! ticket went. None of them may kill the actor: the op behind each one
 //! still runs. And the ticket rules hold for `poll` as for `wait`.
 
-use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use weft::{ActorBuilder, FailureCause, Op, TicketError};
-use weft_tests::{block_on, quiet_panics, wait, wait_ok, LIMIT};
+use weft_tests::{block_on, quiet_panics, wait, wait_ok, BadDisplay, PanicOnDrop, LIMIT};
 
-const MARKER: &str = "isolation test:";
-
-/// A value whose drop panics.
-struct PanicOnDrop;
-
-impl Drop for PanicOnDrop {
-    fn drop(&mut self) {
-        panic!("{MARKER} a Drop that panics");
-    }
-}
-
-/// An error whose `Display` panics.
-#[derive(Debug)]
-struct BadDisplay;
-
-impl fmt::Display for BadDisplay {
-    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
-        panic!("{MARKER} a Display that panics");
-    }
-}
+const MARKER: &str = weft_tests::INJECTED;
 
 fn actor() -> weft::Actor<u64> {
     ActorBuilder::new("isolation")

@@ -257,7 +257,7 @@ fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
                     );
                 }
             }
-            for op in weft_engines::ops::UNARY_OPS {
+            for op in weft_engines::ops::UnaryOp::ALL {
                 let input = match op {
                     UnaryOp::Log | UnaryOp::Log1p | UnaryOp::Sqrt | UnaryOp::Rsqrt => &p,
                     _ => &a,

@@ -22,9 +22,9 @@ use weft::{
     SliceAxis, Tensor, TensorHandle, TensorOp, UnaryOp,
 };
 use weft_engines::EinsumSpec;
-use weft_tests::{quiet_panics, thread_count, LIMIT};
+use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, LIMIT};
 
-const MARKER: &str = "fuzz:";
+const MARKER: &str = weft_tests::INJECTED;
 
 /// splitmix64: the sequence of a seed is the same on every run.
 struct Rng(u64);
@@ -83,61 +83,13 @@ impl Rng {
     }
 }
 
-/// A value whose drop panics.
-struct PanicOnDrop;
-
-impl Drop for PanicOnDrop {
-    fn drop(&mut self) {
-        panic!("{MARKER} a Drop that panics");
-    }
-}
-
-/// An error whose `Display` panics.
-#[derive(Debug)]
-struct BadDisplay;
-
-impl fmt::Display for BadDisplay {
-    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
-        panic!("{MARKER} a Display that panics");
-    }
-}
-
 /// A random op of the vocabulary, arguments anything.
 fn random_op(rng: &mut Rng, rank: usize) -> TensorOp {
-    let unary = [
-        UnaryOp::Neg,
-        UnaryOp::Abs,
-        UnaryOp::Exp,
-        UnaryOp::Log,
-        UnaryOp::Sqrt,
-        UnaryOp::Tanh,
-    ];
-    let binary = [
-        BinaryOp::Add,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Maximum,
-        BinaryOp::Pow,
-    ];
-    let reduce = [
-        ReduceOp::Sum,
-        ReduceOp::Max,
-        ReduceOp::Mean,
-        ReduceOp::Norm,
-        ReduceOp::Prod,
-    ];
-    let linalg = [
-        Linalg::Qr,
-        Linalg::Svd,
-        Linalg::Eigh,
-        Linalg::Cholesky,
-        Linalg::Solve,
-    ];
     match rng.below(24) {
-        0 => TensorOp::Binary(rng.pick(&binary)),
-        1 => TensorOp::Unary(rng.pick(&unary)),
+        0 => TensorOp::Binary(rng.pick(&BinaryOp::ALL)),
+        1 => TensorOp::Unary(rng.pick(&UnaryOp::ALL)),
         2 => TensorOp::Matmul,
-        3 => TensorOp::Linalg(rng.pick(&linalg)),
+        3 => TensorOp::Linalg(rng.pick(&Linalg::ALL)),
         4 => {
             let operands = match rng.below(10) {
                 0 => 70,
@@ -161,7 +113,7 @@ fn random_op(rng: &mut Rng, rank: usize) -> TensorOp {
             }
         }
         5 => TensorOp::Reduce {
-            op: rng.pick(&reduce),
+            op: rng.pick(&ReduceOp::ALL),
             axes: rng.axes(rank),
             keep_dims: rng.chance(50),
         },
@@ -183,7 +135,7 @@ fn random_op(rng: &mut Rng, rank: usize) -> TensorOp {
             step: rng.float(),
             len: rng.extent(),
         },
-        11 => TensorOp::Compare(rng.pick(&[CmpOp::Eq, CmpOp::Lt])),
+        11 => TensorOp::Compare(rng.pick(&CmpOp::ALL)),
         12 => TensorOp::Select,
         13 => TensorOp::Clamp {
             lo: rng.float(),

@@ -148,6 +148,30 @@ impl Drop for Watchdog {
     }
 }
 
+/// The marker in the message of every panic the tests inject on purpose
+/// (see [`quiet_panics`]).
+pub const INJECTED: &str = "injected by a test:";
+
+/// A value whose drop panics.
+#[derive(Debug)]
+pub struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        panic!("{INJECTED} a Drop that panics");
+    }
+}
+
+/// An error whose `Display` panics.
+#[derive(Debug)]
+pub struct BadDisplay;
+
+impl std::fmt::Display for BadDisplay {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("{INJECTED} a Display that panics");
+    }
+}
+
 /// Keeps the panics a test injects on purpose (their message contains
 /// `marker`) out of the output; any other panic is reported as usual.
 pub fn quiet_panics(marker: &'static str) {

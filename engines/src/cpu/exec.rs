@@ -139,16 +139,15 @@ fn kernel(op: &TensorOp, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tenso
 /// runs for them, so none walks the extents that a shape with no element
 /// may take to any size (`[0, 2^62, 4]`).
 fn empty<'a>(
-    outputs: impl IntoIterator<Item = (DType, &'a [usize])>,
+    outputs: impl Iterator<Item = (DType, &'a [usize])> + Clone,
 ) -> Option<Result<Vec<Tensor>, TensorError>> {
-    let outputs: smallvec::SmallVec<[(DType, &[usize]); 3]> = outputs.into_iter().collect();
-    if !outputs.iter().all(|(_, shape)| shape.contains(&0)) {
+    // The hot path (some output has an element) only looks.
+    if !outputs.clone().all(|(_, shape)| shape.contains(&0)) {
         return None;
     }
     Some(
         outputs
-            .iter()
-            .map(|&(dtype, shape)| Tensor::from_data(crate::Data::zeros(dtype, 0), shape))
+            .map(|(dtype, shape)| Tensor::from_data(crate::Data::zeros(dtype, 0), shape))
             .collect(),
     )
 }

@@ -132,7 +132,6 @@ fn map<T: Copy + Sync, U: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::UNARY_OPS;
     use crate::tensor::DType;
 
     /// Reference values for real inputs: the standard library, called
@@ -174,7 +173,7 @@ mod tests {
             &[50_000],
         )
         .unwrap();
-        for op in UNARY_OPS {
+        for op in UnaryOp::ALL {
             let got = apply(op, &t, false).unwrap();
             assert_eq!(got.shape(), &[2, 4]);
             for (g, &x) in got.as_slice::<f64>().unwrap().iter().zip(&xs) {

@@ -24,6 +24,17 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// Every binary op, for tests and tables.
+    pub const ALL: [BinaryOp; 7] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::Maximum,
+        BinaryOp::Minimum,
+        BinaryOp::Pow,
+    ];
+
     /// The op's name in errors and traces.
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +102,16 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// Every comparison, for tests and tables.
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+
     /// The op's name in errors and traces.
     pub fn name(self) -> &'static str {
         match self {

@@ -23,6 +23,15 @@ pub enum Linalg {
 }
 
 impl Linalg {
+    /// Every decomposition, for tests and tables.
+    pub const ALL: [Linalg; 5] = [
+        Linalg::Qr,
+        Linalg::Svd,
+        Linalg::Eigh,
+        Linalg::Cholesky,
+        Linalg::Solve,
+    ];
+
     /// The op's name in errors and traces.
     pub fn name(self) -> &'static str {
         match self {

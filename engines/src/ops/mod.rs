@@ -28,7 +28,7 @@ pub use structural::{
 pub(crate) use structural::{
     broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
 };
-pub use unary::{UnaryOp, UNARY_OPS};
+pub use unary::UnaryOp;
 
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 use einsum::Spec;

@@ -21,6 +21,16 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Every reduction, for tests and tables.
+    pub const ALL: [ReduceOp; 6] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Mean,
+        ReduceOp::Norm,
+    ];
+
     /// The op's name in errors and traces.
     pub fn name(self) -> &'static str {
         match self {

@@ -4,7 +4,7 @@
 
 use super::{
     BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis, TensorOp,
-    UNARY_OPS,
+    UnaryOp,
 };
 use crate::tensor::DType;
 
@@ -14,47 +14,15 @@ use crate::tensor::DType;
 /// element type (maximum of complex tensors): that is the vocabulary's
 /// answer, not a backend's.
 pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
-    let binary = [
-        BinaryOp::Add,
-        BinaryOp::Sub,
-        BinaryOp::Mul,
-        BinaryOp::Div,
-        BinaryOp::Maximum,
-        BinaryOp::Minimum,
-        BinaryOp::Pow,
-    ];
-    let reduce = [
-        ReduceOp::Sum,
-        ReduceOp::Prod,
-        ReduceOp::Max,
-        ReduceOp::Min,
-        ReduceOp::Mean,
-        ReduceOp::Norm,
-    ];
-    let compare = [
-        CmpOp::Eq,
-        CmpOp::Ne,
-        CmpOp::Lt,
-        CmpOp::Le,
-        CmpOp::Gt,
-        CmpOp::Ge,
-    ];
-    let linalg = [
-        Linalg::Qr,
-        Linalg::Svd,
-        Linalg::Eigh,
-        Linalg::Cholesky,
-        Linalg::Solve,
-    ];
     let mut ops: Vec<TensorOp> = Vec::new();
-    ops.extend(binary.map(TensorOp::Binary));
-    ops.extend(UNARY_OPS.map(TensorOp::Unary));
+    ops.extend(BinaryOp::ALL.map(TensorOp::Binary));
+    ops.extend(UnaryOp::ALL.map(TensorOp::Unary));
     ops.push(TensorOp::Matmul);
-    ops.extend(linalg.map(TensorOp::Linalg));
+    ops.extend(Linalg::ALL.map(TensorOp::Linalg));
     ops.push(TensorOp::Einsum(
         EinsumSpec::parse("ij,jk->ik").expect("a valid specification"),
     ));
-    ops.extend(reduce.map(|op| TensorOp::Reduce {
+    ops.extend(ReduceOp::ALL.map(|op| TensorOp::Reduce {
         op,
         axes: vec![1],
         keep_dims: false,
@@ -85,7 +53,7 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
             seed: 7,
         },
     ]);
-    ops.extend(compare.map(TensorOp::Compare));
+    ops.extend(CmpOp::ALL.map(TensorOp::Compare));
     ops.extend([
         TensorOp::Select,
         TensorOp::Clamp { lo: -0.5, hi: 0.5 },

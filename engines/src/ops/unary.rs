@@ -33,24 +33,24 @@ pub enum UnaryOp {
     Tanh,
 }
 
-/// Every unary op, for tests and tables.
-pub const UNARY_OPS: [UnaryOp; 13] = [
-    UnaryOp::Neg,
-    UnaryOp::Abs,
-    UnaryOp::Sign,
-    UnaryOp::Conj,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Expm1,
-    UnaryOp::Log1p,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Tanh,
-];
-
 impl UnaryOp {
+    /// Every unary op, for tests and tables.
+    pub const ALL: [UnaryOp; 13] = [
+        UnaryOp::Neg,
+        UnaryOp::Abs,
+        UnaryOp::Sign,
+        UnaryOp::Conj,
+        UnaryOp::Exp,
+        UnaryOp::Log,
+        UnaryOp::Expm1,
+        UnaryOp::Log1p,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+    ];
+
     /// The op's name in errors and traces.
     pub fn name(self) -> &'static str {
         match self {
