@@ -166,3 +166,65 @@ fn shutdown_from_inside_an_actor_begins_but_does_not_join() {
     let report = actor.shutdown().expect("joined from outside");
     assert_eq!(report.completed, 1);
 }
+
+#[test]
+fn shutdown_timeout_names_the_op_that_does_not_return() {
+    use std::time::{Duration, Instant};
+    use weft::StuckAt;
+    use weft_tests::LIMIT;
+
+    let actor = ActorBuilder::new("stuck-op")
+        .spawn(|| Ok::<_, String>(()))
+        .expect("spawn");
+    let lane = actor.lane().expect("lane");
+    let (release, released) = crossbeam_channel::bounded::<()>(1);
+    let held = lane
+        .submit(
+            Op::new(move |_: &mut ()| {
+                let _ = released.recv_timeout(LIMIT);
+            })
+            .label("never returns"),
+        )
+        .expect("open");
+    eventually("the op runs", || actor.stats().running.is_some());
+    let queued = lane.run(|_| ()).expect("open");
+    let started = Instant::now();
+    let err = actor
+        .shutdown_timeout(Duration::from_millis(50))
+        .unwrap_err();
+    assert!(started.elapsed() < LIMIT);
+    let ShutdownError::TimedOut { timeout, stuck } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(*timeout, Duration::from_millis(50));
+    assert_eq!(stuck.len(), 1);
+    assert_eq!(stuck[0].actor, "stuck-op");
+    assert_eq!(
+        stuck[0].doing,
+        StuckAt::Op {
+            lane: lane.id(),
+            label: "never returns"
+        }
+    );
+    assert!(err.to_string().contains("`never returns` of lane"), "{err}");
+    // The actor still answers questions, and a zero deadline only looks.
+    let stats = actor.stats();
+    assert_eq!(
+        (stats.running, stats.running_op),
+        (Some(lane.id()), Some("never returns"))
+    );
+    assert!(matches!(
+        actor.shutdown_timeout(Duration::ZERO),
+        Err(ShutdownError::TimedOut { .. })
+    ));
+    release.send(()).expect("the op waits");
+    let report = actor.shutdown().expect("joined");
+    assert_eq!((report.completed, report.cancelled), (1, 1), "{report}");
+    wait_ok(held);
+    assert!(matches!(wait(queued), Err(TicketError::Cancelled)));
+    // Joined: the same report, at once.
+    assert_eq!(
+        actor.shutdown_timeout(Duration::ZERO).expect("joined"),
+        report
+    );
+}

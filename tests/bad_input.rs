@@ -412,7 +412,7 @@ fn bad_input_catalog() {
         ),
         row(
             "lane capacity too large to hold",
-            "1099511627776 is above the largest, 65536",
+            "1099511627776 is above the largest, 4294967295",
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             || {
                 Runtime::builder().split(1).lane_capacity(1 << 40).build()?;

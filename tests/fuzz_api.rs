@@ -360,11 +360,67 @@ impl World {
                 }
                 Ok(format!("zeros {shape:?}"))
             }
+            11 if rng.chance(25) => self.shut_down(rng),
             _ => {
                 self.alive()?;
                 Ok("probe the actors".into())
             }
         }
+    }
+
+    /// Shuts the runtime down from another thread (drain, now, or with a
+    /// short deadline) while this one goes on submitting; every op
+    /// submitted meanwhile is refused as closed or resolves, the shutdown
+    /// returns, no actor died, and every later op is refused as closed.
+    /// The sequence then goes on in a new world.
+    fn shut_down(&mut self, rng: &mut Rng) -> Result<String, Failure> {
+        let rt = self.rt.clone();
+        let how = rng.below(3);
+        let timeout = Duration::from_micros(rng.below(2_000) as u64);
+        let (done, stopped) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let report = match how {
+                0 => rt.shutdown(),
+                1 => rt.shutdown_now(),
+                _ => match rt.shutdown_timeout(timeout) {
+                    // Work was still running: a plain shutdown joins it.
+                    Err(weft::ShutdownError::TimedOut { .. }) => rt.shutdown(),
+                    other => other,
+                },
+            };
+            let _ = done.send(report);
+        });
+        let mut racing = Vec::new();
+        for _ in 0..rng.below(8) {
+            let lane = self.lane(rng).clone();
+            match lane.run(|_: &mut CpuEngine| 1u8) {
+                Ok(t) => racing.push(t),
+                Err(e) if e.is_closed() => {}
+                Err(e) => return Err(format!("a submit during a shutdown: {e}")),
+            }
+        }
+        for t in racing {
+            resolves(t, "an op submitted during a shutdown")?;
+        }
+        let report = stopped
+            .recv_timeout(LIMIT)
+            .map_err(|_| format!("shutdown kind {how} did not return in {LIMIT:?}"))?
+            .map_err(|e| format!("shutdown kind {how}: {e}"))?;
+        if let Some(dead) = report.actors.iter().find(|a| a.died.is_some()) {
+            return Err(format!("actor {} died: {:?}", dead.actor, dead.died));
+        }
+        for lane in &self.lanes {
+            match lane.run(|_: &mut CpuEngine| ()) {
+                Err(e) if e.is_closed() => {}
+                other => return Err(format!("an op after shutdown: {:?}", other.map(drop))),
+            }
+            match lane.zeros(DType::F64, &[2]) {
+                Err(weft::OpError::Closed(_)) => {}
+                other => return Err(format!("a tensor op after shutdown: {other:?}")),
+            }
+        }
+        *self = World::new();
+        Ok(format!("shutdown kind {how} mid-sequence"))
     }
 
     /// Waits for, polls, times out on or drops a ticket, at random.

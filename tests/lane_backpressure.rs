@@ -113,3 +113,42 @@ fn submit_from_an_actor_to_a_full_lane_would_deadlock() {
         .expect("open");
     assert_eq!(wait_ok(outcome), (true, true, true));
 }
+
+#[test]
+fn a_huge_capacity_costs_nothing_until_used_and_still_bounds() {
+    // A lane's queue grows as ops arrive: 2 000 lanes of capacity 2^30
+    // open as fast as any (a queue of that size allocated up front would
+    // need 40 GiB per lane).
+    let actor = ActorBuilder::new("weft-test-huge-capacity")
+        .lane_capacity(1 << 30)
+        .spawn(|| Ok::<_, String>(0u64))
+        .expect("spawn");
+    let lanes: Vec<_> = (0..2_000).map(|_| actor.lane().expect("lane")).collect();
+    let tickets: Vec<_> = lanes
+        .iter()
+        .map(|l| l.run(|n: &mut u64| *n += 1).expect("open"))
+        .collect();
+    tickets.into_iter().for_each(wait_ok);
+    assert_eq!(
+        wait_ok(lanes[0].run(|n: &mut u64| *n).expect("open")),
+        2_000
+    );
+    drop(lanes);
+    // The bound still holds at any size: a capacity of 3 takes 3 behind a
+    // running op, then refuses.
+    let small = ActorBuilder::new("weft-test-small-capacity")
+        .lane_capacity(3)
+        .spawn(|| Ok::<_, String>(()))
+        .expect("spawn");
+    let lane = small.lane().expect("lane");
+    let hold = Hold::on(&lane);
+    let queued: Vec<_> = (0..3)
+        .map(|_| lane.try_submit(Op::new(|_: &mut ()| ())).expect("room"))
+        .collect();
+    assert!(lane
+        .try_submit(Op::new(|_: &mut ()| ()))
+        .is_err_and(|e| e.is_full()));
+    wait_ok(hold.release());
+    queued.into_iter().for_each(wait_ok);
+    assert!(lane.try_submit(Op::new(|_: &mut ()| ())).is_ok());
+}

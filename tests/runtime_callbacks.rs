@@ -134,3 +134,98 @@ fn a_spawn_that_ends_after_a_shutdown_began_is_refused_and_stopped() {
     // never added, and was stopped by its own spawn.
     assert_eq!(report.actors.len(), 2);
 }
+
+#[test]
+fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
+    use weft::{Op, StuckAt};
+    let start = weft_tests::thread_count();
+    let rt = runtime();
+    let (release, released) = bounded::<()>(1);
+    let lane = rt.lane(1).unwrap();
+    let held = lane
+        .submit(
+            Op::new(move |_: &mut CpuEngine| {
+                let _ = released.recv_timeout(LIMIT);
+            })
+            .label("stuck"),
+        )
+        .unwrap();
+    weft_tests::eventually("the op runs", || rt.stats().actors[1].running.is_some());
+    let err = bounded_call("shutdown_timeout", {
+        let rt = rt.clone();
+        move || rt.shutdown_timeout(Duration::from_millis(50))
+    })
+    .unwrap_err();
+    let ShutdownError::TimedOut { stuck, .. } = &err else {
+        panic!("{err:?}");
+    };
+    // Domain 0 finished; domain 1 is named with its op.
+    assert_eq!(stuck.len(), 1, "{err}");
+    assert_eq!(stuck[0].actor, "weft-cpu-1");
+    assert!(
+        matches!(stuck[0].doing, StuckAt::Op { label: "stuck", .. }),
+        "{err}"
+    );
+    // Stats answer while it is stuck.
+    let stats = bounded_call("stats", {
+        let rt = rt.clone();
+        move || rt.stats()
+    });
+    assert_eq!(stats.actors[1].running_op, Some("stuck"));
+    release.send(()).unwrap();
+    let report = bounded_call("shutdown", move || rt.shutdown()).expect("joined");
+    assert_eq!(report.actors.len(), 2);
+    wait_ok(held);
+    drop(lane);
+    weft_tests::eventually("every thread is joined", || {
+        weft_tests::thread_count() <= start
+    });
+}
+
+#[test]
+fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use weft::StuckAt;
+    let start = weft_tests::thread_count();
+    let rt = unpinned_pair()
+        .threads_per_domain(2)
+        .build()
+        .expect("runtime");
+    let (release, released) = bounded::<()>(1);
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    wait_ok(
+        rt.lane(0)
+            .unwrap()
+            .run(move |engine: &mut CpuEngine| {
+                engine.pool().spawn(move || {
+                    let _ = released.recv_timeout(LIMIT);
+                    finished.store(true, Ordering::SeqCst);
+                });
+            })
+            .unwrap(),
+    );
+    let err = bounded_call("shutdown_timeout", {
+        let rt = rt.clone();
+        move || rt.shutdown_timeout(Duration::from_millis(50))
+    })
+    .unwrap_err();
+    let ShutdownError::TimedOut { stuck, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(stuck.len(), 1, "{err}");
+    assert_eq!(
+        (stuck[0].actor.as_str(), stuck[0].doing),
+        ("weft-cpu-0", StuckAt::Engine)
+    );
+    assert!(err.to_string().contains("drops its engine"), "{err}");
+    release.send(()).unwrap();
+    bounded_call("shutdown", move || rt.shutdown()).expect("joined");
+    // The job ran to its end before the shutdown returned, and no pool
+    // thread is left behind.
+    assert!(done.load(Ordering::SeqCst));
+    weft_tests::eventually("every thread is joined", || {
+        weft_tests::thread_count() <= start
+    });
+}

@@ -309,6 +309,98 @@ fn a_zero_buffer_cap_keeps_nothing() {
     assert!(b.released >= 49, "{b:?}");
 }
 
+/// What the engine holds, seen from a closure op: unlike every tensor op,
+/// it frees nothing before it looks.
+fn engine_view(lane: &weft::Lane) -> (usize, usize) {
+    wait_ok(
+        lane.run(|engine: &mut weft::CpuEngine| {
+            (engine.store().len(), engine.buffer_stats().pooled_bytes)
+        })
+        .unwrap(),
+    )
+}
+
+#[test]
+fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
+    // Larger than the pool's cap: freeing it gives its memory back.
+    let rt = Runtime::builder()
+        .split(1)
+        .buffer_cap(1 << 20)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let big = lane.zeros(DType::F64, &[1024, 1024]).unwrap();
+    assert_eq!(wait_ok(lane.resident().unwrap()), (1, 8 << 20));
+    drop(big);
+    // Only closure ops from here on: the release itself wakes the actor.
+    for _ in 0..100 {
+        assert_eq!(engine_view(&lane), (0, 0), "freed before the next op");
+    }
+    // The same on a domain that has been idle for a while.
+    let big = lane.zeros(DType::F64, &[1024, 1024]).unwrap();
+    assert_eq!(wait_ok(lane.resident().unwrap()).0, 1);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    drop(big);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_eq!(engine_view(&lane), (0, 0));
+}
+
+#[test]
+fn an_idle_domain_lets_its_buffer_pool_go() {
+    use std::time::{Duration, Instant};
+    let rt = Runtime::builder()
+        .split(1)
+        .idle_trim(Duration::from_millis(100))
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let x = lane.zeros(DType::F64, &[256, 256]).unwrap();
+    drop(lane.add(&x, &x).unwrap());
+    drop(x);
+    let (tensors, pooled) = engine_view(&lane);
+    assert_eq!(tensors, 0);
+    assert!(pooled >= 2 * (512 << 10), "both buffers kept: {pooled}");
+    // Each look is an op, which restarts the idle clock: look seldom.
+    let deadline = Instant::now() + weft_tests::LIMIT;
+    loop {
+        std::thread::sleep(Duration::from_millis(250));
+        let (_, pooled) = engine_view(&lane);
+        if pooled == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pool still holds {pooled} bytes"
+        );
+    }
+    let b = wait_ok(lane.memory().unwrap()).buffers;
+    assert!(b.released >= 2, "trimmed buffers count as released: {b:?}");
+
+    // Never, when asked so.
+    let rt = Runtime::builder()
+        .split(1)
+        .idle_trim(Duration::MAX)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    drop(lane.zeros(DType::F64, &[256, 256]).unwrap());
+    assert!(wait_ok(lane.memory().unwrap()).buffers.pooled_bytes > 0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(engine_view(&lane).1 > 0, "kept with idle_trim(MAX)");
+}
+
+#[test]
+fn trim_lets_the_pool_go_on_demand() {
+    let rt = one_domain();
+    let lane = rt.lane(0).expect("lane");
+    drop(lane.zeros(DType::F64, &[128, 128]).unwrap());
+    let pooled = wait_ok(lane.memory().unwrap()).buffers.pooled_bytes;
+    assert!(pooled >= 128 * 128 * 8, "{pooled}");
+    assert_eq!(wait_ok(lane.trim().unwrap()), pooled);
+    assert_eq!(engine_view(&lane), (0, 0));
+    assert_eq!(wait_ok(lane.trim().unwrap()), 0);
+}
+
 #[test]
 fn ops_after_shutdown_are_refused() {
     let rt = one_domain();

@@ -6,16 +6,17 @@ use std::error::Error;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::context::{current_actor, mark_current_thread, ActorId};
 use crate::fault::take_message;
 use crate::lane::Lane;
 use crate::scheduler::Core;
 use crate::shared::{Message, Shared};
-use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
+use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport, Stuck};
 use crate::stats::ActorStats;
-use crate::sync::{channel, thread, Mutex};
+use crate::sync::channel::{self, RecvTimeoutError};
+use crate::sync::{thread, Mutex};
 use crate::trace::Trace;
 
 /// Configures and starts an actor.
@@ -32,10 +33,10 @@ pub struct ActorBuilder {
 /// Default number of ops one lane holds before `submit` waits.
 pub const DEFAULT_LANE_CAPACITY: usize = 1024;
 
-/// The largest lane capacity: a lane holds its capacity's slots from the
-/// start (about 40 bytes each), so a larger one would cost memory that no
-/// bounded queue needs, or fail to allocate at all.
-pub const MAX_LANE_CAPACITY: usize = 1 << 16;
+/// The largest lane capacity. A lane's queue grows in small blocks as ops
+/// arrive, so the capacity costs nothing until it is used; past this many
+/// queued ops (hundreds of gigabytes of them) a bound bounds nothing.
+pub const MAX_LANE_CAPACITY: usize = u32::MAX as usize;
 /// Default time an idle actor spins before it parks.
 pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
 /// Default time `Ticket::wait` spins before it parks.
@@ -84,6 +85,53 @@ pub enum SpawnError {
         /// The panic message.
         message: String,
     },
+}
+
+/// Work an actor does for its engine that no op asks for: freeing what
+/// handles released, letting caches go once idle.
+///
+/// It runs on the actor thread, between ops, isolated like an op (a panic
+/// is contained and the actor carries on): when a [`Nudge`] woke the actor
+/// (`idle` is `None`: ops may be waiting), and when the actor has nothing
+/// to do and is about to park (`idle` is how long it has had nothing to
+/// do). While idle it returns how long the actor may stay parked before it
+/// asks again (`None`: until a message comes). Any
+/// `FnMut(&mut E, Option<Duration>) -> Option<Duration>` is one.
+pub trait Housekeeping<E>: Send + 'static {
+    /// Does the work; see the trait.
+    fn tidy(&mut self, engine: &mut E, idle: Option<Duration>) -> Option<Duration>;
+}
+
+impl<E, F> Housekeeping<E> for F
+where
+    F: FnMut(&mut E, Option<Duration>) -> Option<Duration> + Send + 'static,
+{
+    fn tidy(&mut self, engine: &mut E, idle: Option<Duration>) -> Option<Duration> {
+        self(engine, idle)
+    }
+}
+
+/// Wakes an actor to run its [`Housekeeping`] between ops, whether it is
+/// busy or parked. Cheap to clone, usable from any thread, never blocks;
+/// nudging an actor that has stopped does nothing.
+#[derive(Clone)]
+pub struct Nudge(Arc<dyn Nudged>);
+
+pub(crate) trait Nudged: Send + Sync {
+    fn nudge(&self);
+}
+
+impl Nudge {
+    /// Asks the actor to run its housekeeping at its next turn.
+    pub fn nudge(&self) {
+        self.0.nudge();
+    }
+}
+
+impl fmt::Debug for Nudge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Nudge")
+    }
 }
 
 impl ActorBuilder {
@@ -146,6 +194,27 @@ impl ActorBuilder {
         F: FnOnce() -> Result<E, Er> + Send + 'static,
         Er: Into<Box<dyn Error + Send + Sync>>,
     {
+        self.spawn_with(factory, |_: &mut E, _| None)
+    }
+
+    /// As [`ActorBuilder::spawn`], and the actor runs `housekeeping` for
+    /// its engine between ops (see [`Housekeeping`]; [`Actor::nudge`]
+    /// wakes it for that).
+    ///
+    /// # Errors
+    ///
+    /// As [`ActorBuilder::spawn`].
+    pub fn spawn_with<E, F, Er, H>(
+        self,
+        factory: F,
+        housekeeping: H,
+    ) -> Result<Actor<E>, SpawnError>
+    where
+        E: 'static,
+        F: FnOnce() -> Result<E, Er> + Send + 'static,
+        Er: Into<Box<dyn Error + Send + Sync>>,
+        H: Housekeeping<E>,
+    {
         if self.lane_capacity == 0 {
             return Err(SpawnError::ZeroLaneCapacity);
         }
@@ -174,8 +243,12 @@ impl ActorBuilder {
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);
         }
+        // Held by the thread until its very end, engine dropped: a
+        // shutdown with a deadline waits for it to disconnect.
+        let (exit_tx, exited) = channel::bounded::<()>(1);
         let thread = builder
             .spawn(move || {
+                let _exit = exit_tx;
                 mark_current_thread(thread_shared.id);
                 #[cfg(feature = "tracing")]
                 let _span = tracing::info_span!("weft_actor", name = %name, id = %thread_shared.id)
@@ -199,7 +272,14 @@ impl ActorBuilder {
                 };
                 let _ = started_tx.send(Ok(()));
                 drop(started_tx);
-                Core::new(engine, thread_shared, inbox, idle_spin).run();
+                Core::new(
+                    engine,
+                    Box::new(housekeeping),
+                    thread_shared,
+                    inbox,
+                    idle_spin,
+                )
+                .run();
             })
             .map_err(|source| SpawnError::Thread {
                 name: self.name.clone(),
@@ -212,6 +292,7 @@ impl ActorBuilder {
                     shared,
                     thread: Mutex::new(Some(thread)),
                     report: Mutex::new(None),
+                    exited,
                 }),
             }),
             Ok(Err(error)) => {
@@ -243,6 +324,8 @@ struct Owner<E> {
     shared: Arc<Shared<E>>,
     thread: Mutex<Option<thread::JoinHandle<()>>>,
     report: Mutex<Option<ShutdownReport>>,
+    /// Disconnects when the actor thread ends (nothing is ever sent).
+    exited: channel::Receiver<()>,
 }
 
 impl<E> Clone for Actor<E> {
@@ -292,6 +375,12 @@ impl<E: 'static> Actor<E> {
         })
     }
 
+    /// A handle that wakes the actor to run its housekeeping
+    /// ([`ActorBuilder::spawn_with`]).
+    pub fn nudge(&self) -> Nudge {
+        Nudge(self.owner.shared.clone())
+    }
+
     /// Whether the actor still accepts work.
     pub fn is_open(&self) -> bool {
         !self.owner.shared.gate.is_closed()
@@ -322,10 +411,39 @@ impl<E: 'static> Actor<E> {
     pub fn shutdown_now(&self) -> Result<ShutdownReport, ShutdownError> {
         self.owner.stop(ShutdownMode::Now)
     }
+
+    /// As [`Actor::shutdown_now`], waiting at most `timeout` for the
+    /// running op to finish and the thread to end: the way out of an op
+    /// that never returns. `Duration::ZERO` begins the shutdown and only
+    /// looks.
+    ///
+    /// # Errors
+    ///
+    /// [`ShutdownError::TimedOut`] naming what the actor was doing (the
+    /// running op's lane and label, or dropping its engine) when the time
+    /// ran out; the shutdown goes on, and a later call joins it. As
+    /// [`Actor::shutdown`] from an actor thread.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<ShutdownReport, ShutdownError> {
+        let owner = &self.owner;
+        owner.begin(ShutdownMode::Now)?;
+        owner
+            .wait_until(Instant::now().checked_add(timeout))
+            .map_err(|stuck| ShutdownError::TimedOut {
+                timeout,
+                stuck: vec![stuck],
+            })?;
+        Ok(owner.join())
+    }
 }
 
 impl<E> Owner<E> {
     fn stop(&self, mode: ShutdownMode) -> Result<ShutdownReport, ShutdownError> {
+        self.begin(mode)?;
+        Ok(self.join())
+    }
+
+    /// Closes intake and tells the loop how to finish.
+    fn begin(&self, mode: ShutdownMode) -> Result<(), ShutdownError> {
         let shared = &self.shared;
         shared.gate.close();
         let _ = shared.mailbox.send(Message::Shutdown(mode));
@@ -334,17 +452,39 @@ impl<E> Owner<E> {
                 actor: shared.name.clone(),
             });
         }
+        Ok(())
+    }
+
+    /// Waits until the thread has ended or `deadline` has passed; then,
+    /// what it is doing.
+    fn wait_until(&self, deadline: Option<Instant>) -> Result<(), Stuck> {
+        let Some(deadline) = deadline else {
+            return Ok(());
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.exited.recv_timeout(left) {
+            Err(RecvTimeoutError::Timeout) => Err(Stuck {
+                actor: self.shared.name.clone(),
+                doing: self.shared.doing(),
+            }),
+            // Disconnected: the thread has ended (nothing is ever sent).
+            _ => Ok(()),
+        }
+    }
+
+    /// Joins the thread (once; later calls give the same report).
+    fn join(&self) -> ShutdownReport {
+        let shared = &self.shared;
         let mut thread = self.thread.lock();
         if let Some(handle) = thread.take() {
             let died = handle.join().err().map(take_message);
             *self.report.lock() = Some(shared.report(died));
         }
         drop(thread);
-        Ok(self
-            .report
+        self.report
             .lock()
             .clone()
-            .unwrap_or_else(|| shared.report(None)))
+            .unwrap_or_else(|| shared.report(None))
     }
 }
 

@@ -14,7 +14,7 @@ use crate::op::{Call, Op, OpBody, TaskCell, TryCall};
 use crate::queue::{Counted, Envelope, LaneCore, LaneShared};
 use crate::shared::{Message, Shared};
 use crate::stats::QUEUE_WAIT_SAMPLING;
-use crate::sync::channel::{self, Sender, TrySendError};
+use crate::sync::channel::{self, Sender};
 use crate::ticket::Ticket;
 
 /// An ordered stream of ops into one actor. Ops of one lane run in the order
@@ -97,8 +97,8 @@ enum Wait {
 impl<E: 'static> Lane<E> {
     pub(crate) fn open(actor: &Arc<Shared<E>>) -> Option<Lane<E>> {
         let entry = actor.enter()?;
-        let (tx, rx) = channel::bounded(actor.lane_capacity);
-        let lane = Arc::new(LaneShared::new(actor.next_lane_id()));
+        let (tx, rx) = channel::unbounded();
+        let lane = Arc::new(LaneShared::new(actor.next_lane_id(), actor.lane_capacity));
         actor.register_lane(&lane);
         let core = LaneCore::new(lane.clone(), rx);
         actor.mailbox.send(Message::Open(core)).ok()?;
@@ -231,10 +231,18 @@ impl<E: 'static> Lane<E> {
             task: cell.clone(),
             submitted_at: sampled.then(Instant::now),
         };
-        let sent = match handle.tx.try_send(envelope) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Disconnected(e)) => Err((e, Refused::Closed)),
-            Err(TrySendError::Full(e)) => handle.push_full(e, wait),
+        let room = &handle.lane.room;
+        let slot = if room.try_take() {
+            Ok(())
+        } else {
+            handle.wait_for_room(wait)
+        };
+        let sent = match slot {
+            Err(why) => Err((envelope, why)),
+            Ok(()) => handle.tx.send(envelope).map_err(|e| {
+                room.give_back();
+                (e.0, Refused::Closed)
+            }),
         };
         match sent {
             Ok(()) => {
@@ -256,21 +264,20 @@ impl<E: 'static> Lane<E> {
 }
 
 impl<E> LaneHandle<E> {
-    /// The lane was full: wait as `wait` says, unless the caller works for
-    /// an actor, which must never block on a queue.
+    /// The lane was full: wait for room as `wait` says, unless the caller
+    /// works for an actor, which must never block on a queue.
     #[cold]
-    fn push_full(&self, envelope: Envelope<E>, wait: Wait) -> Result<(), (Envelope<E>, Refused)> {
-        match wait {
-            Wait::Never => Err((envelope, Refused::Full)),
-            _ if current_actor().is_some() => Err((envelope, Refused::WouldDeadlock)),
-            Wait::Block => self.tx.send(envelope).map_err(|e| (e.0, Refused::Closed)),
-            Wait::Until(deadline) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                self.tx.send_timeout(envelope, left).map_err(|e| match e {
-                    channel::SendTimeoutError::Timeout(e) => (e, Refused::Timeout),
-                    channel::SendTimeoutError::Disconnected(e) => (e, Refused::Closed),
-                })
-            }
+    fn wait_for_room(&self, wait: Wait) -> Result<(), Refused> {
+        let deadline = match wait {
+            Wait::Never => return Err(Refused::Full),
+            _ if current_actor().is_some() => return Err(Refused::WouldDeadlock),
+            Wait::Block => None,
+            Wait::Until(deadline) => Some(deadline),
+        };
+        if self.lane.room.wait(deadline) {
+            Ok(())
+        } else {
+            Err(Refused::Timeout)
         }
     }
 

@@ -46,15 +46,15 @@ mod ticket;
 mod trace;
 
 pub use actor::{
-    Actor, ActorBuilder, ActorClosed, SpawnError, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
-    DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
+    Actor, ActorBuilder, ActorClosed, Housekeeping, Nudge, SpawnError, DEFAULT_IDLE_SPIN,
+    DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};
 pub use event::{Event, EventState, Failure, FailureCause};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use release::{release_queue, Released, Releaser};
-pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport};
+pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport, Stuck, StuckAt};
 pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime, HISTOGRAM_BUCKETS};
 pub use ticket::{Ticket, TicketError, TryWaitError, WaitTimeoutError};
 pub use trace::{ActorTimeline, Flow, Outcome, Record, Trace, DEFAULT_TRACE_CAPACITY};

@@ -3,7 +3,7 @@
 //!
 //! # Protocol
 //!
-//! Each lane is a bounded channel plus a counter, `pending`: ops queued and
+//! Each lane is a channel, bounded by its [`Room`], plus a counter, `pending`: ops queued and
 //! counted but not yet accounted for by the actor. Every change to it is a
 //! read-modify-write, so its modification order alone decides who acts.
 //!
@@ -34,7 +34,7 @@ use std::time::Instant;
 use crate::op::Task;
 use crate::stats::Counters;
 use crate::sync::channel::Receiver;
-use crate::sync::{AtomicBool, AtomicU64, CachePadded, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Condvar, Mutex, Ordering};
 
 /// A queued op and, for sampled ops, when it was submitted. Dropping an
 /// envelope whose op was neither run nor cancelled (its actor died)
@@ -55,8 +55,88 @@ pub(crate) struct LaneShared {
     pub(crate) id: u64,
     /// Added to by every submit: on a line of its own.
     pending: CachePadded<AtomicU64>,
+    /// The lane's bound.
+    pub(crate) room: Room,
     pub(crate) closed: AtomicBool,
     pub(crate) counters: Counters,
+}
+
+/// A lane's bound: the ops in its queue, at most `capacity`. The queue
+/// itself is unbounded and grows in small blocks as ops arrive, so a lane
+/// costs what it holds, not what it could hold; this count is what makes
+/// it bounded.
+///
+/// A submitter takes a slot before it queues its op ([`Room::try_take`]);
+/// the actor gives it back when it takes the op out ([`Room::give_back`]).
+/// A submitter that finds no slot waits on `freed` ([`Room::wait`]),
+/// checking again under `lock`; the actor, when its give-back found the
+/// lane full, takes `lock` before it notifies. So a waiter either sees the
+/// freed slot when it checks, or is already waiting when the notification
+/// comes (the actor cannot take `lock` between the check and the wait): no
+/// wake-up is lost. The loom model `submit_waits_for_room` checks it.
+pub(crate) struct Room {
+    held: CachePadded<AtomicUsize>,
+    capacity: usize,
+    lock: Mutex<()>,
+    freed: Condvar,
+}
+
+impl Room {
+    fn new(capacity: usize) -> Self {
+        Room {
+            held: CachePadded(AtomicUsize::new(0)),
+            capacity,
+            lock: Mutex::new(()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Takes a slot if there is one.
+    pub(crate) fn try_take(&self) -> bool {
+        let mut held = self.held.load(Ordering::Relaxed);
+        while held < self.capacity {
+            match self.held.compare_exchange_weak(
+                held,
+                held + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => held = now,
+            }
+        }
+        false
+    }
+
+    /// Gives a slot back; wakes the submitters waiting for one if the
+    /// lane was full.
+    pub(crate) fn give_back(&self) {
+        if self.held.fetch_sub(1, Ordering::AcqRel) == self.capacity {
+            drop(self.lock.lock());
+            self.freed.notify_all();
+        }
+    }
+
+    /// Waits for a slot until `deadline` (`None`: for as long as it
+    /// takes); whether one was taken.
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> bool {
+        let mut guard = self.lock.lock();
+        loop {
+            if self.try_take() {
+                return true;
+            }
+            match deadline {
+                None => guard = self.freed.wait(guard),
+                Some(deadline) => {
+                    let (again, timed_out) = self.freed.wait_until(guard, deadline);
+                    if timed_out {
+                        return self.try_take();
+                    }
+                    guard = again;
+                }
+            }
+        }
+    }
 }
 
 /// What counting a queued op found, for the submitter.
@@ -69,10 +149,11 @@ pub(crate) enum Counted {
 }
 
 impl LaneShared {
-    pub(crate) fn new(id: u64) -> Self {
+    pub(crate) fn new(id: u64, capacity: usize) -> Self {
         LaneShared {
             id,
             pending: CachePadded(AtomicU64::new(0)),
+            room: Room::new(capacity),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
         }
@@ -138,11 +219,17 @@ impl<E> LaneCore<E> {
             }
         }
         let envelope = self
-            .rx
-            .try_recv()
-            .unwrap_or_else(|_| unreachable!("the budget never exceeds the queued ops"));
+            .take()
+            .unwrap_or_else(|| unreachable!("the budget never exceeds the queued ops"));
         self.budget -= 1;
         self.taken += 1;
+        Some(envelope)
+    }
+
+    /// Takes the next op out of the queue, and gives its slot back.
+    pub(crate) fn take(&self) -> Option<Envelope<E>> {
+        let envelope = self.rx.try_recv().ok()?;
+        self.shared.room.give_back();
         Some(envelope)
     }
 

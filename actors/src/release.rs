@@ -1,52 +1,113 @@
 //! Deferred release: names of resources handed back from any thread, taken
-//! by the actor that owns the resources when it next runs an op.
+//! by the actor that owns the resources between its ops.
 //!
 //! An engine's resources (resident tensors) are named by handles held in
 //! application code and in queued ops. Dropping the last handle cannot
 //! touch the engine — only its actor may — so it sends the name here
-//! instead, and the actor drains the queue before the ops that allocate.
+//! instead, and the actor drains the queue in its housekeeping
+//! ([`crate::Housekeeping`]).
 //!
-//! Why a resource is never released while an op still uses it: every op
-//! that names a resource holds a handle clone until the op has run (its
-//! closure is dropped after the run, on the actor), so the last clone, and
-//! with it the name's [`Releaser::release`], comes after every such op. The
-//! loom model `handle_release_vs_queued_reader` checks the race between a
-//! handle dropped on another thread and the op that reads through a clone.
+//! # Waking the actor, batched
+//!
+//! A [`Releaser`] made [`Releaser::nudging`] an actor wakes it, so that a
+//! name released while the actor is idle is freed promptly, not at its next
+//! op. One nudge serves a batch: `pending` is set by the release that finds
+//! it clear, and that release alone nudges; the drain clears it before it
+//! takes names. Every access to `pending` is a read-modify-write, so the
+//! drain's swap reads a value in the release sequence of the release whose
+//! swap found it set, and that release's name (sent before its swap) is
+//! visible to the `try_recv` after the drain's swap. So a release either
+//! nudges, or its name is taken by a drain that a nudge already asked for.
+//! The loom model `release_wakes_an_idle_actor` checks it.
+//!
+//! # Why a resource is never released while an op still uses it
+//!
+//! Every op that names a resource holds a handle clone until the op has
+//! run (its closure is dropped after the run, on the actor), so the last
+//! clone, and with it the name's [`Releaser::release`], comes after every
+//! such op. The loom model `handle_release_vs_queued_reader` checks the
+//! race between a handle dropped on another thread and the op that reads
+//! through a clone.
 
-use crate::sync::channel;
+use std::sync::Arc;
+
+use crate::actor::Nudge;
+use crate::sync::{channel, AtomicBool, Ordering};
 
 /// The sending side: cheap to clone, usable from any thread.
 #[derive(Debug)]
-pub struct Releaser<T>(channel::Sender<T>);
+pub struct Releaser<T> {
+    names: channel::Sender<T>,
+    pending: Arc<AtomicBool>,
+    nudge: Option<Nudge>,
+}
 
 /// The actor's side: drains what was released.
 #[derive(Debug)]
-pub struct Released<T>(channel::Receiver<T>);
+pub struct Released<T> {
+    names: channel::Receiver<T>,
+    pending: Arc<AtomicBool>,
+}
 
-/// A release queue: its sending and draining sides.
+/// A release queue: its sending and draining sides. The sending side wakes
+/// nobody until it is made [`Releaser::nudging`] an actor.
 pub fn release_queue<T>() -> (Releaser<T>, Released<T>) {
-    let (tx, rx) = channel::unbounded();
-    (Releaser(tx), Released(rx))
+    let (names, taken) = channel::unbounded();
+    let pending = Arc::new(AtomicBool::new(false));
+    (
+        Releaser {
+            names,
+            pending: pending.clone(),
+            nudge: None,
+        },
+        Released {
+            names: taken,
+            pending,
+        },
+    )
 }
 
 impl<T> Releaser<T> {
+    /// This releaser, and every clone of it, nudges the actor whose
+    /// housekeeping drains the queue when a release finds none pending.
+    pub fn nudging(self, nudge: Nudge) -> Self {
+        Releaser {
+            nudge: Some(nudge),
+            ..self
+        }
+    }
+
     /// Hands `name` back. Returns `false` if the draining side is gone
     /// (the engine, and every resource with it, no longer exists).
     pub fn release(&self, name: T) -> bool {
-        self.0.send(name).is_ok()
+        if self.names.send(name).is_err() {
+            return false;
+        }
+        if let Some(nudge) = &self.nudge {
+            if !self.pending.swap(true, Ordering::AcqRel) {
+                nudge.nudge();
+            }
+        }
+        true
     }
 }
 
 impl<T> Clone for Releaser<T> {
     fn clone(&self) -> Self {
-        Releaser(self.0.clone())
+        Releaser {
+            names: self.names.clone(),
+            pending: self.pending.clone(),
+            nudge: self.nudge.clone(),
+        }
     }
 }
 
 impl<T> Released<T> {
     /// Calls `f` with every name released so far.
     pub fn drain(&self, mut f: impl FnMut(T)) {
-        while let Ok(name) = self.0.try_recv() {
+        // Before taking names: a release after this swap nudges again.
+        self.pending.swap(false, Ordering::AcqRel);
+        while let Ok(name) = self.names.try_recv() {
             f(name);
         }
     }

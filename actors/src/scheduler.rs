@@ -13,6 +13,14 @@
 //! - `idle`: it has no op the actor knows of (`queue.rs`); a `Ready(lane)`
 //!   brings it back. An idle lane whose handles are all gone is forgotten.
 //!
+//! # Housekeeping
+//!
+//! The engine's [`crate::Housekeeping`] runs between ops: after a `Tidy`
+//! message (a [`crate::Nudge`]), before the next op is taken, and when the
+//! loop has nothing to do and is about to park, where it may ask to be run
+//! again after a while (the loop then parks with that timeout). A `Tidy`
+//! taken while finishing is still answered before the loop ends.
+//!
 //! # Finishing
 //!
 //! After `Shutdown`, the loop finishes when the intake gate is closed and
@@ -27,17 +35,23 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::actor::Housekeeping;
 use crate::event::{Dependent, EventState};
+use crate::fault::isolate;
 use crate::op::{Cancel, Deps, RunOutcome};
 use crate::queue::{Envelope, LaneCore};
 use crate::shared::{Message, Shared};
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
-use crate::sync::{channel::Receiver, spin_until, thread};
+use crate::sync::channel::{Receiver, RecvTimeoutError};
+use crate::sync::{spin_until, thread};
 use crate::trace::{Outcome, Record};
 
 pub(crate) struct Core<E: 'static> {
     engine: E,
+    housekeeping: Box<dyn Housekeeping<E>>,
+    /// A `Tidy` came: run the housekeeping before the next op.
+    tidy_due: bool,
     shared: Arc<Shared<E>>,
     inbox: Receiver<Message<E>>,
     runnable: VecDeque<LaneCore<E>>,
@@ -54,12 +68,15 @@ pub(crate) struct Core<E: 'static> {
 impl<E: 'static> Core<E> {
     pub(crate) fn new(
         engine: E,
+        housekeeping: Box<dyn Housekeeping<E>>,
         shared: Arc<Shared<E>>,
         inbox: Receiver<Message<E>>,
         idle_spin: Duration,
     ) -> Self {
         Core {
             engine,
+            housekeeping,
+            tidy_due: false,
             shared,
             inbox,
             runnable: VecDeque::new(),
@@ -75,11 +92,18 @@ impl<E: 'static> Core<E> {
     pub(crate) fn run(mut self) {
         loop {
             self.drain_inbox();
+            if self.tidy_due {
+                self.tidy(None);
+            }
             if let Some(lane) = self.runnable.pop_front() {
                 self.step(lane);
                 continue;
             }
             if self.finished() {
+                // A nudge taken is answered, even the last one.
+                if self.tidy_due {
+                    self.tidy(None);
+                }
                 return;
             }
             // `finished` drains the inbox, which may have made lanes runnable.
@@ -122,6 +146,7 @@ impl<E: 'static> Core<E> {
                 }
             }
             Message::Poke => {}
+            Message::Tidy => self.tidy_due = true,
         }
     }
 
@@ -196,7 +221,7 @@ impl<E: 'static> Core<E> {
         let actor = &self.shared;
         // Sampled ops are clocked (queue wait and run time); others are not.
         let clock = envelope.submitted_at.map(|at| (at, Instant::now()));
-        actor.gauges.running.store(lane.id + 1, Relaxed);
+        actor.gauges.start(lane.id, envelope.task.trace_info().0);
         #[cfg(feature = "tracing")]
         let _span =
             tracing::trace_span!("weft_op", op = envelope.task.trace_info().0, lane = lane.id)
@@ -259,16 +284,42 @@ impl<E: 'static> Core<E> {
         self.runnable.is_empty() && self.parked.is_empty()
     }
 
+    /// Waits for a message with nothing to do: spins a little, then parks,
+    /// running the housekeeping before it parks and again whenever the
+    /// time it asked for has passed.
     fn idle_wait(&mut self) {
         let idle_since = Instant::now();
         self.shared.gauges.add_busy(idle_since - self.busy_since);
-        let message = self
-            .spin_for_message(idle_since)
-            .or_else(|| self.inbox.recv().ok());
+        let mut message = self.spin_for_message(idle_since);
+        while message.is_none() {
+            match self.tidy(Some(idle_since.elapsed())) {
+                None => {
+                    message = self.inbox.recv().ok();
+                    break;
+                }
+                Some(after) => match self.inbox.recv_timeout(after) {
+                    Ok(m) => message = Some(m),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
+            }
+        }
         self.busy_since = Instant::now();
         if let Some(message) = message {
             self.handle(message);
         }
+    }
+
+    /// Runs the housekeeping, isolated: a panic there is contained, and the
+    /// next turn runs it again.
+    fn tidy(&mut self, idle: Option<Duration>) -> Option<Duration> {
+        self.tidy_due = false;
+        let Core {
+            engine,
+            housekeeping,
+            ..
+        } = self;
+        isolate(|| housekeeping.tidy(engine, idle)).unwrap_or(None)
     }
 
     fn spin_for_message(&mut self, since: Instant) -> Option<Message<E>> {
@@ -295,7 +346,7 @@ impl<E: 'static> Core<E> {
                 self.count(&lane, Finish::Lost);
                 drop(head);
             }
-            while let Ok(envelope) = lane.rx.try_recv() {
+            while let Some(envelope) = lane.take() {
                 self.count(&lane, Finish::Lost);
                 drop(envelope);
             }
@@ -324,9 +375,11 @@ impl<E: 'static> Drop for Core<E> {
             self.drop_all_queued();
             if self.shared.gate.is_quiescent() {
                 self.drop_all_queued();
-                return;
+                break;
             }
             thread::yield_now();
         }
+        // The engine is dropped next, with the fields.
+        self.shared.gauges.ending.store(true, Relaxed);
     }
 }

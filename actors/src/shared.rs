@@ -14,7 +14,7 @@ use crate::context::ActorId;
 use crate::event::Wake;
 use crate::gate::{Entered, Gate};
 use crate::queue::{LaneCore, LaneShared};
-use crate::shutdown::{ShutdownMode, ShutdownReport};
+use crate::shutdown::{ShutdownMode, ShutdownReport, StuckAt};
 use crate::stats::{ActorGauges, ActorStats, Counters};
 use crate::sync::{channel, CachePadded, Mutex};
 use crate::trace::Timeline;
@@ -31,7 +31,10 @@ pub(crate) enum Message<E> {
     Wake(u64),
     Closed(u64),
     Shutdown(ShutdownMode),
+    /// Leaving the gate woke a finishing actor.
     Poke,
+    /// A [`crate::Nudge`]: run the housekeeping.
+    Tidy,
 }
 
 /// The state an actor shares with its lanes and handles.
@@ -48,7 +51,15 @@ pub(crate) struct Shared<E> {
     /// Where ops are recorded, if the actor is traced.
     pub(crate) timeline: Option<Arc<Timeline>>,
     next_lane: AtomicU64,
-    lanes: Mutex<Vec<Weak<LaneShared>>>,
+    lanes: Mutex<LaneList>,
+}
+
+/// The lanes of an actor, some of them gone.
+#[derive(Default)]
+struct LaneList {
+    list: Vec<Weak<LaneShared>>,
+    /// Entries the last sweep left (at least 8).
+    swept: usize,
 }
 
 /// Proof of being inside the intake gate; leaving pokes the actor if it
@@ -82,7 +93,7 @@ impl<E> Shared<E> {
             gauges: ActorGauges::default(),
             timeline,
             next_lane: AtomicU64::new(0),
-            lanes: Mutex::new(Vec::new()),
+            lanes: Mutex::new(LaneList::default()),
         }
     }
 
@@ -99,15 +110,27 @@ impl<E> Shared<E> {
         self.next_lane.fetch_add(1, Relaxed)
     }
 
+    /// Lists a new lane for [`Shared::stats`]. Lanes that are gone are
+    /// swept out once the list has doubled since the last sweep, so that
+    /// opening `n` lanes costs `O(n)` in all, not `O(n²)`.
     pub(crate) fn register_lane(&self, lane: &Arc<LaneShared>) {
         let mut lanes = self.lanes.lock();
-        lanes.retain(|l| l.strong_count() > 0);
-        lanes.push(Arc::downgrade(lane));
+        let LaneList { list, swept } = &mut *lanes;
+        if list.len() >= 2 * *swept {
+            list.retain(|l| l.strong_count() > 0);
+            *swept = list.len().max(8);
+        }
+        list.push(Arc::downgrade(lane));
     }
 
     pub(crate) fn stats(&self) -> ActorStats {
-        let lanes: Vec<Arc<LaneShared>> =
-            self.lanes.lock().iter().filter_map(Weak::upgrade).collect();
+        let lanes: Vec<Arc<LaneShared>> = self
+            .lanes
+            .lock()
+            .list
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
         // Submissions are counted per lane only (one counter less on the
         // submit path): what is queued in the actor is what its lanes hold,
         // closed ones included, for a lane lives until its last op ran.
@@ -124,6 +147,21 @@ impl<E> Shared<E> {
                 .map(|l| (l.id, &l.counters))
                 .collect(),
         )
+    }
+
+    /// What the actor thread is doing, for a shutdown that timed out.
+    pub(crate) fn doing(&self) -> StuckAt {
+        let gauges = &self.gauges;
+        if gauges.ending.load(Relaxed) {
+            return StuckAt::Engine;
+        }
+        match gauges.running() {
+            Some(lane) => StuckAt::Op {
+                lane,
+                label: *gauges.label.lock(),
+            },
+            None => StuckAt::Finishing,
+        }
     }
 
     pub(crate) fn report(&self, died: Option<String>) -> ShutdownReport {
@@ -144,5 +182,11 @@ impl<E> Shared<E> {
 impl<E: 'static> Wake for Shared<E> {
     fn wake(&self, lane: u64) {
         let _ = self.mailbox.send(Message::Wake(lane));
+    }
+}
+
+impl<E: 'static> crate::actor::Nudged for Shared<E> {
+    fn nudge(&self) {
+        let _ = self.mailbox.send(Message::Tidy);
     }
 }

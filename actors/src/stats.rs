@@ -5,7 +5,10 @@
 //! with a load and a store instead of a read-modify-write.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::time::Duration;
 
 use crate::context::ActorId;
@@ -138,10 +141,28 @@ impl Counters {
 pub(crate) struct ActorGauges {
     /// The lane whose op runs, plus one; 0 when none runs.
     pub(crate) running: AtomicU64,
+    /// The label of the op that runs, written before `running` (so a
+    /// reader that sees a lane there reads its op's label or a later one).
+    /// Not a modelled lock: it guards one word and is never held across
+    /// anything that waits.
+    pub(crate) label: parking_lot::Mutex<&'static str>,
+    /// The loop has ended: the actor thread drops its engine.
+    pub(crate) ending: AtomicBool,
     pub(crate) busy_ns: AtomicU64,
 }
 
 impl ActorGauges {
+    /// The lane whose op runs.
+    pub(crate) fn running(&self) -> Option<u64> {
+        self.running.load(Acquire).checked_sub(1)
+    }
+
+    /// Marks `label`'s op of `lane` as running.
+    pub(crate) fn start(&self, lane: u64, label: &'static str) {
+        *self.label.lock() = label;
+        self.running.store(lane + 1, Release);
+    }
+
     pub(crate) fn add_busy(&self, busy: Duration) {
         let ns = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
         self.busy_ns
@@ -228,6 +249,8 @@ pub struct ActorStats {
     pub name: String,
     /// The lane whose op was running when the snapshot was taken.
     pub running: Option<u64>,
+    /// That op's label.
+    pub running_op: Option<&'static str>,
     /// Time the actor spent out of its idle wait (running ops, and the
     /// scheduling around them).
     pub busy: Duration,
@@ -252,7 +275,8 @@ impl ActorStats {
         ActorStats {
             actor,
             name: name.to_owned(),
-            running: gauges.running.load(Relaxed).checked_sub(1),
+            running: gauges.running(),
+            running_op: gauges.running().map(|_| *gauges.label.lock()),
             busy: Duration::from_nanos(gauges.busy_ns.load(Relaxed)),
             ops,
             lanes: lanes
@@ -295,7 +319,10 @@ fn row(f: &mut fmt::Formatter<'_>, name: &str, o: &OpCounts) -> fmt::Result {
 impl fmt::Display for ActorStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let running = match self.running {
-            Some(lane) => format!(", running lane {lane}"),
+            Some(lane) => format!(
+                ", running `{}` of lane {lane}",
+                self.running_op.unwrap_or("op")
+            ),
             None => String::new(),
         };
         row(f, &self.name, &self.ops)?;

@@ -190,9 +190,7 @@ mod imp {
         use std::collections::VecDeque;
         use std::time::Duration;
 
-        pub(crate) use crossbeam_channel::{
-            RecvError, SendError, SendTimeoutError, TryRecvError, TrySendError,
-        };
+        pub(crate) use crossbeam_channel::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 
         use super::{Arc, Condvar, Mutex};
 
@@ -244,34 +242,6 @@ mod imp {
                     state = self.0.changed.wait(state);
                 }
             }
-
-            pub(crate) fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
-                let mut state = self.0.state.lock();
-                if state.receivers == 0 {
-                    return Err(TrySendError::Disconnected(msg));
-                }
-                if state.queue.len() >= state.cap {
-                    return Err(TrySendError::Full(msg));
-                }
-                state.queue.push_back(msg);
-                drop(state);
-                self.0.changed.notify_all();
-                Ok(())
-            }
-
-            pub(crate) fn send_timeout(
-                &self,
-                msg: T,
-                _timeout: Duration,
-            ) -> Result<(), SendTimeoutError<T>> {
-                match self.try_send(msg) {
-                    Ok(()) => Ok(()),
-                    Err(TrySendError::Full(msg)) => Err(SendTimeoutError::Timeout(msg)),
-                    Err(TrySendError::Disconnected(msg)) => {
-                        Err(SendTimeoutError::Disconnected(msg))
-                    }
-                }
-            }
         }
 
         impl<T> Receiver<T> {
@@ -286,6 +256,21 @@ mod imp {
                     None if state.senders == 0 => Err(TryRecvError::Disconnected),
                     None => Err(TryRecvError::Empty),
                 }
+            }
+
+            /// Loom has no clock: the time runs out unless a message is
+            /// there at once or after the other threads had a turn.
+            pub(crate) fn recv_timeout(&self, _timeout: Duration) -> Result<T, RecvTimeoutError> {
+                for _ in 0..2 {
+                    match self.try_recv() {
+                        Ok(msg) => return Ok(msg),
+                        Err(TryRecvError::Disconnected) => {
+                            return Err(RecvTimeoutError::Disconnected)
+                        }
+                        Err(TryRecvError::Empty) => super::thread::yield_now(),
+                    }
+                }
+                Err(RecvTimeoutError::Timeout)
             }
 
             pub(crate) fn recv(&self) -> Result<T, RecvError> {

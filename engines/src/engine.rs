@@ -128,8 +128,9 @@ pub struct BufferStats {
     pub misses: u64,
     /// Freed buffers kept.
     pub kept: u64,
-    /// Freed buffers let go: keeping them would pass the cap, or they
-    /// are smaller than the smallest class.
+    /// Buffers let go: freed ones that keeping would pass the cap or
+    /// that are smaller than the smallest class, and pooled ones let go
+    /// by a trim.
     pub released: u64,
 }
 
@@ -196,4 +197,11 @@ pub trait TensorEngine: 'static {
 
     /// What the engine holds.
     fn memory(&self) -> EngineMemory;
+
+    /// Lets go of the memory the engine keeps for reuse (its buffer pool;
+    /// never a resident tensor) and returns the bytes let go. An engine
+    /// that keeps none returns 0.
+    fn trim(&mut self) -> usize {
+        0
+    }
 }

@@ -1,10 +1,11 @@
 //! Round trip and pipelined throughput of empty ops on a lane, each next to
-//! a raw crossbeam-channel baseline measured in the same process.
+//! a raw crossbeam-channel baseline measured in the same process; and what
+//! opening many lanes costs, in time and resident memory per lane.
 //!
 //! `cargo run --release -p weft-examples --example lane_bench`
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use weft::{Lane, Runtime};
@@ -17,7 +18,8 @@ const PIPELINED: u64 = 200_000;
 const SPIN: Duration = Duration::from_micros(50);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `--only round-trip` or `--only pipelined` runs one half (for profiling).
+    // `--only round-trip`, `--only pipelined` or `--only lanes` runs one
+    // part (for profiling).
     let only = std::env::args().skip_while(|a| a != "--only").nth(1);
     let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let rt = Runtime::builder().split(1).build()?;
@@ -28,6 +30,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if wants("pipelined") {
         pipelined(&lane);
+    }
+    if wants("lanes") {
+        many_lanes(&rt);
     }
     println!("{}", rt.stats());
     Ok(())
@@ -68,6 +73,39 @@ fn pipelined(lane: &Lane) {
         per_second(weft_pipe) / 1e6,
         per_second(raw_pipe) / 1e6
     );
+}
+
+/// Opens `n` lanes at once, submits one empty op on each (so each queue
+/// has taken its first op), and reports the time per open and the growth
+/// of resident memory per lane; each lane's capacity is the default.
+fn many_lanes(rt: &Runtime) {
+    for n in [1_000usize, 10_000, 40_000] {
+        let before = resident_bytes();
+        let started = Instant::now();
+        let lanes: Vec<Lane> = (0..n).map(|_| rt.lane(0).expect("open")).collect();
+        let open = started.elapsed();
+        let tickets: Vec<_> = lanes.iter().map(|l| l.run(|_| ()).expect("open")).collect();
+        for t in tickets {
+            t.wait().expect("ran");
+        }
+        let grown = resident_bytes().saturating_sub(before);
+        println!(
+            "{n:>6} lanes: open {:>7.2?} per lane ({:.2?} in all), resident +{} B per lane",
+            open / n as u32,
+            open,
+            grown / n
+        );
+        drop(lanes);
+    }
+}
+
+/// The process's resident memory, from `/proc/self/statm` (0 elsewhere).
+fn resident_bytes() -> usize {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .unwrap_or(0);
+    pages * 4096
 }
 
 fn echo_server(rx: Receiver<u64>, tx: Sender<u64>) -> thread::JoinHandle<()> {

@@ -85,8 +85,8 @@ impl Builder {
     }
 
     /// Ops one lane holds before `submit` waits (default 1024, at most
-    /// [`crate::MAX_LANE_CAPACITY`], 65 536: a lane holds its slots
-    /// from the start).
+    /// [`crate::MAX_LANE_CAPACITY`]). A lane's queue grows as ops arrive:
+    /// the capacity costs nothing until it is used.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.config.lane_capacity = capacity;
         self
@@ -108,6 +108,15 @@ impl Builder {
     /// (default 256 MiB; 0 turns the pool off). See [`weft_engines::BufferPool`].
     pub fn buffer_cap(mut self, bytes: usize) -> Self {
         self.config.buffer_cap = bytes;
+        self
+    }
+
+    /// How long a domain has nothing to do before it lets its buffer pool
+    /// go (default [`crate::DEFAULT_IDLE_TRIM`], 1 s; `Duration::MAX`:
+    /// never). Freed tensors themselves are released at once, idle or not;
+    /// [`crate::Lane::trim`] lets a pool go on demand.
+    pub fn idle_trim(mut self, after: Duration) -> Self {
+        self.config.idle_trim = after;
         self
     }
 

@@ -9,6 +9,9 @@ use weft_actors::{
 };
 use weft_engines::{Pinning, DEFAULT_BUFFER_CAP};
 
+/// Default time a domain is idle before it lets its buffer pool go.
+pub const DEFAULT_IDLE_TRIM: Duration = Duration::from_secs(1);
+
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     pub(crate) threads_per_domain: Option<usize>,
@@ -17,6 +20,8 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) wait_spin: Duration,
     pub(crate) buffer_cap: usize,
+    /// How long a domain is idle before it lets its buffer pool go.
+    pub(crate) idle_trim: Duration,
     /// Where the trace goes, and the trace, once built.
     pub(crate) trace_path: Option<PathBuf>,
     pub(crate) trace_capacity: usize,
@@ -35,6 +40,7 @@ impl Default for Config {
             idle_spin: DEFAULT_IDLE_SPIN,
             wait_spin: DEFAULT_WAIT_SPIN,
             buffer_cap: DEFAULT_BUFFER_CAP,
+            idle_trim: DEFAULT_IDLE_TRIM,
             trace_path: None,
             trace_capacity: DEFAULT_TRACE_CAPACITY,
             trace: None,

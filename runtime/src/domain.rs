@@ -9,10 +9,13 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use weft_actors::{
-    current_actor, mark_current_thread, Actor, ActorStats, ShutdownError, ShutdownReport,
+    current_actor, mark_current_thread, release_queue, Actor, ActorStats, Housekeeping, Released,
+    Releaser, ShutdownError, ShutdownReport,
 };
-use weft_engines::{CpuEngine, CpuEngineConfig, Place};
+use weft_engines::{CpuEngine, CpuEngineConfig, Place, TensorEngine, TensorId};
 use weft_topology::{CpuDomain, Topology};
 
 use crate::config::Config;
@@ -20,6 +23,9 @@ use crate::error::{BuildError, PlaceError};
 use crate::handle::{DomainTensors, RuntimeId};
 #[cfg(feature = "cuda")]
 use crate::{CudaEngine, CudaEngineConfig};
+
+/// The two sides of a domain's free queue (see [`housekeeping`]).
+type Freed = (Releaser<TensorId>, Arc<Released<TensorId>>);
 
 /// One domain the runtime runs: the actor that owns its engine, and what
 /// the lanes into it share for tensor work.
@@ -67,14 +73,15 @@ impl DomainTable {
         runtime: RuntimeId,
     ) -> Result<DomainTable, BuildError> {
         let next_id = Arc::new(AtomicU64::new(0));
-        let tensors = |place| Arc::new(DomainTensors::new(runtime, place, next_id.clone()));
         let cpu = topology
             .domains()
             .iter()
             .map(|domain| {
-                let actor = start_cpu(domain, config)?;
                 let place = Place::Cpu(domain.index());
-                Ok(Domain::new(actor, tensors(place), domain.numa_node()))
+                let (freed, housekeeping) = housekeeping(config.idle_trim);
+                let actor = start_cpu(domain, config, housekeeping)?;
+                let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
+                Ok(Domain::new(actor, tensors, domain.numa_node()))
             })
             .collect::<Result<_, BuildError>>()?;
         Ok(DomainTable {
@@ -82,7 +89,11 @@ impl DomainTable {
             #[cfg(feature = "cuda")]
             cuda: Self::start_cuda(topology, config)?
                 .into_iter()
-                .map(|(ordinal, actor)| Domain::new(actor, tensors(Place::Cuda(ordinal)), None))
+                .map(|(ordinal, freed, actor)| {
+                    let place = Place::Cuda(ordinal);
+                    let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
+                    Domain::new(actor, tensors, None)
+                })
                 .collect(),
         })
     }
@@ -115,16 +126,27 @@ impl DomainTable {
 /// An actor of any engine type, as the runtime stops it and reads its
 /// counters: a domain's, or a hosted engine's ([`crate::Runtime::spawn_actor`]).
 pub(crate) trait Hosted: Send + Sync {
-    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError>;
+    fn stop(&self, how: Stop) -> Result<ShutdownReport, ShutdownError>;
     fn stats(&self) -> ActorStats;
 }
 
+/// How a runtime stops its actors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stop {
+    /// [`Actor::shutdown`].
+    Drain,
+    /// [`Actor::shutdown_now`].
+    Now,
+    /// [`Actor::shutdown_timeout`].
+    Within(Duration),
+}
+
 impl<E: 'static> Hosted for Actor<E> {
-    fn stop(&self, now: bool) -> Result<ShutdownReport, ShutdownError> {
-        if now {
-            self.shutdown_now()
-        } else {
-            self.shutdown()
+    fn stop(&self, how: Stop) -> Result<ShutdownReport, ShutdownError> {
+        match how {
+            Stop::Drain => self.shutdown(),
+            Stop::Now => self.shutdown_now(),
+            Stop::Within(timeout) => self.shutdown_timeout(timeout),
         }
     }
 
@@ -141,8 +163,39 @@ pub(crate) fn actor_name(place: Place) -> String {
     }
 }
 
+/// The housekeeping of a domain's actor, and the queue it drains: it frees
+/// the tensors whose last handle is gone (at once when a release nudges
+/// the actor, busy or idle), and lets the engine's buffer pool go once the
+/// domain has had nothing to do for `trim_after`.
+fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeeping<E>) {
+    let (frees, freed) = release_queue();
+    let freed = Arc::new(freed);
+    let drained = freed.clone();
+    let tidy = move |engine: &mut E, idle: Option<Duration>| {
+        drained.drain(|id| {
+            engine.free(id);
+        });
+        let idle = idle?;
+        if engine.memory().buffers.pooled_bytes == 0 {
+            return None;
+        }
+        match trim_after.checked_sub(idle) {
+            Some(left) if !left.is_zero() => Some(left),
+            _ => {
+                engine.trim();
+                None
+            }
+        }
+    };
+    ((frees, freed), tidy)
+}
+
 /// Starts the actor of a CPU domain; its engine's pool is built on it.
-fn start_cpu(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, BuildError> {
+fn start_cpu(
+    domain: &CpuDomain,
+    config: &Config,
+    housekeeping: impl Housekeeping<CpuEngine>,
+) -> Result<Actor<CpuEngine>, BuildError> {
     let engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
@@ -156,13 +209,16 @@ fn start_cpu(domain: &CpuDomain, config: &Config) -> Result<Actor<CpuEngine>, Bu
     };
     config
         .actor(actor_name(Place::Cpu(domain.index())))
-        .spawn(move || {
-            let actor = current_actor().expect("an engine factory runs on its actor thread");
-            CpuEngine::new(CpuEngineConfig {
-                on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
-                ..engine_config
-            })
-        })
+        .spawn_with(
+            move || {
+                let actor = current_actor().expect("an engine factory runs on its actor thread");
+                CpuEngine::new(CpuEngineConfig {
+                    on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
+                    ..engine_config
+                })
+            },
+            housekeeping,
+        )
         .map_err(|source| BuildError::Actor {
             domain: domain.index(),
             source,
@@ -197,7 +253,7 @@ impl DomainTable {
     fn start_cuda(
         topology: &Topology,
         config: &Config,
-    ) -> Result<Vec<(usize, Actor<CudaEngine>)>, BuildError> {
+    ) -> Result<Vec<(usize, Freed, Actor<CudaEngine>)>, BuildError> {
         use std::error::Error;
         use weft_topology::{pin_current_thread, CudaUnavailable};
         let Some(wanted) = &config.cuda else {
@@ -232,21 +288,23 @@ impl DomainTable {
                         .nearest_domain(topology)
                         .map(|d| topology.domains()[d].cpus().clone()),
                 };
+                let (freed, housekeeping) = housekeeping(config.idle_trim);
                 let actor = config
                     .actor(actor_name(Place::Cuda(ordinal)))
-                    .spawn(
+                    .spawn_with(
                         move || -> Result<CudaEngine, Box<dyn Error + Send + Sync>> {
                             if let Some(cpus) = &pin {
                                 pin_current_thread(cpus)?;
                             }
                             Ok(CudaEngine::new(CudaEngineConfig { ordinal })?)
                         },
+                        housekeeping,
                     )
                     .map_err(|source| BuildError::Actor {
                         domain: ordinal,
                         source,
                     })?;
-                Ok((ordinal, actor))
+                Ok((ordinal, freed, actor))
             })
             .collect()
     }

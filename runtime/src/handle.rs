@@ -10,16 +10,19 @@
 //!
 //! Every queued op holds clones of the handles it reads and writes until it
 //! is run or cancelled. The last clone of a handle sends the tensor's id to
-//! its domain's free queue, which the domain drains at the start of its
-//! next tensor op (every one is submitted through `Lane::submit_op`, in
-//! `ops/mod.rs`). So a tensor is freed only after every op that names it
-//! has finished with it, and never while one is still queued.
+//! its domain's free queue and nudges the domain's actor (batched: one
+//! nudge per batch of releases, `weft_actors::Releaser`), which drains the
+//! queue between ops, at once if it is idle; every tensor op drains it too
+//! before it runs (they are all submitted through `Lane::submit_op`, in
+//! `ops/mod.rs`), so what an op sees of the domain's memory is current. So
+//! a tensor is freed promptly after every op that names it has finished
+//! with it, and never while one is still queued.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use weft_actors::{release_queue, Event, Released, Releaser};
+use weft_actors::{Actor, Event, Released, Releaser};
 use weft_engines::{DType, Meta, Place, TensorEngine, TensorId};
 
 /// Identifies one runtime, so that a handle of another runtime is refused.
@@ -41,20 +44,27 @@ pub(crate) struct DomainTensors {
     place: Place,
     next_id: Arc<AtomicU64>,
     frees: Releaser<TensorId>,
-    freed: Released<TensorId>,
+    freed: Arc<Released<TensorId>>,
 }
 
 impl DomainTensors {
-    /// `next_id` is shared by all domains of a runtime: ids are unique in it.
-    pub(crate) fn new(runtime: RuntimeId, place: Place, next_id: Arc<AtomicU64>) -> Self {
-        let (frees, freed) = release_queue();
-        DomainTensors {
+    /// What the lanes into `place` share: `next_id` is shared by all
+    /// domains of a runtime (ids are unique in it); `freed` is the free
+    /// queue that `actor`'s housekeeping drains, and releases nudge it.
+    pub(crate) fn start<E: 'static>(
+        runtime: RuntimeId,
+        place: Place,
+        next_id: &Arc<AtomicU64>,
+        (frees, freed): (Releaser<TensorId>, Arc<Released<TensorId>>),
+        actor: &Actor<E>,
+    ) -> Arc<Self> {
+        Arc::new(DomainTensors {
             runtime,
             place,
-            next_id,
-            frees,
+            next_id: next_id.clone(),
+            frees: frees.nudging(actor.nudge()),
             freed,
-        }
+        })
     }
 
     /// The runtime the domain belongs to.

@@ -49,6 +49,7 @@ mod transfer;
 // The runtime: building one, running it, its errors and reports, and the
 // application-side helpers on top of lanes.
 pub use builder::{Builder, TRACE_ENV};
+pub use config::DEFAULT_IDLE_TRIM;
 pub use error::{BuildError, RuntimeError};
 pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
@@ -60,9 +61,9 @@ pub use lane::Lane;
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, Call, Event, EventState, Failure,
-    FailureCause, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport, SpawnError, SubmitError,
-    SubmitTimeoutError, Ticket, TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError,
-    WaitTimeoutError, MAX_LANE_CAPACITY,
+    FailureCause, Housekeeping, Nudge, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport,
+    SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket, TicketError, TicketFor,
+    TryCall, TrySubmitError, TryWaitError, WaitTimeoutError, MAX_LANE_CAPACITY,
 };
 // Their counters and timelines.
 pub use weft_actors::{

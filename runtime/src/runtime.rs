@@ -4,6 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_actors::{Actor, ActorClosed, ActorStats, ShutdownError, ShutdownReport, Trace};
@@ -11,7 +12,7 @@ use weft_engines::{CpuEngine, Pinning};
 use weft_topology::{pin_current_thread, CpuDomain, Topology};
 
 use crate::config::Config;
-use crate::domain::{DomainTable, Hosted};
+use crate::domain::{DomainTable, Hosted, Stop};
 use crate::error::{OpError, RuntimeError};
 use crate::handle::RuntimeId;
 use crate::lane::Lane;
@@ -231,7 +232,7 @@ impl Runtime {
     ///
     /// [`ShutdownError::WouldDeadlock`] when called from an actor thread.
     pub fn shutdown(&self) -> Result<RuntimeReport, ShutdownError> {
-        self.stop(false)
+        self.stop(Stop::Drain)
     }
 
     /// Stops intake everywhere, cancels every queued op after the running
@@ -241,10 +242,82 @@ impl Runtime {
     ///
     /// As [`Runtime::shutdown`].
     pub fn shutdown_now(&self) -> Result<RuntimeReport, ShutdownError> {
-        self.stop(true)
+        self.stop(Stop::Now)
     }
 
-    fn stop(&self, now: bool) -> Result<RuntimeReport, ShutdownError> {
+    /// As [`Runtime::shutdown_now`], waiting at most `timeout` in all: the
+    /// way out of an op that never returns, or of a job spawned on a
+    /// domain's pool that outlives its op (an engine is dropped only once
+    /// its pool's jobs are done).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::{ShutdownError, StuckAt};
+    ///
+    /// let rt = weft::Runtime::builder().split(1).build()?;
+    /// let (release, wait) = std::sync::mpsc::channel::<()>();
+    /// let (started, running) = std::sync::mpsc::channel::<()>();
+    /// let op = weft::Op::new(move |_: &mut weft::CpuEngine| {
+    ///     started.send(()).unwrap();
+    ///     wait.recv()
+    /// });
+    /// let stuck = rt.lane(0)?.submit(op.label("stuck"))?;
+    /// running.recv()?;
+    /// match rt.shutdown_timeout(Duration::from_millis(20)) {
+    ///     Err(ShutdownError::TimedOut { stuck, .. }) => {
+    ///         assert!(matches!(stuck[0].doing, StuckAt::Op { label: "stuck", .. }));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// release.send(())?;
+    /// assert!(rt.shutdown().is_ok()); // joins what was stuck
+    /// # drop(stuck);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ShutdownError::TimedOut`] naming each actor still working when
+    /// the time ran out, and what it was doing (the running op's lane and
+    /// label, or dropping its engine). Their shutdown goes on; a later
+    /// shutdown call joins them. As [`Runtime::shutdown`] from an actor
+    /// thread.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<RuntimeReport, ShutdownError> {
+        let Some(deadline) = Instant::now().checked_add(timeout) else {
+            return self.shutdown_now();
+        };
+        // Every actor's shutdown begins before any is waited for.
+        let _ = self.stop(Stop::Within(Duration::ZERO));
+        let mut stuck = Vec::new();
+        let mut reports = Vec::new();
+        for result in
+            self.stop_each(|| Stop::Within(deadline.saturating_duration_since(Instant::now())))
+        {
+            match result {
+                Ok(report) => reports.push(report),
+                Err(ShutdownError::TimedOut { stuck: more, .. }) => stuck.extend(more),
+                Err(other) => return Err(other),
+            }
+        }
+        self.inner.write_trace();
+        if stuck.is_empty() {
+            Ok(RuntimeReport { actors: reports })
+        } else {
+            Err(ShutdownError::TimedOut { timeout, stuck })
+        }
+    }
+
+    fn stop(&self, how: Stop) -> Result<RuntimeReport, ShutdownError> {
+        let results = self.stop_each(|| how);
+        self.inner.write_trace();
+        let actors = results.into_iter().collect::<Result<_, _>>()?;
+        Ok(RuntimeReport { actors })
+    }
+
+    /// Stops every actor, each as `how()` says when its turn comes; every
+    /// actor is asked even if one call is refused, so a refused call still
+    /// begins the shutdown of all of them.
+    fn stop_each(&self, how: impl Fn() -> Stop) -> Vec<Result<ShutdownReport, ShutdownError>> {
         // The list is closed and copied under the lock, and the actors are
         // joined after it is released.
         let hosted = {
@@ -252,18 +325,11 @@ impl Runtime {
             hosted.closed = true;
             hosted.actors.clone()
         };
-        // Every actor is asked even if one call is refused, so a refused
-        // call still begins the shutdown of all of them.
-        let results: Vec<_> = self
-            .inner
-            .table
-            .actors()
+        let results = (self.inner.table.actors())
             .chain(hosted.iter().map(|h| &**h))
-            .map(|a| a.stop(now))
+            .map(|a| a.stop(how()))
             .collect();
-        let actors = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-        self.inner.write_trace();
-        Ok(RuntimeReport { actors })
+        results
     }
 
     /// The runtime's timeline, if it is traced ([`crate::Builder::trace`]).
@@ -311,10 +377,10 @@ impl Drop for Inner {
         if self.config.trace.is_some() {
             // Drain first, so that the trace holds every op.
             for actor in self.table.actors() {
-                let _ = actor.stop(false);
+                let _ = actor.stop(Stop::Drain);
             }
             for hosted in &self.hosted.get_mut().actors {
-                let _ = hosted.stop(false);
+                let _ = hosted.stop(Stop::Drain);
             }
             self.write_trace();
         }

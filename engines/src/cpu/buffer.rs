@@ -171,18 +171,22 @@ impl BufferPool {
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.pooled_bytes);
     }
 
-    /// Lets every pooled buffer go.
-    pub fn clear(&mut self) {
+    /// Lets every pooled buffer go (counted as released); returns the
+    /// bytes they held.
+    pub fn trim(&mut self) -> usize {
+        let bytes = self.stats.pooled_bytes;
         self.free.clear();
+        self.stats.released += self.stats.pooled_buffers as u64;
         self.stats.pooled_buffers = 0;
         self.stats.pooled_bytes = 0;
+        bytes
     }
 
     /// Changes the cap, letting buffers go if the pool holds more.
     pub fn set_cap(&mut self, cap_bytes: usize) {
         self.stats.cap_bytes = cap_bytes;
         if self.stats.pooled_bytes > cap_bytes {
-            self.clear();
+            self.trim();
         }
     }
 }

@@ -353,4 +353,7 @@ impl TensorEngine for CpuEngine {
             buffers: self.buffers.stats(),
         }
     }
+    fn trim(&mut self) -> usize {
+        self.buffers.trim()
+    }
 }

@@ -1,13 +1,13 @@
 //! The domain's pinned pool: rayon workers pinned as the configuration
 //! says, with the building thread (the actor) as worker 0, every pin read
-//! back from the thread itself, and a drop that returns only once the
-//! workers are on their way out (a joined actor leaves no thread behind).
+//! back from the thread itself, and a drop that returns only once every
+//! worker has left its loop, its jobs done (a joined actor leaves no thread
+//! behind).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
@@ -165,15 +165,15 @@ fn pin(cpus: &CpuSet) -> Result<(), AffinityError> {
 }
 
 impl Exits {
-    /// Waits, at most a few seconds, until every worker has left its loop,
-    /// so that a joined actor leaves no pool thread behind.
+    /// Waits until every worker has left its loop, so that a joined actor
+    /// leaves no pool thread behind. A worker leaves once its job is done:
+    /// a job spawned on the pool that outlives its op keeps the engine's
+    /// drop (and the actor's shutdown) waiting for it, and a shutdown with
+    /// a deadline names it (`Runtime::shutdown_timeout`).
     fn wait(&self) {
         let mut running = self.running.lock();
-        let deadline = Instant::now() + Duration::from_secs(5);
         while *running > 0 {
-            if self.changed.wait_until(&mut running, deadline).timed_out() {
-                break;
-            }
+            self.changed.wait(&mut running);
         }
     }
 }

@@ -241,6 +241,18 @@ impl<E: TensorEngine> Lane<E> {
             Ok((memory.tensors, memory.tensor_bytes))
         })
     }
+
+    /// Lets go of the memory this lane's domain keeps for reuse (its
+    /// buffer pool; an idle domain does so by itself after
+    /// [`crate::Builder::idle_trim`]), after freeing the tensors whose
+    /// handles are all gone. The ticket gives the bytes let go.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Closed`] after shutdown.
+    pub fn trim(&self) -> Result<Ticket<usize>, OpError> {
+        self.submit_op("trim", [], None, |engine: &mut E| Ok(engine.trim()))
+    }
 }
 
 impl Lane<CpuEngine> {
