@@ -8,8 +8,12 @@
 #                                # the cuda_pipeline example), then the
 #                                # benchmark (GEMM, dispatch, bandwidth)
 #
-# `run` finds NVRTC and cuBLAS under the CUDA toolkit or the Python CUDA
-# wheels and links them under the names the loader asks for. Under 5 minutes.
+# `.gpu/` is git-ignored, so the device command must carry it: `build` ends
+# by printing the exact command. `run` finds NVRTC and cuBLAS under the
+# CUDA toolkit or the Python CUDA wheels (CUDA 12 or 13, the newest by
+# version) and links them under the names the loader asks for. Its three
+# steps are bounded at 120 + 40 + 90 s: under 5 minutes in all, start
+# included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu
@@ -31,15 +35,21 @@ for l in sys.stdin:
         strip -o "$out/$example" "target/release/examples/$example"
     done
     ls -la "$out"
+    echo
+    echo "device command: run(command=\"scripts/gpu-check.sh run\", carry=[\".gpu\"], timeout_s=300)"
     ;;
 run)
-    # The newest lib$1.so* in the folders after it (NVRTC's alternative
-    # builds, `*.alt.*`, left out).
+    # The lib$1.so* with the newest version in the folders after it,
+    # compared by file name, not by path (NVRTC's alternative builds,
+    # `*.alt.*`, left out).
     newest() {
         local name=$1
         shift
-        for d in "$@"; do ls "$d"/lib"$name".so* 2>/dev/null; done |
-            grep -v '\.alt\.' | sort -V | tail -1 || true
+        for d in "$@"; do
+            for f in "$d"/lib"$name".so*; do
+                if [ -e "$f" ]; then printf '%s\t%s\n' "$(basename "$f")" "$f"; fi
+            done
+        done | grep -v '\.alt\.' | sort -V -k1,1 | tail -1 | cut -f2 || true
     }
     dirs=()
     for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
@@ -63,9 +73,9 @@ run)
     export LD_LIBRARY_PATH="$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
     status=0
-    timeout 180 "$out/cuda_engine" || status=$?
-    timeout 60 "$out/cuda_pipeline" || status=$?
-    timeout 100 "$out/cuda_bench" || status=$?
+    timeout 120 "$out/cuda_engine" || status=$?
+    timeout 40 "$out/cuda_pipeline" || status=$?
+    timeout 90 "$out/cuda_bench" || status=$?
     exit "$status"
     ;;
 *)

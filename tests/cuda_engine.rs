@@ -25,7 +25,9 @@ const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
 fn kernels_compile() -> Result<Outcome, String> {
     if !weft_engines::cuda::nvrtc_present() {
         return Ok(Outcome::Skipped(
-            "NVRTC (libnvrtc.so) cannot be loaded; set LD_LIBRARY_PATH to a CUDA 12 lib folder"
+            "NVRTC cannot be loaded (as libnvrtc.so, or .so.12 down to .so.9): put a CUDA 12 lib \
+             folder on LD_LIBRARY_PATH, or a CUDA 13 one with a libnvrtc.so link to its \
+             libnvrtc.so.13 (scripts/gpu-check.sh run makes the links)"
                 .into(),
         ));
     }
@@ -38,6 +40,17 @@ fn kernels_compile() -> Result<Outcome, String> {
                 let entry = format!(".entry {name}_{dtype}(");
                 check(text.contains(&entry), format!("{dtype}: no {entry}"))?;
             }
+        }
+    }
+    // And as a cubin for Hopper, where this NVRTC targets it: an ELF image.
+    if weft_engines::cuda::nvrtc_architectures().contains(&90) {
+        for dtype in DTYPES {
+            let cubin = weft_engines::cuda::compile_kernels_cubin(dtype, 90)
+                .map_err(|log| format!("{dtype} cubin: {log}"))?;
+            check(
+                cubin.starts_with(b"\x7fELF"),
+                format!("{dtype}: the cubin is not an ELF image"),
+            )?;
         }
     }
     Ok(Outcome::Passed)

@@ -553,7 +553,7 @@ fn fuzz_the_public_api() {
     let threads = thread_count();
     let budget: Option<u64> = std::env::var("WEFT_FUZZ").ok().and_then(|s| s.parse().ok());
     let start = Instant::now();
-    let (mut sequences, mut steps) = (0u64, 0usize);
+    let (mut sequences, mut steps, mut shutdowns) = (0u64, 0usize, 0usize);
     let mut seed = 0xF0F0u64;
     loop {
         let done = match budget {
@@ -566,6 +566,10 @@ fn fuzz_the_public_api() {
         let length = 80;
         let (log, failure) = run(seed, length);
         steps += log.len();
+        shutdowns += log
+            .iter()
+            .filter(|s| s.starts_with("shutdown kind"))
+            .count();
         sequences += 1;
         if let Some(first) = failure {
             eprintln!(
@@ -583,7 +587,7 @@ fn fuzz_the_public_api() {
             .wrapping_add(1442695040888963407);
     }
     println!(
-        "fuzz: {sequences} sequences, {steps} steps in {:.1?}",
+        "fuzz: {sequences} sequences, {steps} steps ({shutdowns} shutdowns mid-sequence) in {:.1?}",
         start.elapsed()
     );
     weft_tests::eventually("the thread count returns", || thread_count() <= threads);

@@ -272,11 +272,12 @@ impl ActorStats {
         let mut ops = counters.snapshot();
         let done = ops.completed + ops.failed + ops.panicked + ops.cancelled + ops.lost;
         (ops.queued, ops.submitted) = (queued, done + queued);
+        let running = gauges.running();
         ActorStats {
             actor,
             name: name.to_owned(),
-            running: gauges.running(),
-            running_op: gauges.running().map(|_| *gauges.label.lock()),
+            running,
+            running_op: running.map(|_| *gauges.label.lock()),
             busy: Duration::from_nanos(gauges.busy_ns.load(Relaxed)),
             ops,
             lanes: lanes

@@ -8,7 +8,6 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use weft_actors::{

@@ -213,6 +213,39 @@ pub fn compile(dtype: DType, arch: Option<(i32, i32)>) -> Result<Ptx, String> {
     compile_ptx_with_opts(source(dtype), options).map_err(|e| e.to_string())
 }
 
+/// What NVRTC makes for a device: a cubin for its architecture when NVRTC
+/// can target it, else PTX for the newest architecture NVRTC knows that
+/// the device runs (the driver compiles it), else PTX for NVRTC's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A binary for `sm_{0}`.
+    Cubin(i32),
+    /// PTX for `compute_{0}` (`None`: NVRTC's default).
+    Ptx(Option<i32>),
+}
+
+impl Target {
+    /// The target for a device of compute capability `device`, given the
+    /// architectures NVRTC supports (`90` for `sm_90`).
+    pub(crate) fn choose(device: (i32, i32), supported: &[i32]) -> Target {
+        let arch = device.0 * 10 + device.1;
+        if supported.contains(&arch) {
+            return Target::Cubin(arch);
+        }
+        Target::Ptx(supported.iter().copied().filter(|&a| a <= arch).max())
+    }
+}
+
+/// Compiles the kernels of `dtype` to a cubin for `sm_{arch}` (`90`):
+/// what the engine loads on a device NVRTC can target.
+///
+/// # Errors
+///
+/// NVRTC's log.
+pub fn compile_cubin(dtype: DType, arch: i32) -> Result<Vec<u8>, String> {
+    super::launch::compile_cubin(&source(dtype), &format!("weft_{dtype}.cu"), arch)
+}
+
 /// The compiled modules of one device, by element type, and their functions.
 #[derive(Debug, Default)]
 pub(crate) struct Kernels {
@@ -237,9 +270,15 @@ impl Kernels {
             if !super::nvrtc_present() {
                 return Err(KernelError::NoNvrtc);
             }
-            let ptx = compile(dtype, Some(arch)).map_err(KernelError::Compile)?;
+            let image = match Target::choose(arch, &super::launch::nvrtc_architectures()) {
+                Target::Cubin(sm) => {
+                    Ptx::from_binary(compile_cubin(dtype, sm).map_err(KernelError::Compile)?)
+                }
+                Target::Ptx(compute) => compile(dtype, compute.map(|a| (a / 10, a % 10)))
+                    .map_err(KernelError::Compile)?,
+            };
             let module = ctx
-                .load_module(ptx)
+                .load_module(image)
                 .map_err(|e| KernelError::Load(e.to_string()))?;
             for k in Kernel::ALL {
                 let f = module
@@ -283,6 +322,21 @@ pub(crate) fn rows(rows: usize) -> LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cubin_where_nvrtc_targets_the_device_else_ptx_it_can_run() {
+        let nvrtc_12_9 = [
+            50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 120,
+        ];
+        assert_eq!(Target::choose((9, 0), &nvrtc_12_9), Target::Cubin(90));
+        assert_eq!(Target::choose((8, 6), &nvrtc_12_9), Target::Cubin(86));
+        // A device newer than this NVRTC: PTX for the newest it knows.
+        assert_eq!(Target::choose((12, 1), &nvrtc_12_9), Target::Ptx(Some(120)));
+        // An NVRTC that no longer targets an old device: nothing it runs.
+        assert_eq!(Target::choose((3, 5), &nvrtc_12_9), Target::Ptx(None));
+        // An NVRTC that cannot say: its default PTX.
+        assert_eq!(Target::choose((9, 0), &[]), Target::Ptx(None));
+    }
 
     /// The kernel's `offset`, on the host.
     fn offset(d: &Dims, strides: &[i64; MAX_RANK], base: i64, mut i: i64) -> i64 {

@@ -16,9 +16,24 @@
 //!   host-to-device stream, so a lane that only moves tensors makes no
 //!   stream.
 //!
+//! Memory: device buffers come from the device's default pool in stream
+//! order; the engine sets the pool's release threshold to the device's
+//! memory at start, so freed memory stays in the pool for reuse instead of
+//! going back to the OS at every synchronization, and returns it on a
+//! trim ([`TensorEngine::trim`], which an idle device's actor runs).
+//! `memory()` reports the pool (bytes held beyond live tensors, its peak,
+//! its threshold). Host staging is write-combined for uploads, plain
+//! pinned memory for downloads (the host reads it).
+//!
 //! Kernels: GEMM through cuBLAS (`cublasGemmStridedBatchedEx`, all four
 //! element types); everything else through the engine's own kernels,
-//! compiled by NVRTC at first use ([`compile_kernels`]).
+//! compiled by NVRTC at first use ([`compile_kernels`]): to a cubin for the
+//! device's architecture where NVRTC targets it, else to PTX the driver
+//! compiles.
+//!
+//! Teardown (`Drop`): the context is synchronized first, then the tensors
+//! are freed, the cuBLAS handles destroyed, the modules unloaded and the
+//! staging released; failures go to stderr, never a panic on the actor.
 //!
 //! Layered as cudarc is: `launch` (kernel launches, cuBLAS calls) and
 //! `memory` (device allocations, pinned staging, host copies) own every
@@ -34,8 +49,8 @@ mod launch;
 mod memory;
 mod streams;
 
-pub use kernels::compile as compile_kernels;
-pub use launch::{cublas_present, driver_present, nvrtc_present};
+pub use kernels::{compile as compile_kernels, compile_cubin as compile_kernels_cubin};
+pub use launch::{cublas_present, driver_present, nvrtc_architectures, nvrtc_present};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -44,8 +59,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaSlice, DriverError};
 
 use crate::engine::{
-    BufferStats, DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId,
-    Unsupported,
+    DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId, Unsupported,
 };
 use crate::layout::View;
 use crate::ops::{broadcast_view, diagonal_view, permute_view, reverse_view, slice_view, TensorOp};
@@ -53,7 +67,9 @@ use crate::tensor::{DType, Data, Tensor, TensorError};
 use exec::{Exec, Value};
 use kernels::Kernels;
 use launch::Launcher;
-use memory::{host_bytes_mut, Copies};
+use memory::{
+    host_bytes_mut, keep_freed_memory, pool_stats, Copies, DevicePool, PoolAttr, PoolAttributes,
+};
 use streams::{LaneStream, SpareBlas};
 
 /// Host copies of at least this many bytes go through the engine's pinned
@@ -140,6 +156,8 @@ pub struct CudaEngine {
     bytes: usize,
     kernels: Kernels,
     copies: Option<Copies>,
+    /// The device's memory pool, which keeps freed memory for reuse.
+    pool: Option<DevicePool>,
     /// Keeps the engine on the thread that built it.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -197,6 +215,10 @@ impl CudaEngine {
                 .compute_capability()
                 .map_err(err("cuDeviceGetAttribute"))?,
         };
+        let mut pool = DevicePool::of(&ctx);
+        if let Some(pool) = &mut pool {
+            keep_freed_memory(pool, info.total_memory).map_err(err("cuMemPoolSetAttribute"))?;
+        }
         Ok(CudaEngine {
             info,
             ctx,
@@ -206,6 +228,7 @@ impl CudaEngine {
             bytes: 0,
             kernels: Kernels::default(),
             copies: None,
+            pool,
             _not_send: std::marker::PhantomData,
         })
     }
@@ -458,11 +481,72 @@ impl TensorEngine for CudaEngine {
         self.retire(lane);
     }
 
+    /// The device pool's counters are the engine's buffer pool: what it
+    /// holds beyond live allocations, its high-water mark, its threshold.
     fn memory(&self) -> EngineMemory {
         EngineMemory {
             tensors: self.store.len(),
             tensor_bytes: self.bytes,
-            buffers: BufferStats::default(),
+            buffers: self
+                .pool
+                .as_ref()
+                .and_then(|pool| pool_stats(pool).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Returns the device pool's unused memory to the OS.
+    fn trim(&mut self) -> usize {
+        let Some(pool) = &mut self.pool else {
+            return 0;
+        };
+        let before = pool.get(PoolAttr::Reserved).unwrap_or(0);
+        if pool.trim_to(0).is_err() {
+            return 0;
+        }
+        let after = pool.get(PoolAttr::Reserved).unwrap_or(before);
+        usize::try_from(before.saturating_sub(after)).unwrap_or(usize::MAX)
+    }
+}
+
+/// Teardown in the order the device needs: every queued kernel and copy
+/// finished, then the tensors freed, the cuBLAS handles destroyed, the
+/// modules unloaded and the staging released (its events with it). A
+/// failure is reported on stderr, never as a panic on the actor: a drop has
+/// nobody to return it to.
+impl Drop for CudaEngine {
+    fn drop(&mut self) {
+        let device = self.info.ordinal;
+        let mut failures: Vec<String> = Vec::new();
+        if let Err(e) = self.ctx.synchronize() {
+            failures.push(format!("cuCtxSynchronize: {e}"));
+        }
+        self.store.clear();
+        self.bytes = 0;
+        // cudarc's handle drop unwraps the destroy's result.
+        let handles = (
+            std::mem::take(&mut self.lanes),
+            std::mem::take(&mut self.spare_blas),
+        );
+        if let Err(payload) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(handles)))
+        {
+            let text = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            failures.push(format!("cublasDestroy panicked: {text}"));
+            // A payload's drop is not run here, where it could panic again.
+            std::mem::forget(payload);
+        }
+        self.kernels = Kernels::default();
+        self.copies = None;
+        if let Err(e) = self.ctx.check_err() {
+            failures.push(format!("an earlier release: {e}"));
+        }
+        for failure in failures {
+            eprintln!("weft: dropping the CUDA engine of device {device}: {failure}");
         }
     }
 }
