@@ -602,6 +602,70 @@ fn lanes_are_ordered_across_streams() -> Result<Outcome, String> {
     })
 }
 
+/// A tensor read by two lanes (each read long enough to still run when the
+/// tensor is dropped), then dropped while a third lane allocates and
+/// fills buffers of its size over and over: stream-ordered allocation
+/// would hand its memory out at once if the free waited for one reader
+/// only. Both readers' results must be intact.
+fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
+    with_gpu(|rt, cpu, a| {
+        let (b, c) = (
+            rt.cuda_lane(0).map_err(|e| e.to_string())?,
+            rt.cuda_lane(0).map_err(|e| e.to_string())?,
+        );
+        let x = random(cpu, DType::F64, &[1024, 1024], 900)?;
+        let gx = cpu
+            .transfer(&x, Place::Cuda(0))
+            .map_err(|e| e.to_string())?;
+        // Long reads: a chain of products on each lane, the first of each
+        // reading `gx`.
+        let (mut pa, mut pb) = (
+            a.matmul(&gx, &gx).map_err(|e| e.to_string())?,
+            b.mul(&gx, &gx).map_err(|e| e.to_string())?,
+        );
+        for _ in 0..4 {
+            pa = a.matmul(&pa, &pa).map_err(|e| e.to_string())?;
+            pa = a
+                .binary_scalar(BinaryOp::Mul, &pa, Scalar::Real(1.0 / 1024.0))
+                .map_err(|e| e.to_string())?;
+            pb = b.matmul(&pb, &pb).map_err(|e| e.to_string())?;
+            pb = b
+                .binary_scalar(BinaryOp::Mul, &pb, Scalar::Real(1.0 / 1024.0))
+                .map_err(|e| e.to_string())?;
+        }
+        drop(gx);
+        for _ in 0..32 {
+            drop(c.full(DType::F64, &[1024, 1024], Scalar::Real(f64::NAN)));
+        }
+        let (mut qa, mut qb) = (
+            cpu.matmul(&x, &x).map_err(|e| e.to_string())?,
+            cpu.mul(&x, &x).map_err(|e| e.to_string())?,
+        );
+        for _ in 0..4 {
+            qa = cpu.matmul(&qa, &qa).map_err(|e| e.to_string())?;
+            qa = cpu
+                .binary_scalar(BinaryOp::Mul, &qa, Scalar::Real(1.0 / 1024.0))
+                .map_err(|e| e.to_string())?;
+            qb = cpu.matmul(&qb, &qb).map_err(|e| e.to_string())?;
+            qb = cpu
+                .binary_scalar(BinaryOp::Mul, &qb, Scalar::Real(1.0 / 1024.0))
+                .map_err(|e| e.to_string())?;
+        }
+        close(
+            "lane A's reads",
+            &download(&a, &pa)?,
+            &download(cpu, &qa)?,
+            1e-8,
+        )?;
+        close(
+            "lane B's reads",
+            &download(&b, &pb)?,
+            &download(cpu, &qb)?,
+            1e-8,
+        )
+    })
+}
+
 /// A two-stage pipeline: CPU makes inputs, the GPU multiplies, the CPU reduces.
 fn cpu_gpu_pipeline() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
@@ -745,6 +809,10 @@ fn main() -> ExitCode {
         (
             "lanes_are_ordered_across_streams",
             lanes_are_ordered_across_streams,
+        ),
+        (
+            "a_tensor_read_on_two_lanes_outlives_both_reads",
+            a_tensor_read_on_two_lanes_outlives_both_reads,
         ),
         ("cpu_gpu_pipeline", cpu_gpu_pipeline),
         (

@@ -7,7 +7,7 @@ use cudarc::cublas::CudaBlas;
 
 use super::kernels::Dims;
 use super::launch::{Create, Launcher, RowArgs};
-use super::memory::alloc_on;
+use super::memory::alloc;
 use super::DeviceTensor;
 use crate::engine::{ExecError, Place, Unsupported};
 use crate::layout::{row_major, View};
@@ -37,10 +37,12 @@ impl Exec<'_> {
         })
     }
 
-    /// Device memory for a `dtype` tensor of `shape` on the lane's stream,
-    /// uninitialized: every caller writes all of it before it is read.
+    /// Device memory for a `dtype` tensor of `shape`, in the lane
+    /// stream's order, uninitialized: every caller writes all of it on
+    /// that stream before it is read.
     fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
-        alloc_on(self.launch.stream, self.device(), dtype, shape)
+        let launch = &self.launch;
+        alloc(launch.stream, launch.events, self.device(), dtype, shape)
     }
 
     /// Copies `view` of `src` into a new contiguous tensor.
@@ -201,10 +203,12 @@ impl Exec<'_> {
         shape: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
         let mut out = self.alloc(src.dtype, shape)?;
+        self.launch.order(&[src], &[&out])?;
         self.launch
             .stream
-            .memcpy_dtod(&src.buf, &mut out.buf)
+            .memcpy_dtod(&*src.buf, &mut *out.buf)
             .map_err(|e| super::device_error(self.device(), "cuMemcpyDtoDAsync", e))?;
+        self.launch.recorded(&[src], &[&out])?;
         Ok(out)
     }
 

@@ -19,7 +19,9 @@ use cudarc::driver::{
     PushKernelArg,
 };
 
+use super::access::Kind;
 use super::kernels::{self, Dims, Kernel, KernelError, Kernels};
+use super::streams::Stream;
 use super::{device_error, DeviceTensor};
 use crate::engine::{DeviceError, ExecError};
 use crate::tensor::DType;
@@ -148,7 +150,9 @@ pub(super) struct Launcher<'a> {
     pub(super) device: usize,
     pub(super) arch: (i32, i32),
     pub(super) ctx: &'a Arc<CudaContext>,
-    pub(super) stream: &'a Arc<CudaStream>,
+    pub(super) stream: &'a Stream,
+    /// The engine's events and free stream, for outputs.
+    pub(super) events: &'a std::rc::Rc<super::EventPool>,
     pub(super) kernels: &'a mut Kernels,
 }
 
@@ -168,6 +172,35 @@ impl Launcher<'_> {
             message: format!("launch refused: {what}"),
             out_of_memory: false,
         }))
+    }
+
+    /// Orders a launch about to be enqueued on the lane's stream after
+    /// the accesses its operands must follow (`access.rs`).
+    pub(super) fn order(
+        &self,
+        reads: &[&DeviceTensor],
+        writes: &[&DeviceTensor],
+    ) -> Result<(), ExecError> {
+        let kinds = reads.iter().map(|t| (t, Kind::Read));
+        for (t, kind) in kinds.chain(writes.iter().map(|t| (t, Kind::Write))) {
+            t.before(self.stream, kind)
+                .map_err(self.err("cuStreamWaitEvent"))?;
+        }
+        Ok(())
+    }
+
+    /// Records the launch just enqueued as an access of its operands.
+    pub(super) fn recorded(
+        &self,
+        reads: &[&DeviceTensor],
+        writes: &[&DeviceTensor],
+    ) -> Result<(), ExecError> {
+        let kinds = reads.iter().map(|t| (t, Kind::Read));
+        for (t, kind) in kinds.chain(writes.iter().map(|t| (t, Kind::Write))) {
+            t.after(self.stream, kind)
+                .map_err(self.err("cuEventRecord"))?;
+        }
+        Ok(())
     }
 
     /// Kernel `kernel` of element type `dtype`, compiled on first use.
@@ -213,13 +246,15 @@ impl Launcher<'_> {
         if dims.len() == 0 {
             return Ok(());
         }
+        self.order(&[src], &[&*dst])?;
         let f = self.function(src.dtype, Kernel::StridedCopy)?;
         let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut dst.buf).arg(&src.buf).arg(dims);
+        launch.arg(&mut *dst.buf).arg(&*src.buf).arg(dims);
         // SAFETY: `strided_copy` takes (T*, const T*, Dims), and both
         // buffers hold `T` elements (checked); every offset the walk reaches
         // lies inside its buffer (checked).
         unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[src], &[&*dst])?;
         Ok(())
     }
 
@@ -253,18 +288,20 @@ impl Launcher<'_> {
         if dims.len() == 0 {
             return Ok(());
         }
+        self.order(&[a, b], &[&*out])?;
         let f = self.function(a.dtype, Kernel::Binary)?;
         let mut launch = self.stream.launch_builder(&f);
         launch
-            .arg(&mut out.buf)
-            .arg(&a.buf)
-            .arg(&b.buf)
+            .arg(&mut *out.buf)
+            .arg(&*a.buf)
+            .arg(&*b.buf)
             .arg(&op)
             .arg(dims);
         // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims); all
         // three buffers hold `T` elements, the output `dims.n` of them, and
         // each input's walk stays inside it (all checked).
         unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[a, b], &[&*out])?;
         Ok(())
     }
 
@@ -284,12 +321,13 @@ impl Launcher<'_> {
         if n == 0 {
             return Ok(());
         }
+        self.order(&[a], &[&*out])?;
         let f = self.function(a.dtype, Kernel::BinaryScalar)?;
         let first = i32::from(scalar_first);
         let mut launch = self.stream.launch_builder(&f);
         launch
-            .arg(&mut out.buf)
-            .arg(&a.buf)
+            .arg(&mut *out.buf)
+            .arg(&*a.buf)
             .arg(&re)
             .arg(&im)
             .arg(&op)
@@ -299,6 +337,7 @@ impl Launcher<'_> {
         // int, long long) and touches `n` elements of each buffer; both hold
         // `n` elements of `T` (checked).
         unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[a], &[&*out])?;
         Ok(())
     }
 
@@ -326,9 +365,10 @@ impl Launcher<'_> {
         } else {
             Kernel::Unary
         };
+        self.order(&[a], &[&*out])?;
         let f = self.function(a.dtype, kernel)?;
         let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut out.buf).arg(&a.buf);
+        launch.arg(&mut *out.buf).arg(&*a.buf);
         if !magnitude {
             launch.arg(&op);
         }
@@ -337,6 +377,7 @@ impl Launcher<'_> {
         // `magnitude` (R*, const T*, long long), picked by the output's type
         // (checked: T, or R for magnitude); both buffers hold `n` elements.
         unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[a], &[&*out])?;
         Ok(())
     }
 
@@ -374,12 +415,13 @@ impl Launcher<'_> {
             "the partials pass the output's end",
         )?;
         self.require(parts >= 1, NAME, "no part per row")?;
+        self.order(&[src], &[&*out])?;
         let f = self.function(src.dtype, kernel)?;
         let (r, l, p) = (rows as i64, len as i64, parts as i64);
         let mut launch = self.stream.launch_builder(&f);
         launch
-            .arg(&mut out.buf)
-            .arg(&src.buf)
+            .arg(&mut *out.buf)
+            .arg(&*src.buf)
             .arg(&r)
             .arg(&l)
             .arg(&p);
@@ -403,6 +445,7 @@ impl Launcher<'_> {
         // `rows·len` elements of `T` and the output `rows·parts` of its
         // type (all checked).
         unsafe { launch.launch(kernels::rows(rows * parts)) }.map_err(self.err(NAME))?;
+        self.recorded(&[src], &[&*out])?;
         Ok(())
     }
 
@@ -419,9 +462,10 @@ impl Launcher<'_> {
             Create::Arange(..) => Kernel::Arange,
             Create::Eye => Kernel::Eye,
         };
+        self.order(&[], &[&*out])?;
         let f = self.function(out.dtype, kernel)?;
         let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut out.buf);
+        launch.arg(&mut *out.buf);
         let (x, y);
         let (rows, cols);
         match what {
@@ -442,6 +486,7 @@ impl Launcher<'_> {
         // writes `rows·cols = n` (the output's shape). The buffer holds `n`
         // elements of `T`, its own type.
         unsafe { launch.launch(kernels::elementwise(n as usize)) }.map_err(self.err(NAME))?;
+        self.recorded(&[], &[&*out])?;
         Ok(())
     }
 
@@ -516,6 +561,7 @@ impl Launcher<'_> {
             DType::F32 | DType::C32 => (one32.as_ptr().cast(), zero32.as_ptr().cast()),
             DType::F64 | DType::C64 => (one64.as_ptr().cast(), zero64.as_ptr().cast()),
         };
+        self.order(&[a, b], &[&*out])?;
         let stream = self.stream;
         let (pa, _ra) = a.buf.device_ptr(stream);
         let (pb, _rb) = b.buf.device_ptr(stream);
@@ -558,7 +604,7 @@ impl Launcher<'_> {
         }
         .map_err(|e| device_error(self.device, NAME, format!("{e:?}")))?;
         drop((_ra, _rb, _rc));
-        Ok(())
+        self.recorded(&[a, b], &[&*out])
     }
 }
 

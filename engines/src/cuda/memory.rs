@@ -6,11 +6,16 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DriverError,
-    PinnedHostSlice,
+    CudaContext, CudaEvent, CudaSlice, DevicePtr, DevicePtrMut, DriverError, PinnedHostSlice,
 };
 
-use super::{device_error, CudaEngine, DeviceTensor, STAGING_CHUNK, STAGING_THRESHOLD};
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
+
+use super::access::{Kind, Tracker};
+use super::streams::Stream;
+use super::{device_error, CudaEngine, DeviceTensor, EventPool, STAGING_CHUNK, STAGING_THRESHOLD};
 use crate::engine::{BufferStats, DeviceError, ExecError};
 use crate::tensor::{element_count, DType, Data, Tensor, TensorError};
 
@@ -21,8 +26,8 @@ use crate::tensor::{element_count, DType, Data, Tensor, TensorError};
 /// anyway, and a lane that only moves tensors (a transfer's) never makes a
 /// stream of its own.
 pub(super) struct Copies {
-    h2d: Arc<CudaStream>,
-    d2h: Arc<CudaStream>,
+    h2d: Stream,
+    d2h: Stream,
     /// Write-combined: the host only writes it, and the bus reads it fast.
     upload: Option<Staging>,
     /// Plain pinned memory: the host reads it, which write-combined memory
@@ -178,10 +183,24 @@ impl PoolAttributes for DevicePool {
     }
 }
 
+/// Turns cudarc's per-buffer events off for `ctx` (this engine's own
+/// context handle): the engine orders every access itself (`access.rs`).
+pub(super) fn order_accesses_here(ctx: &CudaContext) {
+    // SAFETY: called before the engine makes any buffer on this context
+    // handle, and every buffer made on it is a `DeviceTensor`, whose every
+    // access the engine orders through its table: a read or write on one
+    // stream waits for the accesses on others it must follow, an
+    // allocation is a write the first access waits for, and a free waits
+    // for every access (cudarc's three conditions for turning it off).
+    unsafe { ctx.disable_event_tracking() }
+}
+
 /// Device memory for a `dtype` tensor of `shape`, uninitialized, allocated
-/// in `stream`'s order.
-pub(super) fn alloc_on(
-    stream: &Arc<CudaStream>,
+/// in `stream`'s order: the stream that writes it first, so no other
+/// stream can reach it before it exists.
+pub(super) fn alloc(
+    stream: &Stream,
+    events: &Rc<EventPool>,
     device: usize,
     dtype: DType,
     shape: &[usize],
@@ -192,16 +211,80 @@ pub(super) fn alloc_on(
             shape: shape.to_vec(),
         })?;
     // SAFETY: the buffer is uninitialized; every caller writes all `bytes`
-    // of it (a kernel over every element, a copy of the whole tensor) on
-    // this stream before anything reads it, and every read, on this stream
-    // or (through the write's event) on another, is ordered after it.
+    // of it on this stream (a kernel over every element, a copy of the
+    // whole tensor) before anything reads it, and every read on another
+    // stream is ordered after that write (`access.rs`).
     let buf = unsafe { stream.alloc::<u8>(bytes.max(1)) }
         .map_err(|e| device_error(device, "cuMemAllocAsync", e))?;
     Ok(DeviceTensor {
         dtype,
         shape: shape.to_vec(),
-        buf,
+        buf: ManuallyDrop::new(buf),
+        access: RefCell::new(Tracker::default()),
+        events: events.clone(),
     })
+}
+
+/// The free. A tensor no access ever touched is freed in its allocating
+/// stream's order (where it was allocated). Otherwise the free stream
+/// first waits, on the device, for every access the table knows of (the
+/// last write, which follows the allocation, and every read since, on any
+/// stream), and the buffer is freed there: no reader on any stream can
+/// still be reading memory that stream-ordered allocation hands out again
+/// at once, and no lane or copy stream waits for another's kernels. The
+/// events go back to the engine's pool.
+impl Drop for DeviceTensor {
+    fn drop(&mut self) {
+        let access = std::mem::take(self.access.get_mut());
+        // SAFETY: `buf` is taken once, here, and not used after.
+        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+        let pool = &self.events;
+        if access.is_empty() {
+            // cudarc frees it on its allocating stream.
+            drop(buf);
+            return;
+        }
+        let ctx = &pool.ctx;
+        if !pool.stream_ordered() {
+            // cudarc's synchronous free syncs only the allocating stream.
+            ctx.record_err(ctx.synchronize());
+            drop(buf);
+            pool.give(access.into_events());
+            return;
+        }
+        let stream = pool.free_stream();
+        for event in access.all() {
+            ctx.record_err(stream.wait(event));
+        }
+        let ptr = buf.leak();
+        // SAFETY: `ptr` came from `cuMemAllocAsync` (`alloc`, on a
+        // device with stream-ordered allocation) and is freed once, here;
+        // every access to it is ordered before this free by the waits just
+        // enqueued on the same stream.
+        ctx.record_err(unsafe { cudarc::driver::result::free_async(ptr, stream.cu_stream()) });
+        pool.give(access.into_events());
+    }
+}
+
+impl DeviceTensor {
+    /// Orders an access of `kind` about to be enqueued on `stream` after
+    /// the accesses it must follow: `stream` waits for them on the device.
+    pub(super) fn before(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
+        let id = stream.id();
+        for event in self.access.borrow().waits(id, kind) {
+            stream.wait(event)?;
+        }
+        Ok(())
+    }
+
+    /// Records an access of `kind` just enqueued on `stream`.
+    pub(super) fn after(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
+        let id = stream.id();
+        let mut access = self.access.borrow_mut();
+        access
+            .record(id, kind, || self.events.take())?
+            .record(stream)
+    }
 }
 
 /// The bytes of a host tensor's elements.
@@ -234,8 +317,8 @@ pub(super) fn host_bytes_mut(data: &mut Data) -> &mut [u8] {
 impl Copies {
     fn new(ctx: &Arc<CudaContext>) -> Result<Copies, DriverError> {
         Ok(Copies {
-            h2d: ctx.new_stream()?,
-            d2h: ctx.new_stream()?,
+            h2d: Stream::new(ctx)?,
+            d2h: Stream::new(ctx)?,
             upload: None,
             download: None,
         })
@@ -275,16 +358,37 @@ impl CudaEngine {
     pub(super) fn copy_in(&mut self, tensor: &Tensor) -> Result<DeviceTensor, ExecError> {
         let device = self.info.ordinal;
         let err = |call| move |e: DriverError| device_error(device, call, e);
+        let stream = self.copies()?.h2d.clone();
+        let mut out = alloc(
+            &stream,
+            &self.events,
+            device,
+            tensor.dtype(),
+            tensor.shape(),
+        )?;
+        self.copy_to(&stream, tensor, &mut out)?;
+        out.after(&stream, Kind::Write)
+            .map_err(err("cuEventRecord"))?;
+        Ok(out)
+    }
+
+    /// Enqueues the copy of `tensor`'s elements into `out` on `stream`.
+    fn copy_to(
+        &mut self,
+        stream: &Stream,
+        tensor: &Tensor,
+        out: &mut DeviceTensor,
+    ) -> Result<(), ExecError> {
+        let device = self.info.ordinal;
+        let err = |call| move |e: DriverError| device_error(device, call, e);
         let ctx = self.ctx.clone();
         let copies = self.copies()?;
-        let stream = copies.h2d.clone();
-        let mut out = alloc_on(&stream, device, tensor.dtype(), tensor.shape())?;
         let (src, dst) = (host_bytes(tensor.data()), &mut out.buf);
         if src.len() < STAGING_THRESHOLD {
             stream
                 .memcpy_htod(src, &mut dst.slice_mut(..src.len()))
                 .map_err(err("cuMemcpyHtoDAsync"))?;
-            return Ok(out);
+            return Ok(());
         }
         let staging = copies
             .staging(&ctx, Direction::Upload)
@@ -297,7 +401,7 @@ impl CudaEngine {
             host[..piece.len()].copy_from_slice(piece);
             let at = i * STAGING_CHUNK;
             let mut part = dst.slice_mut(at..at + piece.len());
-            let (ptr, _record) = part.device_ptr_mut(&stream);
+            let (ptr, _record) = part.device_ptr_mut(stream);
             // SAFETY: `host[..len]` is pinned memory that stays untouched
             // until `done` (recorded right after on the same stream) has
             // completed: the next use of this buffer waits on it above.
@@ -310,9 +414,9 @@ impl CudaEngine {
                 )
             }
             .map_err(err("cuMemcpyHtoDAsync"))?;
-            done.record(&stream).map_err(err("cuEventRecord"))?;
+            done.record(stream).map_err(err("cuEventRecord"))?;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Copies `src` into `dst` on the device-to-host stream, after the op
@@ -320,6 +424,27 @@ impl CudaEngine {
     /// the host waits for that tensor alone, not for any lane's other work.
     pub(super) fn copy_out(
         &mut self,
+        tensor: &DeviceTensor,
+        dst: &mut [u8],
+    ) -> Result<(), DeviceError> {
+        let device = self.info.ordinal;
+        let err = |call| move |e: DriverError| device_error(device, call, e);
+        let stream = self.copies()?.d2h.clone();
+        tensor
+            .before(&stream, Kind::Read)
+            .map_err(err("cuStreamWaitEvent"))?;
+        let copied = self.copy_from(&stream, &tensor.buf, dst);
+        // Recorded even when a copy failed: whatever was enqueued is a read.
+        tensor
+            .after(&stream, Kind::Read)
+            .map_err(err("cuEventRecord"))?;
+        copied
+    }
+
+    /// Enqueues the copy of `src` into `dst` on `stream` and waits for it.
+    fn copy_from(
+        &mut self,
+        stream: &Stream,
         src: &CudaSlice<u8>,
         dst: &mut [u8],
     ) -> Result<(), DeviceError> {
@@ -327,7 +452,6 @@ impl CudaEngine {
         let err = |call| move |e: DriverError| device_error(device, call, e);
         let ctx = self.ctx.clone();
         let copies = self.copies()?;
-        let stream = copies.d2h.clone();
         if dst.len() < STAGING_THRESHOLD {
             stream
                 .memcpy_dtoh(&src.slice(..dst.len()), dst)
@@ -348,7 +472,7 @@ impl CudaEngine {
                 done.synchronize().map_err(err("cuEventSynchronize"))?;
                 let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
                 let part = src.slice(r.clone());
-                let (ptr, _record) = part.device_ptr(&stream);
+                let (ptr, _record) = part.device_ptr(stream);
                 // SAFETY: `host[..len]` is pinned memory no one reads until
                 // `done` has completed (waited on below before the copy
                 // out of it); `ptr` addresses `len` bytes of the source.
@@ -360,7 +484,7 @@ impl CudaEngine {
                     )
                 }
                 .map_err(err("cuMemcpyDtoHAsync"))?;
-                done.record(&stream).map_err(err("cuEventRecord"))?;
+                done.record(stream).map_err(err("cuEventRecord"))?;
             }
             if i > 0 {
                 let r = range(i - 1);

@@ -5,10 +5,16 @@
 //!
 //! Ordering on the device:
 //! - each lane's ops run in order on the lane's stream;
-//! - a tensor written on one stream and read on another is ordered by the
-//!   CUDA events cudarc records on every device buffer: the reading stream
-//!   waits on the device, the actor never blocks. Kernels take their
-//!   outputs as `&mut` buffers, so that what is recorded is a write;
+//! - a tensor written on one stream and read on another is ordered by
+//!   weft's own access table (`access.rs`; cudarc's per-buffer events are
+//!   off for the engine's context): the reading stream waits on the device
+//!   for the write, a write for every read on other streams, and the actor
+//!   never blocks;
+//! - a tensor is allocated in the order of the stream that writes it first
+//!   (the lane's, or the upload stream's) and freed on the engine's free
+//!   stream, which carries frees and the waits they need and nothing else:
+//!   a free waits for the last write and for every stream's reads, and no
+//!   lane or copy stream is held up by it;
 //! - an op completes for the actor once it is enqueued. Only a copy to the
 //!   host ([`TensorEngine::download`]) waits, and only for that copy, on the
 //!   engine's device-to-host stream (which first waits, on the device, for
@@ -41,6 +47,7 @@
 //! cuBLAS handles, `exec` the op methods, and this file the engine and its
 //! [`TensorEngine`] impl, whose dispatch matches every op.
 
+mod access;
 mod exec;
 mod kernels;
 #[allow(unsafe_code)] // Kernel launches and cuBLAS calls, each argued.
@@ -52,11 +59,13 @@ mod streams;
 pub use kernels::{compile as compile_kernels, compile_cubin as compile_kernels_cubin};
 pub use launch::{cublas_present, driver_present, nvrtc_architectures, nvrtc_present};
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaSlice, DriverError};
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, DriverError};
 
 use crate::engine::{
     DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId, Unsupported,
@@ -64,6 +73,7 @@ use crate::engine::{
 use crate::layout::View;
 use crate::ops::{broadcast_view, diagonal_view, permute_view, reverse_view, slice_view, TensorOp};
 use crate::tensor::{DType, Data, Tensor, TensorError};
+use access::Tracker;
 use exec::{Exec, Value};
 use kernels::Kernels;
 use launch::Launcher;
@@ -104,7 +114,12 @@ pub struct CudaInfo {
 pub struct DeviceTensor {
     dtype: DType,
     shape: Vec<usize>,
-    buf: CudaSlice<u8>,
+    /// Allocated on the stream of its first write; freed on the engine's
+    /// free stream (see its `Drop`, in `memory.rs`).
+    buf: std::mem::ManuallyDrop<CudaSlice<u8>>,
+    /// Which accesses on which streams later ones must follow (`access`).
+    access: RefCell<Tracker<CudaEvent>>,
+    events: Rc<EventPool>,
 }
 
 impl DeviceTensor {
@@ -133,9 +148,65 @@ impl DeviceTensor {
         self.len() * self.dtype.size()
     }
 
-    /// The device buffer (at least one byte).
+    /// The device buffer (at least one byte). The engine orders its own
+    /// accesses to it across streams; work enqueued on it from outside the
+    /// engine must be ordered by its caller (after the device is
+    /// synchronized, say).
     pub fn buffer(&self) -> &CudaSlice<u8> {
         &self.buf
+    }
+}
+
+/// What every device tensor of an engine shares for its accesses and its
+/// free: events no buffer uses, for the next (an event is made once and
+/// recorded many times), and the free stream, which carries the frees and
+/// the waits they need and nothing else, so that a free waiting for a
+/// buffer's readers holds up no lane and no copy.
+pub(crate) struct EventPool {
+    ctx: Arc<CudaContext>,
+    free_on: Arc<cudarc::driver::CudaStream>,
+    /// Whether the device allocates in stream order (else frees are
+    /// synchronous, after the device is idle).
+    stream_ordered: bool,
+    free: RefCell<Vec<CudaEvent>>,
+    made: std::cell::Cell<u64>,
+}
+
+impl EventPool {
+    fn new(ctx: Arc<CudaContext>, stream_ordered: bool) -> Result<Self, DriverError> {
+        Ok(EventPool {
+            free_on: ctx.new_stream()?,
+            ctx,
+            stream_ordered,
+            free: RefCell::new(Vec::new()),
+            made: std::cell::Cell::new(0),
+        })
+    }
+
+    pub(crate) fn free_stream(&self) -> &Arc<cudarc::driver::CudaStream> {
+        &self.free_on
+    }
+
+    pub(crate) fn stream_ordered(&self) -> bool {
+        self.stream_ordered
+    }
+
+    /// A spare event, or a new one (no timing: the cheapest kind).
+    pub(crate) fn take(&self) -> Result<CudaEvent, DriverError> {
+        if let Some(event) = self.free.borrow_mut().pop() {
+            return Ok(event);
+        }
+        self.made.set(self.made.get() + 1);
+        self.ctx.new_event(None)
+    }
+
+    pub(crate) fn give(&self, events: impl Iterator<Item = CudaEvent>) {
+        self.free.borrow_mut().extend(events);
+    }
+
+    /// Events made so far.
+    pub(crate) fn made(&self) -> u64 {
+        self.made.get()
     }
 }
 
@@ -158,6 +229,7 @@ pub struct CudaEngine {
     copies: Option<Copies>,
     /// The device's memory pool, which keeps freed memory for reuse.
     pool: Option<DevicePool>,
+    events: Rc<EventPool>,
     /// Keeps the engine on the thread that built it.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -215,7 +287,11 @@ impl CudaEngine {
                 .compute_capability()
                 .map_err(err("cuDeviceGetAttribute"))?,
         };
+        // Before any buffer exists: the engine orders accesses itself.
+        memory::order_accesses_here(&ctx);
         let mut pool = DevicePool::of(&ctx);
+        let events =
+            Rc::new(EventPool::new(ctx.clone(), pool.is_some()).map_err(err("cuStreamCreate"))?);
         if let Some(pool) = &mut pool {
             keep_freed_memory(pool, info.total_memory).map_err(err("cuMemPoolSetAttribute"))?;
         }
@@ -229,6 +305,7 @@ impl CudaEngine {
             kernels: Kernels::default(),
             copies: None,
             pool,
+            events,
             _not_send: std::marker::PhantomData,
         })
     }
@@ -236,6 +313,13 @@ impl CudaEngine {
     /// The device's facts.
     pub fn info(&self) -> &CudaInfo {
         &self.info
+    }
+
+    /// CUDA events the engine has made: each buffer access is ordered by
+    /// events made once and recorded again and again (`access.rs`), so
+    /// this stops growing once the working set of buffers is reached.
+    pub fn events_made(&self) -> u64 {
+        self.events.made()
     }
 
     /// The device's context (current on this thread).
@@ -347,7 +431,8 @@ impl TensorEngine for CudaEngine {
                 self.store.get(id).ok_or(NotResident(*id))?;
             }
             let lane = self.lane(lane)?.stream.clone();
-            let empty = memory::alloc_on(&lane, self.info.ordinal, out_dtype, out_shape)?;
+            let empty =
+                memory::alloc(&lane, &self.events, self.info.ordinal, out_dtype, out_shape)?;
             self.insert(out_id, empty);
             return Ok(());
         }
@@ -362,6 +447,7 @@ impl TensorEngine for CudaEngine {
             lanes,
             store,
             kernels,
+            events,
             ..
         } = self;
         let result = {
@@ -372,6 +458,7 @@ impl TensorEngine for CudaEngine {
                     arch: info.compute_capability,
                     ctx,
                     stream: &lane.stream,
+                    events,
                     kernels,
                 },
                 blas: lane.blas.as_ref(),
@@ -460,7 +547,7 @@ impl TensorEngine for CudaEngine {
         self.deferred_error()?;
         let t = self.store.remove(&id).ok_or(NotResident(id))?;
         let mut data = Data::zeros(t.dtype, t.len());
-        let copied = self.copy_out(&t.buf, host_bytes_mut(&mut data));
+        let copied = self.copy_out(&t, host_bytes_mut(&mut data));
         self.store.insert(id, t);
         copied?;
         let shape = self.store[&id].shape.clone();

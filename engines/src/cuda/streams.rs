@@ -6,15 +6,52 @@
 use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::CudaStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
+
+use super::access::StreamId;
 
 use super::launch::rebind_blas;
 use super::{device_error, CudaEngine};
 use crate::engine::DeviceError;
 
+/// A stream, and an id no other stream of the process has had: the
+/// driver may hand a destroyed stream's handle to a new one, and the
+/// access table (`access.rs`) must not take the new stream's accesses for
+/// the old one's. Clones are the same stream.
+#[derive(Clone)]
+pub(super) struct Stream {
+    id: StreamId,
+    stream: Arc<CudaStream>,
+}
+
+impl Stream {
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> Result<Stream, DriverError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        Ok(Stream {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            stream: ctx.new_stream()?,
+        })
+    }
+
+    /// The stream's id in the access table.
+    pub(super) fn id(&self) -> StreamId {
+        self.id
+    }
+}
+
+impl std::ops::Deref for Stream {
+    type Target = Arc<CudaStream>;
+
+    fn deref(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+}
+
 /// One lane's stream and the cuBLAS handle bound to it.
 pub(super) struct LaneStream {
-    pub(super) stream: Arc<CudaStream>,
+    pub(super) stream: Stream,
     /// Bound to `stream` on the lane's first product.
     pub(super) blas: Option<CudaBlas>,
 }
@@ -46,10 +83,8 @@ impl CudaEngine {
     pub(super) fn lane(&mut self, lane: u64) -> Result<&mut LaneStream, DeviceError> {
         let device = self.info.ordinal;
         if !self.lanes.contains_key(&lane) {
-            let stream = self
-                .ctx
-                .new_stream()
-                .map_err(|e| device_error(device, "cuStreamCreate", e))?;
+            let stream =
+                Stream::new(&self.ctx).map_err(|e| device_error(device, "cuStreamCreate", e))?;
             self.lanes.insert(lane, LaneStream { stream, blas: None });
         }
         Ok(self.lanes.get_mut(&lane).expect("made above"))
@@ -72,7 +107,7 @@ impl CudaEngine {
                 rebind_blas(device, &mut blas, &stream, &lane.stream)?;
                 blas
             }
-            None => CudaBlas::new(lane.stream.clone())
+            None => CudaBlas::new(Arc::clone(&lane.stream))
                 .map_err(|e| device_error(device, "cublasCreate", e))?,
         };
         lane.blas = Some(blas);
@@ -89,6 +124,7 @@ impl CudaEngine {
             blas: Some(blas),
         }) = self.lanes.remove(&lane)
         {
+            let stream = Arc::clone(&stream);
             self.spare_blas.push(SpareBlas { blas, stream });
         }
     }
