@@ -653,7 +653,7 @@ fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
         }
         close(
             "lane A's reads",
-            &download(&a, &pa)?,
+            &download(a, &pa)?,
             &download(cpu, &qa)?,
             1e-8,
         )?;
