@@ -2,10 +2,13 @@
 //! in the same process, printing medians and ratios (weft's speed over the
 //! baseline's):
 //!
-//! - f32/f64 GEMM 4096 and 8192 through a lane vs cuBLAS (`CudaBlas::gemm`);
-//! - per-op dispatch of a tiny elementwise kernel through a lane vs a raw
-//!   launch of the same kernel (the difference, in µs per op);
-//! - host↔device bandwidth of 256 MiB through a lane vs raw pinned copies.
+//! - f32/f64 GEMM 4096 and 8192 through a lane vs cuBLAS (`CudaBlas::gemm`)
+//!   on the same values, with a new output per product as the lane makes
+//!   (and, for reference, reusing one output);
+//! - per-op dispatch of a one-element `binary_scalar` through a lane vs a
+//!   raw launch of the same kernel (the difference, in µs per op);
+//! - host↔device bandwidth of 256 MiB through a lane vs raw pinned and raw
+//!   pageable copies (the uploaded tensors copied before the clock starts).
 //!
 //! `cargo run --release -p weft-examples --features cuda --example cuda_bench`
 //! (`--quick`: smaller sizes). Without a GPU it says so and exits.
@@ -64,14 +67,16 @@ fn gemm(
     dtype: DType,
 ) -> Res<()> {
     let cpu = rt.lane(0)?;
-    let a = cpu.transfer(
-        &cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 1)?,
-        Place::Cuda(0),
-    )?;
-    let b = cpu.transfer(
-        &cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 2)?,
-        Place::Cuda(0),
-    )?;
+    let (ha, hb) = (
+        cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 1)?,
+        cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 2)?,
+    );
+    let (a, b) = (
+        cpu.transfer(&ha, Place::Cuda(0))?,
+        cpu.transfer(&hb, Place::Cuda(0))?,
+    );
+    // The baseline multiplies the same values.
+    let (ta, tb) = (cpu.download(&ha)?.wait()?, cpu.download(&hb)?.wait()?);
     let reps = 5;
     let per = 4;
     let lane_t = time(reps, || {
@@ -82,75 +87,101 @@ fn gemm(
         sync(lane, &c)
     })?;
     let blas = CudaBlas::new(stream.clone())?;
-    let cfg = |n: i32| GemmConfig {
-        transa: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
-        transb: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
-        m: n,
-        n,
-        k: n,
-        alpha: 1.0,
-        lda: n,
-        ldb: n,
-        beta: 0.0,
-        ldc: n,
-    };
-    let direct_t = match dtype {
-        DType::F32 => {
-            let (x, y) = (
-                stream.alloc_zeros::<f32>(n * n)?,
-                stream.alloc_zeros::<f32>(n * n)?,
-            );
-            let mut z = stream.alloc_zeros::<f32>(n * n)?;
-            time(reps, || {
-                for _ in 0..per {
-                    raw::gemm(&blas, cfg(n as i32), &x, &y, &mut z)?;
-                }
-                Ok(stream.synchronize()?)
-            })?
-        }
-        _ => {
-            let (x, y) = (
-                stream.alloc_zeros::<f64>(n * n)?,
-                stream.alloc_zeros::<f64>(n * n)?,
-            );
-            let mut z = stream.alloc_zeros::<f64>(n * n)?;
-            let cfg64 = |n: i32| GemmConfig {
-                transa: cfg(n).transa,
-                transb: cfg(n).transb,
-                m: n,
-                n,
-                k: n,
-                alpha: 1.0f64,
-                lda: n,
-                ldb: n,
-                beta: 0.0f64,
-                ldc: n,
-            };
-            time(reps, || {
-                for _ in 0..per {
-                    raw::gemm(&blas, cfg64(n as i32), &x, &y, &mut z)?;
-                }
-                Ok(stream.synchronize()?)
-            })?
-        }
+    let (reuse_t, fresh_t) = match dtype {
+        DType::F32 => raw_gemms(
+            &blas,
+            stream,
+            n,
+            reps,
+            per,
+            ta.as_slice::<f32>()?,
+            tb.as_slice::<f32>()?,
+            1.0f32,
+            0.0,
+        )?,
+        _ => raw_gemms(
+            &blas,
+            stream,
+            n,
+            reps,
+            per,
+            ta.as_slice::<f64>()?,
+            tb.as_slice::<f64>()?,
+            1.0f64,
+            0.0,
+        )?,
     };
     let flops = 2.0 * (n as f64).powi(3) * per as f64;
+    let tflops = |d: Duration| flops / d.as_secs_f64() / 1e12;
     println!(
-        "gemm {dtype} {n}: lane {:.1} TFLOP/s, cuBLAS direct {:.1} TFLOP/s, ratio {:.3} (goal >= 0.95)",
-        flops / lane_t.as_secs_f64() / 1e12,
-        flops / direct_t.as_secs_f64() / 1e12,
-        direct_t.as_secs_f64() / lane_t.as_secs_f64()
+        "gemm {dtype} {n}: lane {:.1} TFLOP/s (a new output per product); cuBLAS direct {:.1} TFLOP/s \
+         with a new output per product, ratio {:.3} (goal >= 0.95); {:.1} TFLOP/s reusing one output, ratio {:.3}",
+        tflops(lane_t),
+        tflops(fresh_t),
+        fresh_t.as_secs_f64() / lane_t.as_secs_f64(),
+        tflops(reuse_t),
+        reuse_t.as_secs_f64() / lane_t.as_secs_f64()
     );
     Ok(())
+}
+
+/// cuBLAS on `x`, `y` (column-major n×n, the lane's values): `per`
+/// products reusing one output, and `per` products each into a new one,
+/// as the lane makes (median times of `reps`).
+#[allow(clippy::too_many_arguments)]
+fn raw_gemms<T>(
+    blas: &CudaBlas,
+    stream: &Arc<CudaStream>,
+    n: usize,
+    reps: usize,
+    per: usize,
+    x: &[T],
+    y: &[T],
+    one: T,
+    zero: T,
+) -> Res<(Duration, Duration)>
+where
+    T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Copy,
+    CudaBlas: cudarc::cublas::Gemm<T>,
+{
+    let (x, y) = (stream.clone_htod(x)?, stream.clone_htod(y)?);
+    let cfg = GemmConfig {
+        transa: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
+        transb: cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N,
+        m: n as i32,
+        n: n as i32,
+        k: n as i32,
+        alpha: one,
+        lda: n as i32,
+        ldb: n as i32,
+        beta: zero,
+        ldc: n as i32,
+    };
+    let mut z = stream.alloc_zeros::<T>(n * n)?;
+    let reuse = time(reps, || {
+        for _ in 0..per {
+            raw::gemm(blas, cfg, &x, &y, &mut z)?;
+        }
+        Ok(stream.synchronize()?)
+    })?;
+    let fresh = time(reps, || {
+        for _ in 0..per {
+            let mut z = raw::uninit::<T>(stream, n * n)?;
+            raw::gemm(blas, cfg, &x, &y, &mut z)?;
+        }
+        Ok(stream.synchronize()?)
+    })?;
+    Ok((reuse, fresh))
 }
 
 fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>) -> Res<()> {
     let ops = 2000;
     let x = lane.ones(DType::F32, &[1])?;
+    // The kernel the baseline launches: `binary_scalar`.
     let lane_t = time(5, || {
         let mut y = x.clone();
         for _ in 0..ops {
-            y = lane.add(&y, &x)?;
+            y = lane.binary_scalar(weft::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
         }
         sync(lane, &y)
     })?;
@@ -201,10 +232,14 @@ fn bandwidth(
 ) -> Res<()> {
     let n = bytes / 4;
     let host = Tensor::from_vec(vec![1.5f32; n], &[n])?;
-    let up_t = time(5, || {
-        let h = lane.upload(host.clone())?;
+    // Copies made before the clock starts: an upload takes its tensor.
+    let reps = 5;
+    let mut copies: Vec<Tensor> = (0..=reps).map(|_| host.clone()).collect();
+    let up_t = time(reps, || {
+        let h = lane.upload(copies.pop().ok_or("a copy per repetition")?)?;
         sync(lane, &h)
     })?;
+    drop(copies);
     let on = lane.upload(host.clone())?;
     let down_t = time(5, || {
         lane.download(&on)?.wait()?;
@@ -220,21 +255,32 @@ fn bandwidth(
         stream.memcpy_dtoh(&dev, &mut pinned)?;
         Ok(stream.synchronize()?)
     })?;
+    // Pageable host memory, as a plain `Vec` is: what a lane's caller has.
+    let mut pageable = vec![1.5f32; n];
+    let page_up = time(5, || {
+        stream.memcpy_htod(&pageable, &mut dev)?;
+        Ok(stream.synchronize()?)
+    })?;
+    let page_down = time(5, || {
+        stream.memcpy_dtoh(&dev, &mut pageable)?;
+        Ok(stream.synchronize()?)
+    })?;
     let gbs = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
-    println!(
-        "host->device {} MiB: lane {:.1} GB/s, raw pinned {:.1} GB/s, ratio {:.3} (goal >= 0.9)",
-        bytes >> 20,
-        gbs(up_t),
-        gbs(raw_up),
-        raw_up.as_secs_f64() / up_t.as_secs_f64()
-    );
-    println!(
-        "device->host {} MiB: lane {:.1} GB/s, raw pinned {:.1} GB/s, ratio {:.3} (goal >= 0.9)",
-        bytes >> 20,
-        gbs(down_t),
-        gbs(raw_down),
-        raw_down.as_secs_f64() / down_t.as_secs_f64()
-    );
+    for (way, lane_t, pinned_t, page_t) in [
+        ("host->device", up_t, raw_up, page_up),
+        ("device->host", down_t, raw_down, page_down),
+    ] {
+        println!(
+            "{way} {} MiB: lane {:.1} GB/s; raw pinned {:.1} GB/s, ratio {:.3} (goal >= 0.9); \
+             raw pageable {:.1} GB/s, ratio {:.3}",
+            bytes >> 20,
+            gbs(lane_t),
+            gbs(pinned_t),
+            pinned_t.as_secs_f64() / lane_t.as_secs_f64(),
+            gbs(page_t),
+            page_t.as_secs_f64() / lane_t.as_secs_f64()
+        );
+    }
     Ok(())
 }
 
@@ -304,6 +350,16 @@ mod raw {
         // SAFETY: three buffers of at least n×n elements (checked above),
         // square column-major operands with leading dimension n.
         unsafe { blas.gemm(cfg, x, y, z) }
+    }
+
+    /// `len` uninitialized elements, which the next GEMM overwrites.
+    pub(super) fn uninit<T: cudarc::driver::DeviceRepr>(
+        stream: &Arc<cudarc::driver::CudaStream>,
+        len: usize,
+    ) -> Result<CudaSlice<T>, DriverError> {
+        // SAFETY: the only caller writes every element (a GEMM with
+        // beta = 0 into all n×n) before anything reads them.
+        unsafe { stream.alloc::<T>(len) }
     }
 
     /// Launches a kernel whose arguments the caller pushed, over one element.
