@@ -21,7 +21,8 @@ struct Dims {
     long long b2;
 };
 
-template <typename F> struct cx {
+// Aligned to its size, so that one element is one 8- or 16-byte load.
+template <typename F> struct alignas(2 * sizeof(F)) cx {
     F re;
     F im;
 };
@@ -218,16 +219,27 @@ template <typename F> __device__ __forceinline__ cx<F> divide(cx<F> a, double n)
     return scale(a, (F)1 / (F)n);
 }
 
-__device__ __forceinline__ long long offset(const long long *strides, const Dims &d, long long i,
-                                            long long base) {
-    if (d.rank == 1) return base + i * strides[0];
-    long long o = base;
-    for (long long k = d.rank - 1; k >= 0; --k) {
-        long long c = i % d.shape[k];
-        i /= d.shape[k];
-        o += c * strides[k];
+// Element `i`'s offsets in operands 0 and 1: the index is split into
+// coordinates once (one division per axis, its remainder by a multiply)
+// for both operands. A walk the host merged to one axis (every contiguous
+// walk) takes no division at all.
+__device__ __forceinline__ void offsets(const Dims &d, long long i, long long *o0,
+                                        long long *o1) {
+    if (d.rank == 1) {
+        *o0 = d.b0 + i * d.s0[0];
+        *o1 = d.b1 + i * d.s1[0];
+        return;
     }
-    return o;
+    long long a = d.b0, b = d.b1;
+    for (long long k = d.rank - 1; k >= 0; --k) {
+        long long q = i / d.shape[k];
+        long long c = i - q * d.shape[k];
+        i = q;
+        a += c * d.s0[k];
+        b += c * d.s1[k];
+    }
+    *o0 = a;
+    *o1 = b;
 }
 
 #define GRID_STRIDE(i, n)                                                        \
@@ -241,13 +253,19 @@ __device__ __forceinline__ long long offset(const long long *strides, const Dims
 // dst[b1 + Σ index·s1] = src[b0 + Σ index·s0]: permutations, slices,
 // reversals, broadcasts, diagonals, and the parts of a concatenation.
 extern "C" __global__ void K(strided_copy)(T *dst, const T *src, Dims d) {
-    GRID_STRIDE(i, d.n) { dst[offset(d.s1, d, i, d.b1)] = src[offset(d.s0, d, i, d.b0)]; }
+    GRID_STRIDE(i, d.n) {
+        long long from, to;
+        offsets(d, i, &from, &to);
+        dst[to] = src[from];
+    }
 }
 
 // out[i] = a[...] op b[...], out contiguous, a and b broadcast by strides.
 extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dims d) {
     GRID_STRIDE(i, d.n) {
-        out[i] = binary(a[offset(d.s0, d, i, d.b0)], b[offset(d.s1, d, i, d.b1)], op);
+        long long oa, ob;
+        offsets(d, i, &oa, &ob);
+        out[i] = binary(a[oa], b[ob], op);
     }
 }
 
