@@ -451,7 +451,9 @@ mod tests {
         for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
             let src = source(dtype);
             // The typedefs come after the complex template they may name.
-            let cx = src.find("template <typename F> struct cx").unwrap();
+            let cx = src
+                .find("template <typename F> struct alignas(2 * sizeof(F)) cx")
+                .unwrap();
             assert!(src.find("typedef ELEMENT T;").unwrap() > cx);
             assert!(src.starts_with(&format!("#define SUFFIX {dtype}\n")));
             for k in Kernel::ALL {
