@@ -221,6 +221,33 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
         per(raw_t),
         per(lane_t) - per(raw_t)
     );
+    // What the engine asks of the driver per op (the one sync at the end
+    // spread over the ops).
+    let calls = || -> Res<weft::DriverCalls> {
+        Ok(lane.run(|e: &mut CudaEngine| e.driver_calls())?.wait()?)
+    };
+    let before = calls()?;
+    let mut y = x.clone();
+    for _ in 0..ops {
+        y = lane.binary_scalar(weft::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
+    }
+    sync(lane, &y)?;
+    drop(y);
+    let c = calls()?.since(&before);
+    let each = |n: u64| n as f64 / ops as f64;
+    println!(
+        "driver calls per op: {:.2} ({:.2} enqueued, {:.2} event records, {:.2} event waits, \
+         {:.2} allocations, {:.2} frees, {:.3} events created, {:.3} host copies, {:.3} syncs)",
+        each(c.total()),
+        each(c.enqueued),
+        each(c.event_records),
+        each(c.event_waits),
+        each(c.allocs),
+        each(c.frees),
+        each(c.events_created),
+        each(c.host_copies),
+        each(c.syncs)
+    );
     Ok(())
 }
 

@@ -97,7 +97,7 @@ pub use weft_topology::{
 // CUDA (feature `cuda`): the devices of the machine, and the engine a
 // `Lane<CudaEngine>` drives.
 #[cfg(feature = "cuda")]
-pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor};
+pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
 #[cfg(all(feature = "cuda", target_os = "linux"))]
 pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
 

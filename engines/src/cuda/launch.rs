@@ -195,6 +195,7 @@ impl Launcher<'_> {
         reads: &[&DeviceTensor],
         writes: &[&DeviceTensor],
     ) -> Result<(), ExecError> {
+        self.events.count(|c| c.enqueued += 1);
         let kinds = reads.iter().map(|t| (t, Kind::Read));
         for (t, kind) in kinds.chain(writes.iter().map(|t| (t, Kind::Write))) {
             t.after(self.stream, kind)

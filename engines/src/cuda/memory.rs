@@ -382,6 +382,7 @@ impl CudaEngine {
         let device = self.info.ordinal;
         let err = |call| move |e: DriverError| device_error(device, call, e);
         let ctx = self.ctx.clone();
+        let events = self.events.clone();
         let copies = self.copies()?;
         let (src, dst) = (host_bytes(tensor.data()), &mut out.buf);
         if src.len() < STAGING_THRESHOLD {
@@ -396,12 +397,14 @@ impl CudaEngine {
         for (i, piece) in src.chunks(STAGING_CHUNK).enumerate() {
             let (pinned, done) = &mut staging.0[i % 2];
             // The copy that last read this buffer must be over.
+            events.count(|c| c.syncs += 1);
             done.synchronize().map_err(err("cuEventSynchronize"))?;
             let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
             host[..piece.len()].copy_from_slice(piece);
             let at = i * STAGING_CHUNK;
             let mut part = dst.slice_mut(at..at + piece.len());
             let (ptr, _record) = part.device_ptr_mut(stream);
+            events.count(|c| c.host_copies += 1);
             // SAFETY: `host[..len]` is pinned memory that stays untouched
             // until `done` (recorded right after on the same stream) has
             // completed: the next use of this buffer waits on it above.
@@ -451,6 +454,7 @@ impl CudaEngine {
         let device = self.info.ordinal;
         let err = |call| move |e: DriverError| device_error(device, call, e);
         let ctx = self.ctx.clone();
+        let events = self.events.clone();
         let copies = self.copies()?;
         if dst.len() < STAGING_THRESHOLD {
             stream
@@ -469,10 +473,12 @@ impl CudaEngine {
                 let r = range(i);
                 let (pinned, done) = &mut staging.0[i % 2];
                 // Its last copy has been read out (below, two chunks ago).
+                events.count(|c| c.syncs += 1);
                 done.synchronize().map_err(err("cuEventSynchronize"))?;
                 let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
                 let part = src.slice(r.clone());
                 let (ptr, _record) = part.device_ptr(stream);
+                events.count(|c| c.host_copies += 1);
                 // SAFETY: `host[..len]` is pinned memory no one reads until
                 // `done` has completed (waited on below before the copy
                 // out of it); `ptr` addresses `len` bytes of the source.
@@ -489,6 +495,7 @@ impl CudaEngine {
             if i > 0 {
                 let r = range(i - 1);
                 let (pinned, done) = &mut staging.0[(i - 1) % 2];
+                events.count(|c| c.syncs += 1);
                 done.synchronize().map_err(err("cuEventSynchronize"))?;
                 let host = pinned.as_mut_slice().map_err(err("cuMemHostAlloc"))?;
                 dst[r.clone()].copy_from_slice(&host[..r.len()]);

@@ -169,7 +169,58 @@ pub(crate) struct EventPool {
     /// synchronous, after the device is idle).
     stream_ordered: bool,
     free: RefCell<Vec<CudaEvent>>,
-    made: std::cell::Cell<u64>,
+    calls: std::cell::Cell<DriverCalls>,
+}
+
+/// The driver calls the engine makes, by kind: what its ops cost on the
+/// host side of the device (cudarc's own checks around each call, such as
+/// its `cuCtxGetCurrent`, are not counted). [`CudaEngine::driver_calls`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DriverCalls {
+    /// Kernel launches, cuBLAS calls and device-to-device copies.
+    pub enqueued: u64,
+    /// `cuEventRecord`s that order accesses.
+    pub event_records: u64,
+    /// `cuStreamWaitEvent`s.
+    pub event_waits: u64,
+    /// `cuEventCreate`s (events are pooled: this stops growing).
+    pub events_created: u64,
+    /// Stream-ordered allocations.
+    pub allocs: u64,
+    /// Frees.
+    pub frees: u64,
+    /// Host copies (each chunk of a staged one).
+    pub host_copies: u64,
+    /// Host waits: stream and event synchronizations.
+    pub syncs: u64,
+}
+
+impl DriverCalls {
+    /// Every call counted.
+    pub fn total(&self) -> u64 {
+        self.enqueued
+            + self.event_records
+            + self.event_waits
+            + self.events_created
+            + self.allocs
+            + self.frees
+            + self.host_copies
+            + self.syncs
+    }
+
+    /// The calls made since `earlier` was read.
+    pub fn since(&self, earlier: &DriverCalls) -> DriverCalls {
+        DriverCalls {
+            enqueued: self.enqueued - earlier.enqueued,
+            event_records: self.event_records - earlier.event_records,
+            event_waits: self.event_waits - earlier.event_waits,
+            events_created: self.events_created - earlier.events_created,
+            allocs: self.allocs - earlier.allocs,
+            frees: self.frees - earlier.frees,
+            host_copies: self.host_copies - earlier.host_copies,
+            syncs: self.syncs - earlier.syncs,
+        }
+    }
 }
 
 impl EventPool {
@@ -179,7 +230,7 @@ impl EventPool {
             ctx,
             stream_ordered,
             free: RefCell::new(Vec::new()),
-            made: std::cell::Cell::new(0),
+            calls: std::cell::Cell::new(DriverCalls::default()),
         })
     }
 
@@ -196,7 +247,7 @@ impl EventPool {
         if let Some(event) = self.free.borrow_mut().pop() {
             return Ok(event);
         }
-        self.made.set(self.made.get() + 1);
+        self.count(|c| c.events_created += 1);
         self.ctx.new_event(None)
     }
 
@@ -204,9 +255,11 @@ impl EventPool {
         self.free.borrow_mut().extend(events);
     }
 
-    /// Events made so far.
-    pub(crate) fn made(&self) -> u64 {
-        self.made.get()
+    /// Counts a driver call.
+    pub(crate) fn count(&self, call: impl FnOnce(&mut DriverCalls)) {
+        let mut calls = self.calls.get();
+        call(&mut calls);
+        self.calls.set(calls);
     }
 }
 
@@ -315,11 +368,10 @@ impl CudaEngine {
         &self.info
     }
 
-    /// CUDA events the engine has made: each buffer access is ordered by
-    /// events made once and recorded again and again (`access.rs`), so
-    /// this stops growing once the working set of buffers is reached.
-    pub fn events_made(&self) -> u64 {
-        self.events.made()
+    /// The driver calls the engine has made so far, by kind: read before
+    /// and after some ops to see what each costs.
+    pub fn driver_calls(&self) -> DriverCalls {
+        self.events.calls.get()
     }
 
     /// The device's context (current on this thread).
