@@ -930,3 +930,38 @@ fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
         .unwrap_or(0);
     assert!(busiest >= 50, "{:?}", dest.lanes);
 }
+
+#[test]
+fn sync_waits_for_a_tensor_without_downloading_it() {
+    let rt = Runtime::builder().split(2).build().expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let x = lane.upload(matrix(64, 64, 0.25)).unwrap();
+    let hold = Hold::on(&lane);
+    let y = lane.matmul(&x, &x).unwrap();
+    let synced = lane.sync(&y).unwrap();
+    assert!(!synced.is_ready(), "the producer is held");
+    wait_ok(hold.release());
+    wait_ok(synced);
+    // Nothing moved: y is still the only copy, and right.
+    assert_eq!(wait_ok(lane.resident().unwrap()).0, 2);
+    let got = wait_ok(lane.download(&y).unwrap());
+    let want = matmul_ref(&matrix(64, 64, 0.25), &matrix(64, 64, 0.25));
+    for (g, w) in got.as_slice::<f64>().unwrap().iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0));
+    }
+    // A failed producer fails the sync, naming it.
+    let not_spd = lane
+        .upload(Tensor::from_vec(vec![-1.0f64, 0.0, 0.0, 1.0], &[2, 2]).unwrap())
+        .unwrap();
+    let failed = lane.cholesky(&not_spd).unwrap();
+    match wait(lane.sync(&failed).unwrap()) {
+        Err(TicketError::DependencyFailed(first)) => assert_eq!(first.op, "cholesky"),
+        other => panic!("{other:?}"),
+    }
+    // Another domain's tensor is refused at the call site.
+    let there = rt.lane(1).unwrap().zeros(DType::F64, &[2]).unwrap();
+    assert!(matches!(
+        lane.sync(&there),
+        Err(OpError::WrongDomain { .. })
+    ));
+}

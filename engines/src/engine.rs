@@ -188,6 +188,15 @@ pub trait TensorEngine: 'static {
     /// Frees the resident tensor `id`; whether it was resident.
     fn free(&mut self, id: TensorId) -> bool;
 
+    /// Returns once resident tensor `id` holds its values: at once for an
+    /// engine whose ops finish when they return (the CPU's); after the
+    /// device has run the work that wrote it, for one that only enqueues.
+    ///
+    /// # Errors
+    ///
+    /// [`NotResident`], or a device failure.
+    fn sync(&mut self, id: TensorId) -> Result<(), ExecError>;
+
     /// Lane `lane` is gone (its last handle dropped), and every op it
     /// submitted has run: per-lane state (a CUDA stream and its cuBLAS
     /// handle) can go. Work still in flight on the device is unaffected.

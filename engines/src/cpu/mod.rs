@@ -346,6 +346,11 @@ impl TensorEngine for CpuEngine {
         CpuEngine::free(self, id)
     }
 
+    fn sync(&mut self, id: TensorId) -> Result<(), ExecError> {
+        self.store.get(id)?;
+        Ok(())
+    }
+
     fn memory(&self) -> EngineMemory {
         EngineMemory {
             tensors: self.store.len(),

@@ -104,6 +104,11 @@ impl<Ev> Tracker<Ev> {
         }
     }
 
+    /// The event of the last write, if there was one.
+    pub(crate) fn last_write(&self) -> Option<&Ev> {
+        self.write.as_ref().map(|(_, ev)| ev)
+    }
+
     /// Whether no access was ever recorded.
     pub(crate) fn is_empty(&self) -> bool {
         self.write.is_none() && self.reads.is_empty()

@@ -277,6 +277,18 @@ impl DeviceTensor {
         Ok(())
     }
 
+    /// Blocks the calling thread until the last write of the tensor has
+    /// run on the device.
+    pub(super) fn wait_written(&self) -> Result<(), DriverError> {
+        match self.access.borrow().last_write() {
+            Some(event) => {
+                self.events.count(|c| c.syncs += 1);
+                event.synchronize()
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Records an access of `kind` just enqueued on `stream`.
     pub(super) fn after(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
         let id = stream.id();

@@ -616,6 +616,14 @@ impl TensorEngine for CudaEngine {
         }
     }
 
+    fn sync(&mut self, id: TensorId) -> Result<(), ExecError> {
+        let tensor = self.store.get(&id).ok_or(NotResident(id))?;
+        tensor
+            .wait_written()
+            .map_err(|e| device_error(self.info.ordinal, "cuEventSynchronize", e))?;
+        Ok(())
+    }
+
     fn retire_lane(&mut self, lane: u64) {
         self.retire(lane);
     }

@@ -218,6 +218,31 @@ impl<E: TensorEngine> Lane<E> {
         })
     }
 
+    /// Waits for the tensor without copying it anywhere: the ticket
+    /// resolves once the op that produced it has finished (on a CUDA
+    /// device, once its kernels have run, not only been enqueued), and
+    /// fails with `DependencyFailed` if that op failed.
+    ///
+    /// ```
+    /// let rt = weft::Runtime::builder().split(1).build()?;
+    /// let lane = rt.lane(0)?;
+    /// let x = lane.eye(weft::DType::F64, 256, 256)?;
+    /// let y = lane.matmul(&x, &x)?;
+    /// lane.sync(&y)?.wait()?; // y is computed; nothing was downloaded
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::download`].
+    pub fn sync(&self, handle: &TensorHandle) -> Result<Ticket<(), OpError>, OpError> {
+        self.check("sync", handle)?;
+        let held = handle.clone();
+        self.submit_op("sync", [handle.ready()], None, move |engine: &mut E| {
+            Ok(engine.sync(held.id())?)
+        })
+    }
+
     /// What this lane's domain (or device) holds in memory: its resident
     /// tensors and its buffer pool, after freeing the tensors whose handles
     /// are all gone.
