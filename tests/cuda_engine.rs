@@ -602,6 +602,16 @@ fn lanes_are_ordered_across_streams() -> Result<Outcome, String> {
     })
 }
 
+/// `x·x / 1024` on `lane` (of a 1024×1024 `x`: values stay in range).
+fn square_scaled<E: weft::TensorEngine>(
+    lane: &Lane<E>,
+    x: &TensorHandle,
+) -> Result<TensorHandle, String> {
+    let p = lane.matmul(x, x).map_err(|e| e.to_string())?;
+    lane.binary_scalar(BinaryOp::Mul, &p, Scalar::Real(1.0 / 1024.0))
+        .map_err(|e| e.to_string())
+}
+
 /// A tensor read by two lanes (each read long enough to still run when the
 /// tensor is dropped), then dropped while a third lane allocates and
 /// fills buffers of its size over and over: stream-ordered allocation
@@ -624,14 +634,8 @@ fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
             b.mul(&gx, &gx).map_err(|e| e.to_string())?,
         );
         for _ in 0..4 {
-            pa = a.matmul(&pa, &pa).map_err(|e| e.to_string())?;
-            pa = a
-                .binary_scalar(BinaryOp::Mul, &pa, Scalar::Real(1.0 / 1024.0))
-                .map_err(|e| e.to_string())?;
-            pb = b.matmul(&pb, &pb).map_err(|e| e.to_string())?;
-            pb = b
-                .binary_scalar(BinaryOp::Mul, &pb, Scalar::Real(1.0 / 1024.0))
-                .map_err(|e| e.to_string())?;
+            pa = square_scaled(a, &pa)?;
+            pb = square_scaled(&b, &pb)?;
         }
         drop(gx);
         for _ in 0..32 {
@@ -642,14 +646,8 @@ fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
             cpu.mul(&x, &x).map_err(|e| e.to_string())?,
         );
         for _ in 0..4 {
-            qa = cpu.matmul(&qa, &qa).map_err(|e| e.to_string())?;
-            qa = cpu
-                .binary_scalar(BinaryOp::Mul, &qa, Scalar::Real(1.0 / 1024.0))
-                .map_err(|e| e.to_string())?;
-            qb = cpu.matmul(&qb, &qb).map_err(|e| e.to_string())?;
-            qb = cpu
-                .binary_scalar(BinaryOp::Mul, &qb, Scalar::Real(1.0 / 1024.0))
-                .map_err(|e| e.to_string())?;
+            qa = square_scaled(cpu, &qa)?;
+            qb = square_scaled(cpu, &qb)?;
         }
         close(
             "lane A's reads",

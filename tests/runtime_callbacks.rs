@@ -135,6 +135,23 @@ fn a_spawn_that_ends_after_a_shutdown_began_is_refused_and_stopped() {
     assert_eq!(report.actors.len(), 2);
 }
 
+/// `rt.shutdown_timeout` of 50 ms, bounded, which must time out: the
+/// error and the actors it names.
+fn timed_out(rt: &Runtime) -> (ShutdownError, Vec<weft::Stuck>) {
+    let err = bounded_call("shutdown_timeout", {
+        let rt = rt.clone();
+        move || rt.shutdown_timeout(Duration::from_millis(50))
+    })
+    .unwrap_err();
+    match &err {
+        ShutdownError::TimedOut { stuck, .. } => {
+            let stuck = stuck.clone();
+            (err, stuck)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
     use weft::{Op, StuckAt};
@@ -151,14 +168,7 @@ fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
         )
         .unwrap();
     weft_tests::eventually("the op runs", || rt.stats().actors[1].running.is_some());
-    let err = bounded_call("shutdown_timeout", {
-        let rt = rt.clone();
-        move || rt.shutdown_timeout(Duration::from_millis(50))
-    })
-    .unwrap_err();
-    let ShutdownError::TimedOut { stuck, .. } = &err else {
-        panic!("{err:?}");
-    };
+    let (err, stuck) = timed_out(&rt);
     // Domain 0 finished; domain 1 is named with its op.
     assert_eq!(stuck.len(), 1, "{err}");
     assert_eq!(stuck[0].actor, "weft-cpu-1");
@@ -206,14 +216,7 @@ fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
             })
             .unwrap(),
     );
-    let err = bounded_call("shutdown_timeout", {
-        let rt = rt.clone();
-        move || rt.shutdown_timeout(Duration::from_millis(50))
-    })
-    .unwrap_err();
-    let ShutdownError::TimedOut { stuck, .. } = &err else {
-        panic!("{err:?}");
-    };
+    let (err, stuck) = timed_out(&rt);
     assert_eq!(stuck.len(), 1, "{err}");
     assert_eq!(
         (stuck[0].actor.as_str(), stuck[0].doing),

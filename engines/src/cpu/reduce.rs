@@ -317,14 +317,7 @@ mod tests {
     #[test]
     fn every_reduction_over_every_axis_set() {
         let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[2, 1, 3, 2]];
-        let ops = [
-            ReduceOp::Sum,
-            ReduceOp::Prod,
-            ReduceOp::Max,
-            ReduceOp::Min,
-            ReduceOp::Mean,
-            ReduceOp::Norm,
-        ];
+        let ops = ReduceOp::ALL;
         for shape in shapes {
             let t = tensor(shape);
             let rank = shape.len();
