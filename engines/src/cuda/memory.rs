@@ -3,15 +3,14 @@
 //! to and from the device. With `launch`, the only module of the CUDA
 //! engine with `unsafe`.
 
+use std::cell::RefCell;
+use std::mem::ManuallyDrop;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaSlice, DevicePtr, DevicePtrMut, DriverError, PinnedHostSlice,
 };
-
-use std::cell::RefCell;
-use std::mem::ManuallyDrop;
-use std::rc::Rc;
 
 use super::access::{Kind, Tracker};
 use super::streams::Stream;
@@ -152,8 +151,8 @@ impl PoolAttributes for DevicePool {
     fn set(&mut self, attr: PoolAttr, value: u64) -> Result<(), DriverError> {
         let mut value = value;
         // SAFETY: the pool is the device's default pool (valid for the
-        // context's life, which the engine holds); the three attributes
-        // set are `cuuint64_t`, and `value` is one.
+        // context's life, which the engine holds); every attribute the
+        // engine uses (`PoolAttr`) is a `cuuint64_t`, and `value` is one.
         unsafe {
             cudarc::driver::result::mem_pool::set_attribute(
                 self.0,
@@ -216,6 +215,7 @@ pub(super) fn alloc(
     // stream is ordered after that write (`access.rs`).
     let buf = unsafe { stream.alloc::<u8>(bytes.max(1)) }
         .map_err(|e| device_error(device, "cuMemAllocAsync", e))?;
+    events.count(|c| c.allocs += 1);
     Ok(DeviceTensor {
         dtype,
         shape: shape.to_vec(),
@@ -239,6 +239,7 @@ impl Drop for DeviceTensor {
         // SAFETY: `buf` is taken once, here, and not used after.
         let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
         let pool = &self.events;
+        pool.count(|c| c.frees += 1);
         if access.is_empty() {
             // cudarc frees it on its allocating stream.
             drop(buf);
@@ -247,6 +248,7 @@ impl Drop for DeviceTensor {
         let ctx = &pool.ctx;
         if !pool.stream_ordered() {
             // cudarc's synchronous free syncs only the allocating stream.
+            pool.count(|c| c.syncs += 1);
             ctx.record_err(ctx.synchronize());
             drop(buf);
             pool.give(access.into_events());
@@ -254,6 +256,7 @@ impl Drop for DeviceTensor {
         }
         let stream = pool.free_stream();
         for event in access.all() {
+            pool.count(|c| c.event_waits += 1);
             ctx.record_err(stream.wait(event));
         }
         let ptr = buf.leak();
@@ -272,6 +275,7 @@ impl DeviceTensor {
     pub(super) fn before(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
         let id = stream.id();
         for event in self.access.borrow().waits(id, kind) {
+            self.events.count(|c| c.event_waits += 1);
             stream.wait(event)?;
         }
         Ok(())
@@ -293,6 +297,7 @@ impl DeviceTensor {
     pub(super) fn after(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
         let id = stream.id();
         let mut access = self.access.borrow_mut();
+        self.events.count(|c| c.event_records += 1);
         access
             .record(id, kind, || self.events.take())?
             .record(stream)
@@ -398,6 +403,7 @@ impl CudaEngine {
         let copies = self.copies()?;
         let (src, dst) = (host_bytes(tensor.data()), &mut out.buf);
         if src.len() < STAGING_THRESHOLD {
+            events.count(|c| c.host_copies += 1);
             stream
                 .memcpy_htod(src, &mut dst.slice_mut(..src.len()))
                 .map_err(err("cuMemcpyHtoDAsync"))?;
@@ -469,6 +475,10 @@ impl CudaEngine {
         let events = self.events.clone();
         let copies = self.copies()?;
         if dst.len() < STAGING_THRESHOLD {
+            events.count(|c| {
+                c.host_copies += 1;
+                c.syncs += 1;
+            });
             stream
                 .memcpy_dtoh(&src.slice(..dst.len()), dst)
                 .map_err(err("cuMemcpyDtoHAsync"))?;
