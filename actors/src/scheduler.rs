@@ -44,7 +44,7 @@ use crate::shared::{Message, Shared};
 use crate::shutdown::ShutdownMode;
 use crate::stats::Finish;
 use crate::sync::channel::{Receiver, RecvTimeoutError};
-use crate::sync::{spin_until, thread};
+use crate::sync::{cpus::ActorCpu, spin_until, thread, Spinner};
 use crate::trace::{Outcome, Record};
 
 pub(crate) struct Core<E: 'static> {
@@ -63,6 +63,8 @@ pub(crate) struct Core<E: 'static> {
     closing: Option<ShutdownMode>,
     idle_spin: Duration,
     busy_since: Instant,
+    /// Where this actor runs, for spinners on its CPU.
+    cpu: ActorCpu,
 }
 
 impl<E: 'static> Core<E> {
@@ -86,6 +88,7 @@ impl<E: 'static> Core<E> {
             closing: None,
             idle_spin,
             busy_since: Instant::now(),
+            cpu: ActorCpu::default(),
         }
     }
 
@@ -324,7 +327,8 @@ impl<E: 'static> Core<E> {
 
     fn spin_for_message(&mut self, since: Instant) -> Option<Message<E>> {
         let mut message = None;
-        spin_until(since, self.idle_spin, || {
+        self.cpu.update();
+        spin_until(since, self.idle_spin, Spinner::Actor, || {
             message = self.inbox.try_recv().ok();
             message.is_some()
         });

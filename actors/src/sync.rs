@@ -13,26 +13,50 @@ mod imp {
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
 
+    /// Who spins: an actor waiting for its mailbox, or a thread waiting
+    /// for an actor's op.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Spinner {
+        Actor,
+        Waiter,
+    }
+
     /// Spins until `ready()` holds or `budget` has passed since `start`;
     /// returns whether it holds. The clock is read every 64 spins only,
     /// and from then on the thread yields its CPU every 64 spins: where
     /// threads outnumber CPUs (a domain's pinned pool busy with the op the
     /// spinner waits for), the one that would finish the op gets to run.
+    ///
+    /// A spinner that shares its CPU with the other side (a waiter on an
+    /// actor's CPU, an actor with a waiter spinning on its CPU: see
+    /// [`cpus`]) yields at every turn instead: spinning there only keeps
+    /// the other side from running.
     pub(crate) fn spin_until(
         start: Instant,
         budget: std::time::Duration,
+        who: Spinner,
         mut ready: impl FnMut() -> bool,
     ) -> bool {
         if budget.is_zero() {
             return ready();
         }
+        let cpu = cpus::current();
+        let _spinning = (who == Spinner::Waiter).then(|| cpus::Waiting::on(cpu));
+        let crowded = || match who {
+            Spinner::Waiter => cpus::actors_on(cpu),
+            Spinner::Actor => cpus::waiters_on(cpu),
+        };
         let mut spins = 0u32;
         loop {
             if ready() {
                 return true;
             }
-            std::hint::spin_loop();
             spins = spins.wrapping_add(1);
+            if crowded() {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
             if spins.is_multiple_of(64) {
                 if start.elapsed() >= budget {
                     return ready();
@@ -40,6 +64,88 @@ mod imp {
                 if spins >= 256 {
                     std::thread::yield_now();
                 }
+            }
+        }
+    }
+
+    /// Which CPUs run an actor and which have a thread spinning for one:
+    /// per-CPU counts, so that a spinner can tell it shares its CPU with
+    /// the other side. CPUs past the table, and platforms that cannot say
+    /// which CPU a thread runs on, are never crowded (spinning there is
+    /// only slower).
+    pub(crate) mod cpus {
+        use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+        use super::super::CachePadded;
+
+        const CPUS: usize = 1024;
+        /// Each count on lines of its own: an actor reads its CPU's waiter
+        /// count at every spin, while waiters on other CPUs change theirs.
+        static ACTORS: [CachePadded<AtomicU32>; CPUS] =
+            [const { CachePadded(AtomicU32::new(0)) }; CPUS];
+        static WAITERS: [CachePadded<AtomicU32>; CPUS] =
+            [const { CachePadded(AtomicU32::new(0)) }; CPUS];
+
+        /// The CPU the calling thread runs on now, if it is in the table.
+        pub(crate) fn current() -> Option<usize> {
+            weft_topology::current_cpu().filter(|&c| c < CPUS)
+        }
+
+        pub(crate) fn actors_on(cpu: Option<usize>) -> bool {
+            cpu.is_some_and(|c| ACTORS[c].load(Relaxed) > 0)
+        }
+
+        pub(crate) fn waiters_on(cpu: Option<usize>) -> bool {
+            cpu.is_some_and(|c| WAITERS[c].load(Relaxed) > 0)
+        }
+
+        /// Counts a waiter on its CPU for as long as it lives.
+        pub(crate) struct Waiting(Option<usize>);
+
+        impl Waiting {
+            pub(crate) fn on(cpu: Option<usize>) -> Waiting {
+                if let Some(c) = cpu {
+                    WAITERS[c].fetch_add(1, Relaxed);
+                }
+                Waiting(cpu)
+            }
+        }
+
+        impl Drop for Waiting {
+            fn drop(&mut self) {
+                if let Some(c) = self.0 {
+                    WAITERS[c].fetch_sub(1, Relaxed);
+                }
+            }
+        }
+
+        /// Where an actor thread runs; moved when it migrates.
+        #[derive(Debug, Default)]
+        pub(crate) struct ActorCpu(Option<usize>);
+
+        impl ActorCpu {
+            /// Notes the CPU the calling (actor) thread runs on now.
+            pub(crate) fn update(&mut self) {
+                let now = current();
+                if now != self.0 {
+                    self.leave();
+                    if let Some(c) = now {
+                        ACTORS[c].fetch_add(1, Relaxed);
+                    }
+                    self.0 = now;
+                }
+            }
+
+            fn leave(&mut self) {
+                if let Some(c) = self.0.take() {
+                    ACTORS[c].fetch_sub(1, Relaxed);
+                }
+            }
+        }
+
+        impl Drop for ActorCpu {
+            fn drop(&mut self) {
+                self.leave();
             }
         }
     }
@@ -99,13 +205,32 @@ mod imp {
     pub(crate) use loom::thread_local;
     use std::sync::Arc;
 
+    /// Who spins (see the non-loom shim).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[allow(dead_code)]
+    pub(crate) enum Spinner {
+        Actor,
+        Waiter,
+    }
+
     /// Loom has no clock and a spin is only a longer schedule: look once.
     pub(crate) fn spin_until(
         _start: Instant,
         _budget: std::time::Duration,
+        _who: Spinner,
         mut ready: impl FnMut() -> bool,
     ) -> bool {
         ready()
+    }
+
+    /// No CPUs under loom.
+    pub(crate) mod cpus {
+        #[derive(Debug, Default)]
+        pub(crate) struct ActorCpu(());
+
+        impl ActorCpu {
+            pub(crate) fn update(&mut self) {}
+        }
     }
 
     #[derive(Debug)]

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use crate::context::{current_actor, ActorId};
 use crate::event::{Dependent, Event, EventSource, EventState, Failure, FailureCause};
 use crate::fault::{drop_isolated, isolate};
-use crate::sync::{spin_until, AtomicBool, Condvar, Mutex, Ordering};
+use crate::sync::{spin_until, AtomicBool, Condvar, Mutex, Ordering, Spinner};
 
 /// Why an op did not produce its value.
 ///
@@ -428,7 +428,7 @@ impl<T, E> Ticket<T, E> {
     fn spin_take(&mut self) -> Taken<T, E> {
         let slot = self.slot();
         if current_actor().is_none() && !slot.done.load(Ordering::Acquire) {
-            spin_until(Instant::now(), slot.spin, || {
+            spin_until(Instant::now(), slot.spin, Spinner::Waiter, || {
                 slot.done.load(Ordering::Acquire)
             });
         }

@@ -1,6 +1,8 @@
 //! Round trip and pipelined throughput of empty ops on a lane, each next to
-//! a raw crossbeam-channel baseline measured in the same process; and what
-//! opening many lanes costs, in time and resident memory per lane.
+//! a raw crossbeam-channel baseline measured in the same process; the round
+//! trip again with the submitting thread pinned onto the actor's CPU and
+//! off it; and what opening many lanes costs, in time and resident memory
+//! per lane.
 //!
 //! `cargo run --release -p weft-examples --example lane_bench`
 
@@ -18,8 +20,8 @@ const PIPELINED: u64 = 200_000;
 const SPIN: Duration = Duration::from_micros(50);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `--only round-trip`, `--only pipelined` or `--only lanes` runs one
-    // part (for profiling).
+    // `--only round-trip`, `--only pipelined`, `--only same-cpu` or
+    // `--only lanes` runs one part (for profiling).
     let only = std::env::args().skip_while(|a| a != "--only").nth(1);
     let wants = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let rt = Runtime::builder().split(1).build()?;
@@ -30,6 +32,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if wants("pipelined") {
         pipelined(&lane);
+    }
+    if wants("same-cpu") {
+        same_cpu(&lane)?;
     }
     if wants("lanes") {
         many_lanes(&rt);
@@ -73,6 +78,36 @@ fn pipelined(lane: &Lane) {
         per_second(weft_pipe) / 1e6,
         per_second(raw_pipe) / 1e6
     );
+}
+
+/// The round trip with this thread pinned onto the actor's CPU, where the
+/// two sides take turns on one CPU, and onto another CPU of the process;
+/// the thread's own CPUs are given back after.
+fn same_cpu(lane: &Lane) -> Result<(), Box<dyn std::error::Error>> {
+    let actor_cpu = lane.run(|_| weft::current_cpu())?.wait()?;
+    let allowed = weft::process_allowed_cpus()?;
+    let Some(actor_cpu) = actor_cpu else {
+        println!("same CPU: skipped, the platform does not say which CPU a thread runs on");
+        return Ok(());
+    };
+    let other = allowed.iter().find(|&c| c != actor_cpu);
+    let mut rows = vec![("on the actor's CPU", actor_cpu)];
+    rows.extend(other.map(|c| ("on another CPU", c)));
+    for (name, cpu) in rows {
+        weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+        let rtt = median_per_item(ROUNDS, ROUND_TRIPS / 4, || {
+            for _ in 0..ROUND_TRIPS / 4 {
+                lane.run(|_| ()).expect("open").wait().expect("ran");
+            }
+        });
+        println!(
+            "round trip, submitter {name} (CPU {cpu}): {:.3} µs ({:.0} k/s)",
+            rtt.as_secs_f64() * 1e6,
+            per_second(rtt) / 1e3
+        );
+    }
+    weft::pin_current_thread(&allowed)?;
+    Ok(())
 }
 
 /// Opens `n` lanes at once, submits one empty op on each (so each queue

@@ -90,8 +90,8 @@ pub use weft_engines::{
 
 // Topology: CPU sets, domains and how they are found.
 pub use weft_topology::{
-    AffinityError, CpuDomain, CpuListError, CpuSet, LayoutSource, Topology, TopologyError,
-    DOMAINS_ENV,
+    current_cpu, pin_current_thread, process_allowed_cpus, AffinityError, CpuDomain, CpuListError,
+    CpuSet, LayoutSource, Topology, TopologyError, DOMAINS_ENV,
 };
 
 // CUDA (feature `cuda`): the devices of the machine, and the engine a

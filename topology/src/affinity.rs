@@ -29,6 +29,20 @@ pub fn process_allowed_cpus() -> Result<CpuSet, AffinityError> {
     }
 }
 
+/// The CPU the calling thread runs on at this moment (it may move right
+/// after, unless pinned to one CPU); `None` where the platform cannot say.
+/// Cheap: a vDSO call on Linux.
+pub fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        crate::sys::current_cpu()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The calling thread's current affinity mask.
 ///
 /// # Errors

@@ -23,7 +23,8 @@ mod numa;
 mod sys;
 
 pub use affinity::{
-    current_thread_cpus, pin_current_thread, pin_current_thread_to, process_allowed_cpus,
+    current_cpu, current_thread_cpus, pin_current_thread, pin_current_thread_to,
+    process_allowed_cpus,
 };
 pub use cpuset::{CpuListError, CpuSet, Iter, MAX_CPU_ID};
 #[cfg(all(feature = "cuda", target_os = "linux"))]

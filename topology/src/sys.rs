@@ -58,6 +58,14 @@ pub(crate) fn set_current_affinity(set: &CpuSet) -> io::Result<()> {
     }
 }
 
+/// The CPU the calling thread runs on now, if the kernel says.
+pub(crate) fn current_cpu() -> Option<usize> {
+    // SAFETY: `sched_getcpu` has no arguments and no preconditions; it
+    // returns -1 on failure.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// The process id.
 pub(crate) fn process_id() -> libc::pid_t {
     // SAFETY: `getpid` has no preconditions and cannot fail.
