@@ -1,5 +1,7 @@
 //! Case 1, `round-trip`: an empty op's round trip (submit, wait) against a
-//! crossbeam ping-pong between two threads.
+//! crossbeam ping-pong between two threads; and the same round trip with
+//! the submitting thread pinned onto the actor's CPU, against the same
+//! ping-pong.
 
 use std::thread;
 
@@ -45,8 +47,27 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             },
         ],
     );
+    // The submitter on the actor's CPU, where the two take turns.
+    let same_cpu = match lane.run(|_| weft::current_cpu())?.wait()? {
+        Some(cpu) => {
+            let allowed = weft::process_allowed_cpus()?;
+            weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+            let [pinned] = interleaved(
+                settings.reps(11),
+                [&mut || {
+                    for _ in 0..trips {
+                        lane.run(|_| ()).expect("open").wait().expect("ran");
+                    }
+                }],
+            );
+            weft::pin_current_thread(&allowed)?;
+            Some(pinned)
+        }
+        None => None,
+    };
     drop(to_server);
     server.join().expect("server ran");
+    let pingpong = || Side::new("crossbeam bounded(1) ping-pong", micros(raw, trips));
     rows.push(
         Row::new(
             CASE.name,
@@ -55,10 +76,19 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             Unit::MicrosPerOp,
             Side::new("lane.run + wait", micros(weft, trips)),
         )
-        .against(Side::new(
-            "crossbeam bounded(1) ping-pong",
-            micros(raw, trips),
-        )),
+        .against(pingpong()),
     );
+    if let Some(pinned) = same_cpu {
+        rows.push(
+            Row::new(
+                CASE.name,
+                "round-trip-same-cpu",
+                "same, submitter on the actor's CPU",
+                Unit::MicrosPerOp,
+                Side::new("lane.run + wait", micros(pinned, trips)),
+            )
+            .against(pingpong()),
+        );
+    }
     Ok(())
 }
