@@ -287,7 +287,7 @@ impl Runtime {
             return self.shutdown_now();
         };
         // Every actor's shutdown begins before any is waited for.
-        let _ = self.stop(Stop::Within(Duration::ZERO));
+        let _ = self.stop_each(|| Stop::Within(Duration::ZERO));
         let mut stuck = Vec::new();
         let mut reports = Vec::new();
         for result in
@@ -325,11 +325,10 @@ impl Runtime {
             hosted.closed = true;
             hosted.actors.clone()
         };
-        let results = (self.inner.table.actors())
+        (self.inner.table.actors())
             .chain(hosted.iter().map(|h| &**h))
             .map(|a| a.stop(how()))
-            .collect();
-        results
+            .collect()
     }
 
     /// The runtime's timeline, if it is traced ([`crate::Builder::trace`]).

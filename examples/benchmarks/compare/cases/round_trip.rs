@@ -33,33 +33,19 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     });
     let [weft, raw] = interleaved(
         settings.reps(11),
-        [
-            &mut || {
-                for _ in 0..trips {
-                    lane.run(|_| ()).expect("open").wait().expect("ran");
-                }
-            },
-            &mut || {
-                for i in 0..trips {
-                    to_server.send(i).expect("server alive");
-                    recv_spin(&from_server, wait).expect("server alive");
-                }
-            },
-        ],
+        [&mut || round_trips(lane, trips), &mut || {
+            for i in 0..trips {
+                to_server.send(i).expect("server alive");
+                recv_spin(&from_server, wait).expect("server alive");
+            }
+        }],
     );
     // The submitter on the actor's CPU, where the two take turns.
     let same_cpu = match lane.run(|_| weft::current_cpu())?.wait()? {
         Some(cpu) => {
             let allowed = weft::process_allowed_cpus()?;
             weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
-            let [pinned] = interleaved(
-                settings.reps(11),
-                [&mut || {
-                    for _ in 0..trips {
-                        lane.run(|_| ()).expect("open").wait().expect("ran");
-                    }
-                }],
-            );
+            let [pinned] = interleaved(settings.reps(11), [&mut || round_trips(lane, trips)]);
             weft::pin_current_thread(&allowed)?;
             Some(pinned)
         }
@@ -91,4 +77,11 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         );
     }
     Ok(())
+}
+
+/// `trips` empty ops on `lane`, each waited for.
+fn round_trips(lane: &weft::Lane, trips: u64) {
+    for _ in 0..trips {
+        lane.run(|_| ()).expect("open").wait().expect("ran");
+    }
 }
