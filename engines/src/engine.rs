@@ -7,6 +7,7 @@
 use std::fmt;
 
 use crate::ops::TensorOp;
+use crate::program::Program;
 use crate::tensor::{DType, Tensor, TensorError};
 
 /// Where a tensor lives: a CPU domain or a CUDA device, by index.
@@ -75,6 +76,19 @@ pub enum ExecError {
     /// A device call failed. The engine lives on, with its other tensors.
     #[error(transparent)]
     Device(#[from] DeviceError),
+    /// A step of a program failed; the program's outputs are not made,
+    /// its inputs are untouched.
+    #[error("{program}, step {step} ({op}): {source}")]
+    InProgram {
+        /// The program's trace label (`program <label> (<n> ops)`).
+        program: &'static str,
+        /// The step's number.
+        step: usize,
+        /// The step's op.
+        op: &'static str,
+        /// Why it failed.
+        source: Box<ExecError>,
+    },
 }
 
 /// An op an engine does not implement for an element type. There is no
@@ -106,6 +120,19 @@ fn detail(reason: &Option<&'static str>) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TensorId(pub u64);
 
+impl TensorId {
+    /// The top bit marks ids an engine hands out itself.
+    const SCRATCH: u64 = 1 << 63;
+
+    /// A fresh id for a tensor an engine makes for itself (a program's
+    /// intermediate run step by step): process-unique, and never one the
+    /// runtime hands out (those stay below `2^63`).
+    pub fn scratch() -> TensorId {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        TensorId(Self::SCRATCH | NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 /// A tensor id that names nothing in this store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("tensor {0:?} is not resident here (freed, never produced, or of another domain)")]
@@ -134,6 +161,22 @@ pub struct BufferStats {
     pub released: u64,
 }
 
+/// Counters of one of an engine's plan caches (compiled programs, einsum
+/// plans): bounded, least recently used first out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Plans held now.
+    pub entries: usize,
+    /// The most it holds.
+    pub capacity: usize,
+    /// Lookups that found a plan.
+    pub hits: u64,
+    /// Lookups that compiled one.
+    pub misses: u64,
+    /// Plans let go to make room.
+    pub evictions: u64,
+}
+
 /// What an engine holds in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EngineMemory {
@@ -143,6 +186,11 @@ pub struct EngineMemory {
     pub tensor_bytes: usize,
     /// The engine's buffer pool (all zero for an engine without one).
     pub buffers: BufferStats,
+    /// Its cache of compiled programs (all zero for an engine that runs
+    /// programs step by step).
+    pub programs: CacheStats,
+    /// Its cache of einsum plans, keyed by subscripts, shapes and type.
+    pub einsums: CacheStats,
 }
 
 /// A tensor engine as the runtime drives it. Every method runs on the
@@ -170,6 +218,31 @@ pub trait TensorEngine: 'static {
         outputs: &[(TensorId, DType, &[usize])],
         lane: u64,
     ) -> Result<(), ExecError>;
+
+    /// Runs `program` on the resident `inputs` (checked against its
+    /// placeholders) and makes its outputs resident under `outputs`, in
+    /// one call: the intermediates are the engine's own, with no id or
+    /// handle outside it. The default runs it step by step through
+    /// [`TensorEngine::execute_into`], the intermediates under ids of the
+    /// engine's own ([`TensorId::scratch`]), each freed after its last
+    /// use; an engine may compile it instead (the CPU engine does).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::InProgram`] naming the step that failed. Nothing the
+    /// program made is left resident; its inputs are untouched.
+    fn run_program(
+        &mut self,
+        program: &Program,
+        inputs: &[TensorId],
+        outputs: &[TensorId],
+        lane: u64,
+    ) -> Result<(), ExecError>
+    where
+        Self: Sized,
+    {
+        crate::program::run_stepwise(self, program, inputs, outputs, lane)
+    }
 
     /// Makes a host tensor resident under `id`.
     ///

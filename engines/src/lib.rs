@@ -34,16 +34,17 @@ pub mod cuda;
 mod engine;
 mod layout;
 pub mod ops;
+mod program;
 mod tensor;
 
 // The engines.
 pub use cpu::{
     BufferPool, CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning, Store,
-    DEFAULT_BUFFER_CAP, PARALLEL_THRESHOLD,
+    DEFAULT_BUFFER_CAP, EINSUM_CACHE_CAPACITY, PARALLEL_THRESHOLD, PROGRAM_CACHE_CAPACITY,
 };
 // What the backends share.
 pub use engine::{
-    BufferStats, DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId,
+    BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId,
     Unsupported,
 };
 // The vocabulary (the rest of it, the shape rules, is in `ops`).
@@ -51,5 +52,7 @@ pub use ops::{
     BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis, TensorOp,
     UnaryOp,
 };
+// Programs: computations recorded once, run as one message.
+pub use program::{Program, RecordError, Recorder, Step, Value};
 // Host tensors.
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};

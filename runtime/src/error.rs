@@ -3,7 +3,7 @@
 use std::fmt;
 
 use weft_actors::{ActorClosed, SpawnError};
-use weft_engines::{DeviceError, ExecError, NotResident, Place, TensorError, Unsupported};
+use weft_engines::{DeviceError, ExecError, Meta, NotResident, Place, TensorError, Unsupported};
 use weft_topology::TopologyError;
 
 use crate::handle::RuntimeId;
@@ -140,6 +140,45 @@ pub enum OpError {
     /// The lane is full and the caller runs on an actor, which must not block.
     #[error("the lane is full and the caller runs on an actor, which must not block")]
     WouldDeadlock,
+    /// A program was given another number of inputs than it has
+    /// placeholders.
+    #[error("{program}: takes {expected} inputs, given {got}")]
+    ProgramArity {
+        /// The program's trace label.
+        program: &'static str,
+        /// Its placeholders.
+        expected: usize,
+        /// Inputs given.
+        got: usize,
+    },
+    /// A program's input is not of its placeholder's type and shape.
+    #[error(
+        "{program}: input {index} is {} {:?}, its placeholder {} {:?}",
+        got.dtype, got.shape, expected.dtype, expected.shape
+    )]
+    ProgramInput {
+        /// The program's trace label.
+        program: &'static str,
+        /// The input's position.
+        index: usize,
+        /// The placeholder's type and shape.
+        expected: Meta,
+        /// The input's.
+        got: Meta,
+    },
+    /// A step of a program failed on the actor: the program's outputs
+    /// fail with this, its inputs are untouched.
+    #[error("{program}, step {step} ({op}): {source}")]
+    Program {
+        /// The program's trace label.
+        program: &'static str,
+        /// The step's number.
+        step: usize,
+        /// The step's op.
+        op: &'static str,
+        /// Why it failed.
+        source: Box<OpError>,
+    },
 }
 
 impl From<ExecError> for OpError {
@@ -149,6 +188,17 @@ impl From<ExecError> for OpError {
             ExecError::Tensor(e) => OpError::Tensor(e),
             ExecError::Unsupported(e) => OpError::Unsupported(e),
             ExecError::Device(e) => OpError::Device(e),
+            ExecError::InProgram {
+                program,
+                step,
+                op,
+                source,
+            } => OpError::Program {
+                program,
+                step,
+                op,
+                source: Box::new(OpError::from(*source)),
+            },
         }
     }
 }

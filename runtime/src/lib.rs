@@ -80,11 +80,13 @@ pub use weft_engines::{
     c32, c64, BinaryOp, CmpOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident,
     Place, ReduceOp, Scalar, SliceAxis, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
 };
+// Programs: a computation recorded once and run as one op.
+pub use weft_engines::{Program, RecordError, Recorder, Step, Value};
 
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.
 pub use weft_engines::{
-    BufferStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory, ExecError, Pinning,
+    BufferStats, CacheStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory, ExecError, Pinning,
     TensorEngine,
 };
 

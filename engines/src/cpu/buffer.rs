@@ -46,6 +46,17 @@ pub(crate) fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
     buffer
 }
 
+/// Gives `tensor`'s buffer to the pool lent to this thread, if there is
+/// one; else drops it.
+pub(crate) fn recycle(tensor: crate::tensor::Tensor) {
+    let data = tensor.into_parts().1;
+    let _ = LENT.try_with(|lent| {
+        if let Some(pool) = lent.borrow_mut().as_mut() {
+            pool.give(data);
+        }
+    });
+}
+
 /// The smallest class, in bytes: smaller buffers are not pooled.
 const MIN_CLASS_BYTES: usize = 64;
 /// Classes per element type: quarter octaves up to `2^63` bytes.

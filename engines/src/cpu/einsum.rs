@@ -1,76 +1,493 @@
-//! einsum on the CPU: the shared lowering ([`Spec::contract`]) over the
-//! CPU kernels, with operands used as they are left borrowed.
+//! einsum on the CPU: the shared lowering ([`Spec::contract`]) recorded
+//! once per operand shapes into an [`EinsumPlan`] of CPU primitives, and
+//! replayed. A permutation whose only reader is a product is folded into
+//! the product as a strided operand when its axes allow, so the common
+//! contractions of tensor networks copy nothing but their result.
 
 use std::borrow::Cow;
-use std::marker::PhantomData;
+use std::hash::{Hash, Hasher};
 
-use super::{gemm, reduce, structural};
-use crate::layout::View;
+use faer::{Accum, MatMut, MatRef, Par};
+
+use super::{buffer, reduce, structural};
+use crate::layout::{row_major, View};
 use crate::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
-use crate::tensor::{Tensor, TensorError};
+use crate::tensor::{DType, Element, Tensor, TensorError};
 
-/// Evaluates the contraction `spec` of `inputs` on the CPU.
+/// Evaluates the contraction `spec` of `inputs` on the CPU, planning it
+/// first (the engine keeps plans in its cache instead; see
+/// [`EinsumPlan::key_hash`]).
 ///
 /// # Errors
 ///
 /// As [`Spec::infer`].
 pub(super) fn run(spec: &Spec, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
-    let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
-    spec.infer(&metas)?;
-    let values = inputs.iter().map(|&t| Cow::Borrowed(t)).collect();
-    Ok(spec
-        .contract(
-            &mut CpuContraction {
-                threads,
-                borrows: PhantomData,
-            },
-            values,
-        )?
-        .into_owned())
+    let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+    EinsumPlan::compile(spec, &shapes, inputs.first().map_or(DType::F64, |t| t.dtype()))?
+        .run(inputs, threads)
 }
 
-/// The CPU engine's primitives: operands used as they are stay borrowed.
-struct CpuContraction<'a> {
-    threads: usize,
-    borrows: PhantomData<&'a Tensor>,
+/// One contraction, lowered for its operands' shapes and element type.
+#[derive(Debug)]
+pub(crate) struct EinsumPlan {
+    spec: String,
+    shapes: Vec<Vec<usize>>,
+    dtype: DType,
+    prims: Vec<Prim>,
+    /// For each value (operands, then each primitive's result), the
+    /// number of the last primitive that reads it.
+    last_use: Vec<Option<usize>>,
+    /// The value that is the result.
+    result: usize,
 }
 
-impl<'a> Contraction for CpuContraction<'a> {
-    type Value = Cow<'a, Tensor>;
+/// One primitive step of a plan; `src` and operands name earlier values.
+#[derive(Debug)]
+enum Prim {
+    /// A strided copy (a diagonal over repeated labels).
+    View { src: usize, view: View },
+    /// A sum over axes, dropping them.
+    Sum { src: usize, axes: Vec<usize> },
+    /// Axes reordered; `folded`: not run, its reader reads `src` strided.
+    Permute {
+        src: usize,
+        perm: Vec<usize>,
+        folded: bool,
+    },
+    /// `[nb, m, k] @ [nb, k, n]`, giving a value of shape `out`.
+    Gemm {
+        a: Operand,
+        b: Operand,
+        dims: [usize; 4],
+        out: Vec<usize>,
+    },
+}
+
+/// How a product reads one operand: value `src` as `[batch, rows, cols]`.
+#[derive(Debug, Clone, Copy)]
+struct Operand {
+    src: usize,
+    layout: Layout,
+}
+
+/// Element strides of a product's operand: one of rows or columns is
+/// contiguous (what faer's safe views take).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    /// Columns contiguous; rows `row` apart.
+    Rows { batch: usize, row: usize },
+    /// Rows contiguous; columns `col` apart.
+    Cols { batch: usize, col: usize },
+}
+
+/// The recording backend: every value is its number and shape.
+struct Recording {
+    prims: Vec<Prim>,
+    shapes: Vec<Vec<usize>>,
+}
+
+#[derive(Debug)]
+struct Sym {
+    id: usize,
+    shape: Vec<usize>,
+}
+
+impl Recording {
+    fn push(&mut self, prim: Prim, shape: Vec<usize>) -> Sym {
+        self.prims.push(prim);
+        self.shapes.push(shape.clone());
+        Sym {
+            id: self.shapes.len() - 1,
+            shape,
+        }
+    }
+}
+
+impl Contraction for Recording {
+    type Value = Sym;
     type Error = TensorError;
 
-    fn shape(value: &Self::Value) -> &[usize] {
-        value.shape()
+    fn shape(value: &Sym) -> &[usize] {
+        &value.shape
     }
 
-    fn view(&mut self, value: Self::Value, view: &View) -> Result<Self::Value, TensorError> {
-        Ok(Cow::Owned(structural::view(&value, view)?))
+    fn view(&mut self, value: Sym, view: &View) -> Result<Sym, TensorError> {
+        let shape = view.shape.clone();
+        Ok(self.push(
+            Prim::View {
+                src: value.id,
+                view: view.clone(),
+            },
+            shape,
+        ))
     }
 
-    fn sum(&mut self, value: Self::Value, axes: &[usize]) -> Result<Self::Value, TensorError> {
-        Ok(Cow::Owned(reduce::reduce(
-            ReduceOp::Sum,
-            &value,
-            axes,
-            false,
-            false,
-        )?))
+    fn sum(&mut self, value: Sym, axes: &[usize]) -> Result<Sym, TensorError> {
+        let shape = (0..value.shape.len())
+            .filter(|i| !axes.contains(i))
+            .map(|i| value.shape[i])
+            .collect();
+        Ok(self.push(
+            Prim::Sum {
+                src: value.id,
+                axes: axes.to_vec(),
+            },
+            shape,
+        ))
     }
 
-    fn permute(&mut self, value: Self::Value, perm: &[usize]) -> Result<Self::Value, TensorError> {
-        Ok(Cow::Owned(structural::permute(&value, perm)?))
+    fn permute(&mut self, value: Sym, perm: &[usize]) -> Result<Sym, TensorError> {
+        let shape = perm.iter().map(|&p| value.shape[p]).collect();
+        Ok(self.push(
+            Prim::Permute {
+                src: value.id,
+                perm: perm.to_vec(),
+                folded: false,
+            },
+            shape,
+        ))
     }
 
     fn batched_matmul(
         &mut self,
-        a: &Self::Value,
-        b: &Self::Value,
-        [nb, m, k, n]: [usize; 4],
+        a: &Sym,
+        b: &Sym,
+        dims: [usize; 4],
         out: Vec<usize>,
-    ) -> Result<Self::Value, TensorError> {
-        let c = gemm::matmul_as(a, &[nb, m, k], b, &[nb, k, n], self.threads)?;
-        Ok(Cow::Owned(Tensor::from_parts(out, c.into_parts().1)?))
+    ) -> Result<Sym, TensorError> {
+        let [_, m, k, n] = dims;
+        let operand = |src: usize, rows: usize, cols: usize| Operand {
+            src,
+            layout: Layout::Rows {
+                batch: rows * cols,
+                row: cols,
+            },
+        };
+        Ok(self.push(
+            Prim::Gemm {
+                a: operand(a.id, m, k),
+                b: operand(b.id, k, n),
+                dims,
+                out: out.clone(),
+            },
+            out,
+        ))
     }
+}
+
+impl EinsumPlan {
+    /// Lowers `spec` for operands of these shapes and this element type.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::infer`].
+    pub(crate) fn compile(
+        spec: &Spec,
+        shapes: &[&[usize]],
+        dtype: DType,
+    ) -> Result<EinsumPlan, TensorError> {
+        let metas: Vec<Meta> = shapes
+            .iter()
+            .map(|s| Meta {
+                dtype,
+                shape: s.to_vec(),
+            })
+            .collect();
+        spec.infer(&metas)?;
+        let mut recording = Recording {
+            prims: Vec::new(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+        };
+        let operands = shapes
+            .iter()
+            .enumerate()
+            .map(|(id, s)| Sym {
+                id,
+                shape: s.to_vec(),
+            })
+            .collect();
+        let result = spec.contract(&mut recording, operands)?.id;
+        let Recording { mut prims, shapes: value_shapes } = recording;
+        fold_permutes(&mut prims, &value_shapes, shapes.len());
+        let mut last_use = vec![None; value_shapes.len()];
+        for (i, prim) in prims.iter().enumerate() {
+            for src in prim.reads() {
+                last_use[src] = Some(i);
+            }
+        }
+        Ok(EinsumPlan {
+            spec: spec.text().to_owned(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            dtype,
+            prims,
+            last_use,
+            result,
+        })
+    }
+
+    /// The hash the engine's cache files a plan under: of the subscripts,
+    /// the operands' shapes and the element type.
+    pub(crate) fn key_hash(spec: &Spec, shapes: &[&[usize]], dtype: DType) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        spec.text().hash(&mut h);
+        shapes.hash(&mut h);
+        dtype.hash(&mut h);
+        h.finish()
+    }
+
+    /// Whether this plan is the one for these subscripts, shapes and type.
+    pub(crate) fn is_for(&self, spec: &Spec, shapes: &[&[usize]], dtype: DType) -> bool {
+        self.dtype == dtype
+            && self.spec == spec.text()
+            && self.shapes.len() == shapes.len()
+            && self.shapes.iter().zip(shapes).all(|(a, b)| a == b)
+    }
+
+    /// Replays the plan on `inputs` (of the shapes and type it was made
+    /// for); `threads > 1` lets products spread over the current pool.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::DType`] or [`TensorError::Einsum`] for inputs the
+    /// plan was not made for.
+    pub(crate) fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        if let Some(t) = inputs.iter().find(|t| t.dtype() != self.dtype) {
+            return Err(TensorError::DType {
+                expected: self.dtype,
+                got: t.dtype(),
+            });
+        }
+        if self.shapes.len() != shapes.len() || self.shapes.iter().zip(&shapes).any(|(a, b)| a != b)
+        {
+            return Err(TensorError::Einsum {
+                spec: self.spec.clone(),
+                reason: format!("planned for shapes {:?}, given {shapes:?}", self.shapes),
+            });
+        }
+        let mut values: Vec<Option<Cow<'_, Tensor>>> = inputs
+            .iter()
+            .map(|&t| Some(Cow::Borrowed(t)))
+            .chain(self.prims.iter().map(|_| None))
+            .collect();
+        let n = inputs.len();
+        for (i, prim) in self.prims.iter().enumerate() {
+            let get = |v: usize| values[v].as_deref().expect("made before it is read");
+            let made = match prim {
+                Prim::Permute { folded: true, .. } => None,
+                Prim::View { src, view } => Some(structural::view(get(*src), view)?),
+                Prim::Sum { src, axes } => {
+                    Some(reduce::reduce(ReduceOp::Sum, get(*src), axes, false, false)?)
+                }
+                Prim::Permute { src, perm, .. } => Some(structural::permute(get(*src), perm)?),
+                Prim::Gemm { a, b, dims, out } => {
+                    Some(product(get(a.src), a.layout, get(b.src), b.layout, *dims, out, threads)?)
+                }
+            };
+            values[n + i] = made.map(Cow::Owned);
+            for src in prim.reads() {
+                if self.last_use[src] == Some(i) {
+                    if let Some(Cow::Owned(t)) = values[src].take() {
+                        buffer::recycle(t);
+                    }
+                }
+            }
+        }
+        Ok(values[self.result]
+            .take()
+            .expect("the result is made")
+            .into_owned())
+    }
+}
+
+impl Prim {
+    /// The values it reads.
+    fn reads(&self) -> smallvec::SmallVec<[usize; 2]> {
+        match self {
+            Prim::View { src, .. } | Prim::Sum { src, .. } | Prim::Permute { src, .. } => {
+                smallvec::smallvec![*src]
+            }
+            Prim::Gemm { a, b, .. } => smallvec::smallvec![a.src, b.src],
+        }
+    }
+}
+
+/// Folds each permutation read only by one product into that product, as
+/// a strided operand over the permutation's source, where its axes merge
+/// into a batch, a row and a column stride with rows or columns
+/// contiguous.
+fn fold_permutes(prims: &mut [Prim], shapes: &[Vec<usize>], inputs: usize) {
+    let mut readers = vec![0usize; shapes.len()];
+    for prim in prims.iter() {
+        for src in prim.reads() {
+            readers[src] += 1;
+        }
+    }
+    for g in 0..prims.len() {
+        let Prim::Gemm { a, b, dims, .. } = &prims[g] else {
+            continue;
+        };
+        let [nb, m, k, n] = *dims;
+        let mut folds = Vec::new();
+        for (side, operand, groups) in [(0, *a, [nb, m, k]), (1, *b, [nb, k, n])] {
+            let Some(p) = operand.src.checked_sub(inputs) else {
+                continue;
+            };
+            let Prim::Permute { src, perm, .. } = &prims[p] else {
+                continue;
+            };
+            if readers[operand.src] != 1 {
+                continue;
+            }
+            let source = &shapes[*src];
+            let own = row_major(source);
+            let shape: Vec<usize> = perm.iter().map(|&i| source[i]).collect();
+            let strides: Vec<isize> = perm.iter().map(|&i| own[i]).collect();
+            if let Some(layout) = layout_of(&shape, &strides, groups) {
+                folds.push((side, p, *src, layout));
+            }
+        }
+        for (side, p, src, layout) in folds {
+            if let Prim::Permute { folded, .. } = &mut prims[p] {
+                *folded = true;
+            }
+            if let Prim::Gemm { a, b, .. } = &mut prims[g] {
+                let operand = if side == 0 { a } else { b };
+                *operand = Operand { src, layout };
+            }
+        }
+    }
+}
+
+/// The strides of a tensor of this shape and these strides read as
+/// `[groups[0], groups[1], groups[2]]`, if each group's axes merge into one
+/// stride and rows or columns are contiguous.
+fn layout_of(shape: &[usize], strides: &[isize], groups: [usize; 3]) -> Option<Layout> {
+    if shape.contains(&0) {
+        return None;
+    }
+    // Axes of extent 1 may go in any group and have no stride that matters.
+    let axes: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&e, _)| e != 1)
+        .map(|(&e, &s)| Some((e, usize::try_from(s).ok()?)))
+        .collect::<Option<_>>()?;
+    let mut merged: [Option<usize>; 3] = [None; 3];
+    let mut rest = &axes[..];
+    for (g, &target) in groups.iter().enumerate() {
+        let mut product = 1usize;
+        let mut taken = 0;
+        while product < target {
+            let &(extent, _) = rest.get(taken)?;
+            product = product.checked_mul(extent)?;
+            taken += 1;
+        }
+        if product != target {
+            return None;
+        }
+        let group = &rest[..taken];
+        for pair in group.windows(2) {
+            if pair[0].1 != pair[1].1.checked_mul(pair[1].0)? {
+                return None;
+            }
+        }
+        merged[g] = group.last().map(|&(_, s)| s);
+        rest = &rest[taken..];
+    }
+    let [batch, row, col] = merged;
+    let batch = batch.unwrap_or(0);
+    match (row, col) {
+        (_, None | Some(1)) => Some(Layout::Rows {
+            batch,
+            row: row.unwrap_or(groups[2]),
+        }),
+        (None | Some(1), Some(col)) => Some(Layout::Cols { batch, col }),
+        _ => None,
+    }
+}
+
+/// Products below this many multiply-adds run on one thread each: faer's
+/// threads cost more than they save there.
+const SMALL_PRODUCT: usize = 1 << 18;
+
+/// `[nb, m, k] @ [nb, k, n]` of operands read through their layouts, into
+/// a fresh row-major value of shape `out`.
+fn product(
+    a: &Tensor,
+    la: Layout,
+    b: &Tensor,
+    lb: Layout,
+    dims: [usize; 4],
+    out: &[usize],
+    threads: usize,
+) -> Result<Tensor, TensorError> {
+    if a.dtype() != b.dtype() {
+        return Err(TensorError::MixedDTypes {
+            op: "einsum",
+            lhs: a.dtype(),
+            rhs: b.dtype(),
+        });
+    }
+    let data = for_dtype!(a.dtype(), |T| T::wrap(typed_product::<T>(
+        a, la, b, lb, dims, threads
+    )));
+    Tensor::from_parts(out.to_vec(), data)
+}
+
+fn typed_product<T: Element>(
+    a: &Tensor,
+    la: Layout,
+    b: &Tensor,
+    lb: Layout,
+    [nb, m, k, n]: [usize; 4],
+    threads: usize,
+) -> Vec<T> {
+    let (a, b) = (
+        a.as_slice::<T>().expect("checked dtype"),
+        b.as_slice::<T>().expect("checked dtype"),
+    );
+    let mut c = buffer::filled(nb * m * n, T::ZERO);
+    if m * n == 0 {
+        return c;
+    }
+    fn view<T>(data: &[T], layout: Layout, batch: usize, rows: usize, cols: usize) -> MatRef<'_, T> {
+        match layout {
+            Layout::Rows { batch: step, row } => {
+                MatRef::from_row_major_slice_with_stride(&data[batch * step..], rows, cols, row)
+            }
+            Layout::Cols { batch: step, col } => {
+                MatRef::from_column_major_slice_with_stride(&data[batch * step..], rows, cols, col)
+            }
+        }
+    }
+    let product = |batch: usize, dst: &mut [T], par: Par| {
+        faer::linalg::matmul::matmul(
+            MatMut::from_row_major_slice_mut(dst, m, n),
+            Accum::Replace,
+            view(a, la, batch, m, k),
+            view(b, lb, batch, k, n),
+            T::ONE,
+            par,
+        );
+    };
+    let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
+    if threads > 1 && nb > 1 && small {
+        use rayon::prelude::*;
+        c.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(batch, dst)| product(batch, dst, Par::Seq));
+    } else {
+        let par = if threads > 1 && !small {
+            Par::rayon(threads)
+        } else {
+            Par::Seq
+        };
+        for (batch, dst) in c.chunks_mut(m * n).enumerate() {
+            product(batch, dst, par);
+        }
+    }
+    c
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! [`TensorOp`] (one exhaustive `match`), and whether it runs inline on the
 //! calling thread or over the domain's pool.
 
+use super::einsum::EinsumPlan;
 use super::{create, einsum, elementwise, gemm, linalg, reduce, structural, unary};
 use crate::ops::{EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
@@ -13,7 +14,9 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Runs `op` on `inputs`, already checked against it (`outputs` are what
 /// [`TensorOp::infer`] gave): inline for small work, over `pool` (of
-/// `threads` threads) above [`PARALLEL_THRESHOLD`].
+/// `threads` threads) above [`PARALLEL_THRESHOLD`]. An einsum runs
+/// `plan` when given (the engine's cached plan for these operands), else
+/// plans itself.
 ///
 /// # Errors
 ///
@@ -25,15 +28,16 @@ pub(super) fn run(
     op: &TensorOp,
     inputs: &[&Tensor],
     outputs: &[(DType, &[usize])],
+    plan: Option<&EinsumPlan>,
 ) -> Result<Vec<Tensor>, TensorError> {
     if let Some(empty) = empty(outputs.iter().copied()) {
         return empty;
     }
     check_allocatable(outputs)?;
     if work(op, inputs, outputs) >= PARALLEL_THRESHOLD {
-        pool.install(|| kernel(op, inputs, threads))
+        pool.install(|| kernel(op, inputs, threads, plan))
     } else {
-        kernel(op, inputs, 1)
+        kernel(op, inputs, 1, plan)
     }
 }
 
@@ -53,18 +57,26 @@ impl TensorOp {
         if let Some(empty) = empty(outputs.iter().map(|m| (m.dtype, &m.shape[..]))) {
             return empty;
         }
-        kernel(self, inputs, threads)
+        kernel(self, inputs, threads, None)
     }
 }
 
 /// The kernel of each op: `threads > 1` lets it spread over the current
 /// rayon pool (the caller installs the domain's).
-fn kernel(op: &TensorOp, inputs: &[&Tensor], threads: usize) -> Result<Vec<Tensor>, TensorError> {
+fn kernel(
+    op: &TensorOp,
+    inputs: &[&Tensor],
+    threads: usize,
+    plan: Option<&EinsumPlan>,
+) -> Result<Vec<Tensor>, TensorError> {
     let parallel = threads > 1;
     let one = |t: Result<Tensor, TensorError>| t.map(|t| vec![t]);
     match op {
         TensorOp::Linalg(op) => linalg::run(*op, inputs),
-        TensorOp::Einsum(spec) => one(einsum::run(spec, inputs, threads)),
+        TensorOp::Einsum(spec) => one(match plan {
+            Some(plan) => plan.run(inputs, threads),
+            None => einsum::run(spec, inputs, threads),
+        }),
         TensorOp::Binary(op) => one(elementwise::binary(*op, inputs[0], inputs[1], parallel)),
         TensorOp::Unary(op) => one(unary::apply(*op, inputs[0], parallel)),
         TensorOp::Matmul => one(gemm::matmul(inputs[0], inputs[1], threads)),

@@ -3,6 +3,7 @@
 //! `exec`).
 
 mod buffer;
+mod cache;
 mod create;
 mod einsum;
 mod elementwise;
@@ -10,6 +11,7 @@ mod exec;
 mod gemm;
 mod linalg;
 mod pool;
+mod program;
 mod reduce;
 mod store;
 mod structural;
@@ -19,7 +21,10 @@ pub use buffer::BufferPool;
 pub use exec::PARALLEL_THRESHOLD;
 pub use store::Store;
 
+use cache::Cache;
+use einsum::EinsumPlan;
 use pool::PinnedPool;
+use program::ProgramPlan;
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,6 +33,7 @@ use weft_topology::{AffinityError, CpuSet};
 
 use crate::engine::{BufferStats, EngineMemory, ExecError, Place, TensorEngine, TensorId};
 use crate::ops::{Meta, TensorOp};
+use crate::program::Program;
 use crate::tensor::{DType, Tensor, TensorError};
 
 /// How the threads of a CPU domain are pinned.
@@ -66,6 +72,11 @@ pub struct CpuEngineConfig {
 
 /// The default byte cap of a domain's buffer pool: 256 MiB.
 pub const DEFAULT_BUFFER_CAP: usize = 256 << 20;
+
+/// Compiled programs a CPU engine keeps (least recently used out first).
+pub const PROGRAM_CACHE_CAPACITY: usize = 128;
+/// einsum plans a CPU engine keeps, by subscripts, shapes and type.
+pub const EINSUM_CACHE_CAPACITY: usize = 512;
 
 impl CpuEngineConfig {
     /// A configuration for domain `index` on `cpus` with `threads` threads,
@@ -156,6 +167,8 @@ pub struct CpuEngine {
     store: Store,
     buffers: BufferPool,
     pool: PinnedPool,
+    programs: Cache<ProgramPlan>,
+    einsums: Cache<EinsumPlan>,
 }
 
 impl fmt::Debug for CpuEngine {
@@ -190,6 +203,8 @@ impl CpuEngine {
                 pinning: config.pinning,
             },
             pool,
+            programs: Cache::new(PROGRAM_CACHE_CAPACITY),
+            einsums: Cache::new(EINSUM_CACHE_CAPACITY),
         })
     }
 
@@ -276,7 +291,7 @@ impl CpuEngine {
         let outputs = op.infer(&metas)?;
         let shapes: Vec<(DType, &[usize])> =
             outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
-        exec::run(&self.pool.rayon, self.domain.threads, op, inputs, &shapes)
+        exec::run(&self.pool.rayon, self.domain.threads, op, inputs, &shapes, None)
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
@@ -300,13 +315,29 @@ impl CpuEngine {
             buffers,
             pool,
             domain,
+            einsums,
             ..
         } = self;
         let mut resident: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
         for &id in inputs {
             resident.push(store.get(id)?);
         }
-        Ok(buffers.lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs))?)
+        // An einsum's plan comes from the cache: parsed, ordered and
+        // lowered once per subscripts, shapes and type.
+        let plan = match op {
+            TensorOp::Einsum(spec) => {
+                let shapes: smallvec::SmallVec<[&[usize]; 4]> =
+                    resident.iter().map(|t| t.shape()).collect();
+                let dtype = resident.first().map_or(DType::F64, |t| t.dtype());
+                Some(einsums.get_or_make(
+                    EinsumPlan::key_hash(spec, &shapes, dtype),
+                    |plan| plan.is_for(spec, &shapes, dtype),
+                    || EinsumPlan::compile(spec, &shapes, dtype),
+                )?)
+            }
+            _ => None,
+        };
+        Ok(buffers.lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs, plan))?)
     }
 }
 
@@ -329,6 +360,37 @@ impl TensorEngine for CpuEngine {
         let results = self.execute_resident(op, inputs, &shapes)?;
         for (&(id, ..), result) in outputs.iter().zip(results) {
             self.store.insert(id, result);
+        }
+        Ok(())
+    }
+
+    fn run_program(
+        &mut self,
+        program: &Program,
+        inputs: &[TensorId],
+        outputs: &[TensorId],
+        _lane: u64,
+    ) -> Result<(), ExecError> {
+        let CpuEngine {
+            store,
+            buffers,
+            pool,
+            domain,
+            programs,
+            ..
+        } = self;
+        let plan = programs.get_or_make(
+            program.fingerprint(),
+            |plan| plan.is_for(program),
+            || ProgramPlan::compile(program),
+        )?;
+        let store_ref: &Store = store;
+        let made = buffers.lend(|| {
+            pool.rayon
+                .install(|| plan.execute(program, store_ref, inputs, &pool.rayon, domain.threads))
+        })?;
+        for (&id, tensor) in outputs.iter().zip(made) {
+            store.insert(id, tensor);
         }
         Ok(())
     }
@@ -356,6 +418,8 @@ impl TensorEngine for CpuEngine {
             tensors: self.store.len(),
             tensor_bytes: self.store.bytes(),
             buffers: self.buffers.stats(),
+            programs: self.programs.stats(),
+            einsums: self.einsums.stats(),
         }
     }
     fn trim(&mut self) -> usize {

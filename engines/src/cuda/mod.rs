@@ -639,6 +639,7 @@ impl TensorEngine for CudaEngine {
                 .as_ref()
                 .and_then(|pool| pool_stats(pool).ok())
                 .unwrap_or_default(),
+            ..EngineMemory::default()
         }
     }
 

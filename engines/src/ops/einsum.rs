@@ -96,6 +96,11 @@ impl Spec {
         })
     }
 
+    /// The specification as it was written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Number of operands.
     pub fn arity(&self) -> usize {
         self.inputs.len()

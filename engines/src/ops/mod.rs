@@ -34,7 +34,7 @@ use crate::tensor::{element_count, DType, Tensor, TensorError};
 use einsum::Spec;
 
 /// The element type and shape of a tensor, known before it exists.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Meta {
     /// Element type.
     pub dtype: DType,

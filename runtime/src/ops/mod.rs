@@ -9,6 +9,7 @@
 mod create;
 mod elementwise;
 mod linalg;
+mod program;
 mod reduce;
 mod structural;
 
