@@ -44,8 +44,8 @@ pub use cpu::{
 };
 // What the backends share.
 pub use engine::{
-    BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId,
-    Unsupported,
+    BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, NotResident, Place,
+    TensorEngine, TensorId, Unsupported,
 };
 // The vocabulary (the rest of it, the shape rules, is in `ops`).
 pub use ops::{

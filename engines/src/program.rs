@@ -711,7 +711,10 @@ mod tests {
         assert_eq!(one.fingerprint(), two.fingerprint());
         assert!(one.same_as(&two));
         let text = one.labelled("demo").to_string();
-        assert!(text.starts_with("program demo\n  %0 = input : f64[3]\n"), "{text}");
+        assert!(
+            text.starts_with("program demo\n  %0 = input : f64[3]\n"),
+            "{text}"
+        );
         assert!(text.ends_with("return %2, %1, %3"), "{text}");
         assert!(Program::record(|_| Ok(())).is_err());
     }

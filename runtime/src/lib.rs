@@ -77,8 +77,9 @@ pub use handle::{RuntimeId, TensorHandle};
 pub use ops::DomainMemory;
 pub use weft_engines::ops::MAX_EINSUM_OPERANDS;
 pub use weft_engines::{
-    c32, c64, BinaryOp, CmpOp, DType, Data, Distribution, Element, Linalg, Meta, NotResident,
-    Place, ReduceOp, Scalar, SliceAxis, Tensor, TensorError, TensorId, TensorOp, UnaryOp,
+    c32, c64, BinaryOp, CmpOp, DType, Data, Distribution, EinsumSpec, Element, Linalg, Meta,
+    NotResident, Place, ReduceOp, Scalar, SliceAxis, Tensor, TensorError, TensorId, TensorOp,
+    UnaryOp,
 };
 // Programs: a computation recorded once and run as one op.
 pub use weft_engines::{Program, RecordError, Recorder, Step, Value};
@@ -86,8 +87,8 @@ pub use weft_engines::{Program, RecordError, Recorder, Step, Value};
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.
 pub use weft_engines::{
-    BufferStats, CacheStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory, ExecError, Pinning,
-    TensorEngine,
+    BufferStats, CacheStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory,
+    ExecError, Pinning, TensorEngine, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
 };
 
 // Topology: CPU sets, domains and how they are found.

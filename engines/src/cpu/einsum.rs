@@ -23,8 +23,12 @@ use crate::tensor::{DType, Element, Tensor, TensorError};
 /// As [`Spec::infer`].
 pub(super) fn run(spec: &Spec, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
     let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-    EinsumPlan::compile(spec, &shapes, inputs.first().map_or(DType::F64, |t| t.dtype()))?
-        .run(inputs, threads)
+    EinsumPlan::compile(
+        spec,
+        &shapes,
+        inputs.first().map_or(DType::F64, |t| t.dtype()),
+    )?
+    .run(inputs, threads)
 }
 
 /// One contraction, lowered for its operands' shapes and element type.
@@ -207,7 +211,10 @@ impl EinsumPlan {
             })
             .collect();
         let result = spec.contract(&mut recording, operands)?.id;
-        let Recording { mut prims, shapes: value_shapes } = recording;
+        let Recording {
+            mut prims,
+            shapes: value_shapes,
+        } = recording;
         fold_permutes(&mut prims, &value_shapes, shapes.len());
         let mut last_use = vec![None; value_shapes.len()];
         for (i, prim) in prims.iter().enumerate() {
@@ -276,13 +283,23 @@ impl EinsumPlan {
             let made = match prim {
                 Prim::Permute { folded: true, .. } => None,
                 Prim::View { src, view } => Some(structural::view(get(*src), view)?),
-                Prim::Sum { src, axes } => {
-                    Some(reduce::reduce(ReduceOp::Sum, get(*src), axes, false, false)?)
-                }
+                Prim::Sum { src, axes } => Some(reduce::reduce(
+                    ReduceOp::Sum,
+                    get(*src),
+                    axes,
+                    false,
+                    false,
+                )?),
                 Prim::Permute { src, perm, .. } => Some(structural::permute(get(*src), perm)?),
-                Prim::Gemm { a, b, dims, out } => {
-                    Some(product(get(a.src), a.layout, get(b.src), b.layout, *dims, out, threads)?)
-                }
+                Prim::Gemm { a, b, dims, out } => Some(product(
+                    get(a.src),
+                    a.layout,
+                    get(b.src),
+                    b.layout,
+                    *dims,
+                    out,
+                    threads,
+                )?),
             };
             values[n + i] = made.map(Cow::Owned);
             for src in prim.reads() {
@@ -451,7 +468,13 @@ fn typed_product<T: Element>(
     if m * n == 0 {
         return c;
     }
-    fn view<T>(data: &[T], layout: Layout, batch: usize, rows: usize, cols: usize) -> MatRef<'_, T> {
+    fn view<T>(
+        data: &[T],
+        layout: Layout,
+        batch: usize,
+        rows: usize,
+        cols: usize,
+    ) -> MatRef<'_, T> {
         match layout {
             Layout::Rows { batch: step, row } => {
                 MatRef::from_row_major_slice_with_stride(&data[batch * step..], rows, cols, row)

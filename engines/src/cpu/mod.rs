@@ -291,7 +291,14 @@ impl CpuEngine {
         let outputs = op.infer(&metas)?;
         let shapes: Vec<(DType, &[usize])> =
             outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
-        exec::run(&self.pool.rayon, self.domain.threads, op, inputs, &shapes, None)
+        exec::run(
+            &self.pool.rayon,
+            self.domain.threads,
+            op,
+            inputs,
+            &shapes,
+            None,
+        )
     }
 
     /// Runs `op` on the resident tensors `inputs`, which the caller has
@@ -337,7 +344,10 @@ impl CpuEngine {
             }
             _ => None,
         };
-        Ok(buffers.lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs, plan))?)
+        Ok(
+            buffers
+                .lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs, plan))?,
+        )
     }
 }
 

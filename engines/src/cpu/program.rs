@@ -111,8 +111,15 @@ impl ProgramPlan {
                     .iter()
                     .map(|m: &Meta| (m.dtype, &m.shape[..]))
                     .collect();
-                exec::run(pool, threads, &step.op, &args, &outs, self.einsums[i].as_ref())
-                    .map_err(|e| failed(program, i, e.into()))?
+                exec::run(
+                    pool,
+                    threads,
+                    &step.op,
+                    &args,
+                    &outs,
+                    self.einsums[i].as_ref(),
+                )
+                .map_err(|e| failed(program, i, e.into()))?
             };
             for (v, t) in (step.first_result..).zip(made) {
                 slots[v] = Some(t);

@@ -38,6 +38,18 @@ impl Scalar {
     }
 }
 
+impl From<f64> for Scalar {
+    fn from(value: f64) -> Scalar {
+        Scalar::Real(value)
+    }
+}
+
+impl From<c64> for Scalar {
+    fn from(value: c64) -> Scalar {
+        Scalar::Complex(value)
+    }
+}
+
 /// A distribution for seeded random tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Distribution {
