@@ -2,9 +2,12 @@
 
 mod add;
 mod chain;
+mod chain_program;
 mod contention;
 mod einsum;
+mod einsum10;
 mod gemm;
+mod mps;
 mod pipeline;
 mod pipelined;
 mod reentry;
@@ -15,7 +18,7 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 9] = [
+pub(crate) const CASES: [Case; 13] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -24,5 +27,9 @@ pub(crate) const CASES: [Case; 9] = [
     add::CASE,
     einsum::CASE,
     chain::CASE,
+    chain_program::CASE,
+    mps::EAGER,
+    mps::PROGRAM,
+    einsum10::CASE,
     pipeline::CASE,
 ];
