@@ -258,21 +258,39 @@ impl EinsumPlan {
     /// [`TensorError::DType`] or [`TensorError::Einsum`] for inputs the
     /// plan was not made for.
     pub(crate) fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
         if let Some(t) = inputs.iter().find(|t| t.dtype() != self.dtype) {
             return Err(TensorError::DType {
                 expected: self.dtype,
                 got: t.dtype(),
             });
         }
-        if self.shapes.len() != shapes.len() || self.shapes.iter().zip(&shapes).any(|(a, b)| a != b)
+        if self.shapes.len() != inputs.len()
+            || self.shapes.iter().zip(inputs).any(|(a, t)| a != t.shape())
         {
+            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
             return Err(TensorError::Einsum {
                 spec: self.spec.clone(),
                 reason: format!("planned for shapes {:?}, given {shapes:?}", self.shapes),
             });
         }
-        let mut values: Vec<Option<Cow<'_, Tensor>>> = inputs
+        self.replay(inputs, threads)
+    }
+
+    /// [`EinsumPlan::run`] of inputs known to be of the plan's shapes and
+    /// type (a compiled program's, checked when it was recorded).
+    ///
+    /// # Errors
+    ///
+    /// Only what a kernel finds; none is expected.
+    pub(crate) fn replay(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+        // The common contraction: one product of two operands read in
+        // place (a permutation folded in, or none needed).
+        if let [Prim::Gemm { a, b, dims, out }] = &self.prims[..] {
+            if let (Some(x), Some(y)) = (inputs.get(a.src), inputs.get(b.src)) {
+                return product(x, a.layout, y, b.layout, *dims, out, threads);
+            }
+        }
+        let mut values: smallvec::SmallVec<[Option<Cow<'_, Tensor>>; 8]> = inputs
             .iter()
             .map(|&t| Some(Cow::Borrowed(t)))
             .chain(self.prims.iter().map(|_| None))
@@ -602,6 +620,27 @@ mod tests {
         // An MPS-style chain: site tensors (l, p, r), contracted with a copy.
         let site = tensor(&[2, 3, 2], 1.1);
         check("apb,cpd,bqe,dqf->acef", &[&site, &site, &site, &site]);
+    }
+
+    #[test]
+    fn tensor_network_contractions_fold_into_one_product() {
+        for (spec, shapes) in [
+            ("ab,bsd->asd", [&[4, 4][..], &[4, 2, 4]]),
+            ("asc,asd->cd", [&[4, 2, 4][..], &[4, 2, 4]]),
+            ("ij,jk->ik", [&[3, 5][..], &[5, 2]]),
+            ("ik,jk->ij", [&[3, 5][..], &[2, 5]]),
+            ("bij,bjk->bik", [&[2, 3, 4][..], &[2, 4, 5]]),
+        ] {
+            let plan = EinsumPlan::compile(&Spec::parse(spec).unwrap(), &shapes, DType::F64).unwrap();
+            let run: Vec<&Prim> = plan
+                .prims
+                .iter()
+                .filter(|p| !matches!(p, Prim::Permute { folded: true, .. }))
+                .collect();
+            assert!(matches!(run[..], [Prim::Gemm { .. }]), "{spec}: {:?}", plan.prims);
+            let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.4)).collect();
+            check(spec, &inputs.iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -180,7 +180,7 @@ fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[(DType, &[usize])]) -> usi
 }
 
 /// Outputs from this size on are tried with a fallible allocation first.
-const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
+pub(super) const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
 
 /// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
 /// provide: the kernels allocate infallibly, and a failed allocation there

@@ -22,6 +22,8 @@ pub(super) struct ProgramPlan {
     /// Per step, the values no later step reads and no output is: their
     /// buffers go back to the pool once the step has run.
     dead_after: Vec<smallvec::SmallVec<[usize; 2]>>,
+    /// Per value, the input it is (by position), if it is one.
+    input_of: Vec<Option<usize>>,
 }
 
 impl ProgramPlan {
@@ -35,8 +37,12 @@ impl ProgramPlan {
         let metas = program.metas();
         let mut einsums = Vec::with_capacity(program.steps().len());
         for (i, step) in program.steps().iter().enumerate() {
+            let outputs = &metas[step.first_result..step.first_result + step.results];
             einsums.push(match &step.op {
-                TensorOp::Einsum(spec) => {
+                // Replayed directly, but for outputs with no element or
+                // too large to be sure of (those go the generic way, which
+                // handles both).
+                TensorOp::Einsum(spec) if outputs.iter().all(|m| replayable(m)) => {
                     let shapes: Vec<&[usize]> =
                         step.args.iter().map(|&v| &metas[v].shape[..]).collect();
                     let dtype = step.args.first().map_or(DType::F64, |&v| metas[v].dtype);
@@ -63,10 +69,15 @@ impl ProgramPlan {
                 dead_after[step].push(v);
             }
         }
+        let mut input_of = vec![None; metas.len()];
+        for (k, &v) in program.inputs().iter().enumerate() {
+            input_of[v] = Some(k);
+        }
         Ok(ProgramPlan {
             program: program.clone(),
             einsums,
             dead_after,
+            input_of,
         })
     }
 
@@ -91,35 +102,39 @@ impl ProgramPlan {
         threads: usize,
     ) -> Result<Vec<Tensor>, ExecError> {
         let metas = program.metas();
-        let mut resident: Vec<Option<TensorId>> = vec![None; metas.len()];
-        for (&v, &id) in program.inputs().iter().zip(inputs) {
-            resident[v] = Some(id);
-        }
+        let given = inputs
+            .iter()
+            .map(|&id| store.get(id))
+            .collect::<Result<Vec<&Tensor>, _>>()
+            .map_err(|e| failed(program, 0, e.into()))?;
         let mut slots: Vec<Option<Tensor>> = Vec::with_capacity(metas.len());
         slots.resize_with(metas.len(), || None);
         for (i, step) in program.steps().iter().enumerate() {
             let made = {
-                let mut args: smallvec::SmallVec<[&Tensor; 4]> = smallvec::SmallVec::new();
-                for &v in &step.args {
-                    args.push(match resident[v] {
-                        Some(id) => store.get(id).map_err(|e| failed(program, i, e.into()))?,
-                        None => slots[v].as_ref().expect("made by an earlier step"),
-                    });
-                }
-                let outs: smallvec::SmallVec<[(DType, &[usize]); 2]> = metas
-                    [step.first_result..step.first_result + step.results]
+                let args: smallvec::SmallVec<[&Tensor; 4]> = step
+                    .args
                     .iter()
-                    .map(|m: &Meta| (m.dtype, &m.shape[..]))
+                    .map(|&v| match self.input_of[v] {
+                        Some(k) => given[k],
+                        None => slots[v].as_ref().expect("made by an earlier step"),
+                    })
                     .collect();
-                exec::run(
-                    pool,
-                    threads,
-                    &step.op,
-                    &args,
-                    &outs,
-                    self.einsums[i].as_ref(),
-                )
-                .map_err(|e| failed(program, i, e.into()))?
+                let ran = match &self.einsums[i] {
+                    // Checked when recorded, lowered when compiled: replay it.
+                    Some(plan) => plan
+                        .replay(&args, threads)
+                        .map(|t| smallvec::smallvec![t]),
+                    None => {
+                        let outs: smallvec::SmallVec<[(DType, &[usize]); 2]> = metas
+                            [step.first_result..step.first_result + step.results]
+                            .iter()
+                            .map(|m: &Meta| (m.dtype, &m.shape[..]))
+                            .collect();
+                        exec::run(pool, threads, &step.op, &args, &outs, None)
+                            .map(smallvec::SmallVec::<[Tensor; 1]>::from_vec)
+                    }
+                };
+                ran.map_err(|e| failed(program, i, e.into()))?
             };
             for (v, t) in (step.first_result..).zip(made) {
                 slots[v] = Some(t);
@@ -136,6 +151,13 @@ impl ProgramPlan {
             .map(|&v| slots[v].take().expect("an output is made"))
             .collect())
     }
+}
+
+/// Whether a step's output is one the einsum replay can make directly:
+/// it has elements, and fewer bytes than the allocation probe's bound.
+fn replayable(meta: &Meta) -> bool {
+    crate::ops::byte_size(meta.dtype, &meta.shape)
+        .is_some_and(|bytes| bytes > 0 && bytes < exec::ALLOCATION_PROBE_BYTES)
 }
 
 /// The error of step `step` of `program`.
