@@ -19,12 +19,13 @@ use weft_topology::{CpuDomain, Topology};
 
 use crate::config::Config;
 use crate::error::{BuildError, PlaceError};
-use crate::handle::{DomainTensors, RuntimeId};
+use crate::handle::{DomainTensors, RuntimeId, Spent};
 #[cfg(feature = "cuda")]
 use crate::{CudaEngine, CudaEngineConfig};
 
-/// The two sides of a domain's free queue (see [`housekeeping`]).
-type Freed = (Releaser<TensorId>, Arc<Released<TensorId>>);
+/// The two sides of a domain's free queue, and its bin of spent handles
+/// (see [`housekeeping`]).
+type Freed = (Releaser<TensorId>, Arc<Released<TensorId>>, Spent);
 
 /// One domain the runtime runs: the actor that owns its engine, and what
 /// the lanes into it share for tensor work.
@@ -170,7 +171,14 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
     let (frees, freed) = release_queue();
     let freed = Arc::new(freed);
     let drained = freed.clone();
+    let spent = Spent::new();
+    let bin = spent.clone();
     let tidy = move |engine: &mut E, idle: Option<Duration>| {
+        // Handles no submitter came back for: dropped here (their releases
+        // land in the free queue drained next), before the actor idles.
+        if idle.is_some() {
+            bin.drop_all();
+        }
         drained.drain(|id| {
             engine.free(id);
         });
@@ -186,7 +194,7 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
             }
         }
     };
-    ((frees, freed), tidy)
+    ((frees, freed, spent), tidy)
 }
 
 /// Starts the actor of a CPU domain; its engine's pool is built on it.

@@ -16,7 +16,10 @@
 //! before it runs (they are all submitted through `Lane::submit_op`, in
 //! `ops/mod.rs`), so what an op sees of the domain's memory is current. So
 //! a tensor is freed promptly after every op that names it has finished
-//! with it, and never while one is still queued.
+//! with it, and never while one is still queued. The clones a finished op
+//! held go back through the domain's [`Spent`] bin: the next submit into
+//! the domain drops them (or the actor, when nobody submits for a while
+//! and before it idles); memory reports drop them all first.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,6 +48,73 @@ pub(crate) struct DomainTensors {
     next_id: Arc<AtomicU64>,
     frees: Releaser<TensorId>,
     freed: Arc<Released<TensorId>>,
+    spent: Spent,
+}
+
+/// The handles of one finished op: those it read, those it wrote.
+type Finished = (
+    smallvec::SmallVec<[TensorHandle; 3]>,
+    smallvec::SmallVec<[TensorHandle; 1]>,
+);
+
+/// Handles that ops on the actor have finished with, on their way back
+/// to be dropped on a submitting thread.
+///
+/// A handle, its tensor's record and the event of the op that produced it
+/// are allocated by the thread that submitted that op. Dropped on the
+/// actor, the last of them would be freed there, and the C allocator
+/// frees a block into the arena of the thread that allocated it, under
+/// that arena's lock, while the submitter allocates the next op's from it:
+/// profiles of a chain of small ops showed the actor blocked on that lock
+/// and switched out. So an op hands its handles to this bin; each submit
+/// into the domain drops a few ([`Spent::drop_some`]) on the submitter's
+/// thread, and the actor drops whatever is left before it idles, so a
+/// released tensor is still freed without waiting for another op.
+#[derive(Debug, Clone)]
+pub(crate) struct Spent {
+    tx: crossbeam_channel::Sender<Finished>,
+    rx: crossbeam_channel::Receiver<Finished>,
+}
+
+/// Spent ops' handles each submit drops: more than the one op it adds.
+const DROPPED_PER_SUBMIT: usize = 8;
+
+/// Spent ops' handles the bin holds before the actor drops some itself.
+const BACKLOG: usize = 16;
+
+impl Spent {
+    pub(crate) fn new() -> Spent {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Spent { tx, rx }
+    }
+
+    /// Keeps an op's handles for a submitter to drop. Called on the
+    /// actor: when no submitter has come back for a while (the bin holds
+    /// more than [`BACKLOG`] ops' handles: the actor works through a
+    /// backlog while nobody submits, so nobody allocates either), it drops
+    /// a few itself, so that tensors are freed as the backlog runs.
+    pub(crate) fn give(&self, finished: Finished) {
+        // The bin lives as long as any sender: a failed send cannot happen,
+        // and would only drop the handles here.
+        let _ = self.tx.send(finished);
+        if self.rx.len() > BACKLOG {
+            self.drop_some();
+        }
+    }
+
+    /// Drops a few spent handles (on the calling thread).
+    pub(crate) fn drop_some(&self) {
+        for _ in 0..DROPPED_PER_SUBMIT {
+            if self.rx.try_recv().is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Drops every spent handle.
+    pub(crate) fn drop_all(&self) {
+        while self.rx.try_recv().is_ok() {}
+    }
 }
 
 impl DomainTensors {
@@ -55,7 +125,7 @@ impl DomainTensors {
         runtime: RuntimeId,
         place: Place,
         next_id: &Arc<AtomicU64>,
-        (frees, freed): (Releaser<TensorId>, Arc<Released<TensorId>>),
+        (frees, freed, spent): (Releaser<TensorId>, Arc<Released<TensorId>>, Spent),
         actor: &Actor<E>,
     ) -> Arc<Self> {
         Arc::new(DomainTensors {
@@ -64,7 +134,13 @@ impl DomainTensors {
             next_id: next_id.clone(),
             frees: frees.nudging(actor.nudge()),
             freed,
+            spent,
         })
+    }
+
+    /// The domain's bin of spent handles.
+    pub(crate) fn spent(&self) -> &Spent {
+        &self.spent
     }
 
     /// The runtime the domain belongs to.

@@ -570,7 +570,7 @@ mod tests {
             };
             let prod: f64 = inputs
                 .iter()
-                .zip(&s.inputs)
+                .zip(s.inputs.iter())
                 .map(|(t, ls)| t.as_slice::<f64>().unwrap()[flat(ls, t.shape())])
                 .product();
             out[flat(&s.output, &out_shape)] += prod;
@@ -631,13 +631,18 @@ mod tests {
             ("ik,jk->ij", [&[3, 5][..], &[2, 5]]),
             ("bij,bjk->bik", [&[2, 3, 4][..], &[2, 4, 5]]),
         ] {
-            let plan = EinsumPlan::compile(&Spec::parse(spec).unwrap(), &shapes, DType::F64).unwrap();
+            let plan =
+                EinsumPlan::compile(&Spec::parse(spec).unwrap(), &shapes, DType::F64).unwrap();
             let run: Vec<&Prim> = plan
                 .prims
                 .iter()
                 .filter(|p| !matches!(p, Prim::Permute { folded: true, .. }))
                 .collect();
-            assert!(matches!(run[..], [Prim::Gemm { .. }]), "{spec}: {:?}", plan.prims);
+            assert!(
+                matches!(run[..], [Prim::Gemm { .. }]),
+                "{spec}: {:?}",
+                plan.prims
+            );
             let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.4)).collect();
             check(spec, &inputs.iter().collect::<Vec<_>>());
         }

@@ -121,9 +121,7 @@ impl ProgramPlan {
                     .collect();
                 let ran = match &self.einsums[i] {
                     // Checked when recorded, lowered when compiled: replay it.
-                    Some(plan) => plan
-                        .replay(&args, threads)
-                        .map(|t| smallvec::smallvec![t]),
+                    Some(plan) => plan.replay(&args, threads).map(|t| smallvec::smallvec![t]),
                     None => {
                         let outs: smallvec::SmallVec<[(DType, &[usize]); 2]> = metas
                             [step.first_result..step.first_result + step.results]

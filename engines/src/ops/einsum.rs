@@ -2,19 +2,29 @@
 //! (to diagonals, sums, permutations and batched GEMM, in a greedy pairwise
 //! order) that every backend runs through its [`Contraction`] primitives.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::layout::{row_major, View};
 use crate::ops::Meta;
 use crate::tensor::{element_count, TensorError};
 
 /// A parsed einsum specification: one label list per operand and the
-/// output's labels.
+/// output's labels. Cheap to clone (its parts are shared).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
-    pub(crate) inputs: Vec<Vec<char>>,
-    pub(crate) output: Vec<char>,
-    text: String,
+    pub(crate) inputs: Arc<[Vec<char>]>,
+    pub(crate) output: Arc<[char]>,
+    text: Arc<str>,
+}
+
+/// Specifications parsed on this thread, by text: a lane's eager einsums
+/// repeat the same few strings, and a hit costs one hash and a clone.
+const PARSED_PER_THREAD: usize = 256;
+
+thread_local! {
+    static PARSED: RefCell<HashMap<Box<str>, Spec>> = RefCell::new(HashMap::new());
 }
 
 /// The most operands one einsum takes (NumPy's own limit is 64 too): the
@@ -31,6 +41,25 @@ impl Spec {
     /// [`TensorError::Einsum`] naming the bad part of the string, or more
     /// than [`MAX_EINSUM_OPERANDS`] operands.
     pub fn parse(text: &str) -> Result<Spec, TensorError> {
+        let known = PARSED
+            .try_with(|parsed| parsed.borrow().get(text).cloned())
+            .ok()
+            .flatten();
+        if let Some(spec) = known {
+            return Ok(spec);
+        }
+        let spec = Spec::parse_new(text)?;
+        let _ = PARSED.try_with(|parsed| {
+            let mut parsed = parsed.borrow_mut();
+            if parsed.len() >= PARSED_PER_THREAD {
+                parsed.clear();
+            }
+            parsed.insert(text.into(), spec.clone());
+        });
+        Ok(spec)
+    }
+
+    fn parse_new(text: &str) -> Result<Spec, TensorError> {
         let bad = |reason: String| TensorError::Einsum {
             spec: text.to_owned(),
             reason,
@@ -90,9 +119,9 @@ impl Spec {
                 .collect(),
         };
         Ok(Spec {
-            inputs,
-            output,
-            text: text.to_owned(),
+            inputs: inputs.into(),
+            output: output.into(),
+            text: text.into(),
         })
     }
 
@@ -143,7 +172,7 @@ impl Spec {
             let labels = &self.inputs[i];
             if labels.len() != shape.len() {
                 return Err(TensorError::Einsum {
-                    spec: self.text.clone(),
+                    spec: self.text.to_string(),
                     reason: format!(
                         "operand {i} has {} axes but subscript `{}`",
                         shape.len(),
@@ -155,7 +184,7 @@ impl Spec {
                 if let Some(&e) = extents.get(&c) {
                     if e != d {
                         return Err(TensorError::Einsum {
-                            spec: self.text.clone(),
+                            spec: self.text.to_string(),
                             reason: format!("label `{c}` has extents {e} and {d}"),
                         });
                     }

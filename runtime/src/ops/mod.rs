@@ -143,10 +143,14 @@ impl<E: TensorEngine> Lane<E> {
         let (after, flow) = after.unzip();
         let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
+        let spent = tensors.spent().clone();
         let ticket = self.submit_op(label, events, flow, move |engine: &mut E| {
             let ids: Inputs<TensorId> = held.iter().map(TensorHandle::id).collect();
-            // `held` and `keep` are dropped with this closure, after the op.
-            compute(engine, &ids, &keep)
+            let result = compute(engine, &ids, &keep);
+            // Dropped on a submitting thread, not here (see `Spent`); on a
+            // panic or a cancel they go with the closure.
+            spent.give((held, keep));
+            result
         })?;
         let event = ticket.event();
         for out in &outs {
@@ -172,6 +176,7 @@ impl<E: TensorEngine> Lane<E> {
         Er: fmt::Display + Send + 'static,
     {
         let tensors = self.tensors().clone();
+        tensors.spent().drop_some();
         let mut op = Op::fallible(move |engine: &mut E| {
             tensors.release_freed(engine);
             body(engine)
@@ -186,6 +191,22 @@ impl<E: TensorEngine> Lane<E> {
                 actor: actor_name(self.place()),
             }),
             SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
+        })
+    }
+
+    /// Submits an op that reports on (or trims) the domain's memory: on
+    /// the actor it first drops the handles of every finished op (the
+    /// spent bin), so that no tensor whose handles are all gone is counted.
+    fn submit_report<T, F>(&self, label: &'static str, body: F) -> Result<Ticket<T>, OpError>
+    where
+        F: FnOnce(&mut E) -> Result<T, std::convert::Infallible> + Send + 'static,
+        T: Send + 'static,
+    {
+        let tensors = self.tensors().clone();
+        self.submit_op(label, [], None, move |engine: &mut E| {
+            tensors.spent().drop_all();
+            tensors.release_freed(engine);
+            body(engine)
         })
     }
 
@@ -252,7 +273,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn memory(&self) -> Result<Ticket<DomainMemory>, OpError> {
-        self.submit_op("memory", [], None, |engine: &mut E| Ok(engine.memory()))
+        self.submit_report("memory", |engine: &mut E| Ok(engine.memory()))
     }
 
     /// The number of tensors resident in this lane's domain (or device)
@@ -262,7 +283,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn resident(&self) -> Result<Ticket<(usize, usize)>, OpError> {
-        self.submit_op("resident", [], None, |engine: &mut E| {
+        self.submit_report("resident", |engine: &mut E| {
             let memory = engine.memory();
             Ok((memory.tensors, memory.tensor_bytes))
         })
@@ -277,7 +298,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn trim(&self) -> Result<Ticket<usize>, OpError> {
-        self.submit_op("trim", [], None, |engine: &mut E| Ok(engine.trim()))
+        self.submit_report("trim", |engine: &mut E| Ok(engine.trim()))
     }
 }
 
