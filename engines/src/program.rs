@@ -560,8 +560,38 @@ impl fmt::Display for Program {
             let args: Vec<String> = step.args.iter().map(|i| format!("%{i}")).collect();
             let detail = match &step.op {
                 TensorOp::Einsum(spec) => format!("[{}]", spec.text()),
-                TensorOp::Binary(_) | TensorOp::Unary(_) | TensorOp::Matmul => String::new(),
-                other => format!(" {other:?}"),
+                TensorOp::Binary(_)
+                | TensorOp::Unary(_)
+                | TensorOp::Matmul
+                | TensorOp::Linalg(_)
+                | TensorOp::Select
+                | TensorOp::Diagonal
+                | TensorOp::DiagEmbed => String::new(),
+                TensorOp::Reshape(v)
+                | TensorOp::Permute(v)
+                | TensorOp::BroadcastTo(v)
+                | TensorOp::Reverse(v) => format!("{v:?}"),
+                TensorOp::Slice(axes) => {
+                    let axes: Vec<String> = axes
+                        .iter()
+                        .map(|a| match (a.stop, a.step) {
+                            (usize::MAX, 1) => format!("{}:", a.start),
+                            (usize::MAX, step) => format!("{}::{step}", a.start),
+                            (stop, 1) => format!("{}:{stop}", a.start),
+                            (stop, step) => format!("{}:{stop}:{step}", a.start),
+                        })
+                        .collect();
+                    format!("[{}]", axes.join(", "))
+                }
+                TensorOp::Reduce {
+                    axes, keep_dims, ..
+                } => format!("[axes {axes:?}{}]", if *keep_dims { ", kept" } else { "" }),
+                // The op's arguments, without the variant's name.
+                other => {
+                    let debug = format!("{other:?}");
+                    let arguments = debug.trim_start_matches(|c: char| c.is_alphanumeric());
+                    format!("[{}]", arguments.trim())
+                }
             };
             let types: Vec<String> = (step.first_result..step.first_result + step.results)
                 .map(meta)
