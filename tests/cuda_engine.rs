@@ -664,6 +664,83 @@ fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
     })
 }
 
+/// A program runs on the device as one op (every kernel on the lane's
+/// stream, intermediates freed after their last use) and matches the same
+/// program on the CPU; a step the device refuses fails the outputs,
+/// naming the step, and leaves the inputs and the device's memory as they
+/// were.
+fn programs_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let program = weft::Program::record(|p| {
+            let e = p.input(DType::C64, &[16, 16]);
+            let a = p.input(DType::C64, &[16, 2, 16]);
+            let ac = p.unary(weft::UnaryOp::Conj, a)?;
+            let t = p.einsum("ab,bsd->asd", &[e, a])?;
+            let next = p.einsum("asc,asd->cd", &[ac, t])?;
+            let scaled = p.scale(next, 0.5)?;
+            p.output(scaled)
+        })
+        .map_err(|e| e.to_string())?;
+        let e = random(cpu, DType::C64, &[16, 16], 1200)?;
+        let a = random(cpu, DType::C64, &[16, 2, 16], 1201)?;
+        let want = cpu
+            .run_program(&program, &[&e, &a])
+            .map_err(|e| e.to_string())?;
+        let (ge, ga) = (
+            cpu.transfer(&e, Place::Cuda(0))
+                .map_err(|e| e.to_string())?,
+            cpu.transfer(&a, Place::Cuda(0))
+                .map_err(|e| e.to_string())?,
+        );
+        let (tensors, _) = gpu
+            .resident()
+            .map_err(|e| e.to_string())?
+            .wait()
+            .map_err(|e| e.to_string())?;
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            got = gpu
+                .run_program(&program, &[&ge, &ga])
+                .map_err(|e| e.to_string())?;
+        }
+        close(
+            "program",
+            &download(gpu, &got[0])?,
+            &download(cpu, &want[0])?,
+            1e-10,
+        )?;
+        drop(got);
+        let after = gpu
+            .resident()
+            .map_err(|e| e.to_string())?
+            .wait()
+            .map_err(|e| e.to_string())?;
+        check(
+            after.0 == tensors,
+            format!("{} resident after the runs, {tensors} before", after.0),
+        )?;
+        // svd is not on the device: the program fails at that step.
+        let failing = weft::Program::record(|p| {
+            let x = p.input(DType::C64, &[16, 16]);
+            let y = p.scale(x, 2.0)?;
+            let usv = p.apply_many(weft::TensorOp::Linalg(weft::Linalg::Svd), &[y])?;
+            p.output(usv[1])
+        })
+        .map_err(|e| e.to_string())?;
+        let out = gpu
+            .run_program(&failing, &[&ge])
+            .map_err(|e| e.to_string())?;
+        let err = wait_err(gpu, &out[0])?;
+        check(err.contains("step 1 (svd)"), err)?;
+        close(
+            "the input after a failed program",
+            &download(gpu, &ge)?,
+            &download(cpu, &e)?,
+            0.0,
+        )
+    })
+}
+
 /// A two-stage pipeline: CPU makes inputs, the GPU multiplies, the CPU reduces.
 fn cpu_gpu_pipeline() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
@@ -812,6 +889,7 @@ fn main() -> ExitCode {
             "a_tensor_read_on_two_lanes_outlives_both_reads",
             a_tensor_read_on_two_lanes_outlives_both_reads,
         ),
+        ("programs_match_the_cpu", programs_match_the_cpu),
         ("cpu_gpu_pipeline", cpu_gpu_pipeline),
         (
             "unsupported_and_device_errors_are_typed",

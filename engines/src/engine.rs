@@ -227,6 +227,17 @@ pub trait TensorEngine: 'static {
     /// engine's own ([`TensorId::scratch`]), each freed after its last
     /// use; an engine may compile it instead (the CPU engine does).
     ///
+    /// The CUDA engine runs the default: every kernel of a run is enqueued
+    /// on the lane's stream in one turn of the actor. A compiled program is
+    /// also where CUDA graph capture belongs (a GPU's replay mechanism):
+    /// capture the stepwise run on the lane's stream once per program
+    /// structure, keep the graph with the plan, and relaunch it with the
+    /// run's input and output buffers patched in
+    /// (`cuGraphExecKernelNodeSetParams`); that needs intermediates
+    /// allocated inside the capture (stream-ordered allocation nodes) and
+    /// no host synchronisation between steps, both of which the stepwise
+    /// run already keeps.
+    ///
     /// # Errors
     ///
     /// [`ExecError::InProgram`] naming the step that failed. Nothing the
