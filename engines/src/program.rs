@@ -255,6 +255,15 @@ impl Recorder {
         self.binary(BinaryOp::Mul, lhs, rhs)
     }
 
+    /// `lhs / rhs` elementwise.
+    ///
+    /// # Errors
+    ///
+    /// As [`Recorder::apply`].
+    pub fn div(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
+        self.binary(BinaryOp::Div, lhs, rhs)
+    }
+
     /// `value · x`.
     ///
     /// # Errors

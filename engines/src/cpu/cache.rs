@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn the_bound_holds_and_the_least_recently_used_goes() {
         let mut cache: Cache<u32> = Cache::new(2);
-        let mut get = |cache: &mut Cache<u32>, key: u64| {
+        let get = |cache: &mut Cache<u32>, key: u64| {
             *cache
                 .get_or_make(key, |&p| u64::from(p) == key, || Ok::<_, ()>(key as u32))
                 .unwrap()

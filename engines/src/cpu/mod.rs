@@ -8,6 +8,7 @@ mod create;
 mod einsum;
 mod elementwise;
 mod exec;
+mod fused;
 mod gemm;
 mod linalg;
 mod pool;

@@ -1,15 +1,20 @@
-//! Programs on the CPU: each compiled once per structure into a plan (its
-//! einsums lowered for their shapes, each value's last use) that the
-//! engine keeps in a bounded cache, and run in one call with no store
-//! entry, id or handle for an intermediate: intermediates live in the
+//! Programs on the CPU: each compiled once per structure into a plan that
+//! the engine keeps in a bounded cache, and run in one call with no store
+//! entry, id or handle for an intermediate.
+//!
+//! The plan is a list of runs: an einsum lowered for its shapes (replayed
+//! without parsing or ordering), a fused elementwise chain (one pass over
+//! memory for a run of elementwise steps over one shape, see `fused`), or
+//! any other op through the engine's dispatch. Intermediates live in the
 //! run's own slots, and each one's buffer goes back to the engine's pool
 //! right after its last reader, for the next intermediate of its size.
 
 use super::einsum::EinsumPlan;
+use super::fused::{Chain, Link};
 use super::{buffer, exec, Store};
 use crate::engine::{ExecError, TensorId};
 use crate::ops::{Meta, TensorOp};
-use crate::program::{last_uses, Program};
+use crate::program::Program;
 use crate::tensor::{DType, Tensor};
 
 /// A program compiled for the CPU.
@@ -17,13 +22,36 @@ use crate::tensor::{DType, Tensor};
 pub(super) struct ProgramPlan {
     /// The program it was compiled from (to tell it from a hash collision).
     program: Program,
-    /// Per step, its einsum's plan (`None` for other ops).
-    einsums: Vec<Option<EinsumPlan>>,
-    /// Per step, the values no later step reads and no output is: their
-    /// buffers go back to the pool once the step has run.
-    dead_after: Vec<smallvec::SmallVec<[usize; 2]>>,
+    /// What runs, in order.
+    runs: Vec<Run>,
     /// Per value, the input it is (by position), if it is one.
     input_of: Vec<Option<usize>>,
+}
+
+/// One call of a plan.
+#[derive(Debug)]
+struct Run {
+    /// The program step it is (a chain's last), for errors.
+    step: usize,
+    kernel: Kernel,
+    /// The values it reads.
+    args: smallvec::SmallVec<[usize; 4]>,
+    /// The values it makes: `first..first + count`.
+    first: usize,
+    count: usize,
+    /// The values no later run reads and no output is: their buffers go
+    /// back to the pool once this run is done.
+    dead_after: smallvec::SmallVec<[usize; 2]>,
+}
+
+#[derive(Debug)]
+enum Kernel {
+    /// The step's op, through the engine's dispatch.
+    Op,
+    /// The step's einsum, lowered.
+    Einsum(EinsumPlan),
+    /// Steps fused into one pass.
+    Fused(Chain),
 }
 
 impl ProgramPlan {
@@ -35,38 +63,74 @@ impl ProgramPlan {
     /// expected: every step was checked when it was recorded).
     pub(super) fn compile(program: &Program) -> Result<ProgramPlan, ExecError> {
         let metas = program.metas();
-        let mut einsums = Vec::with_capacity(program.steps().len());
-        for (i, step) in program.steps().iter().enumerate() {
+        let steps = program.steps();
+        let mut readers = vec![0usize; metas.len()];
+        for step in steps {
+            for &v in &step.args {
+                readers[v] += 1;
+            }
+        }
+        for &v in program.outputs() {
+            readers[v] += 1;
+        }
+        let mut runs = Vec::with_capacity(steps.len());
+        let mut i = 0;
+        while i < steps.len() {
+            if let Some((last, chain, args)) = chain_from(program, &readers, i) {
+                let step = &steps[last];
+                runs.push(Run {
+                    step: last,
+                    kernel: Kernel::Fused(chain),
+                    args,
+                    first: step.first_result,
+                    count: 1,
+                    dead_after: smallvec::SmallVec::new(),
+                });
+                i = last + 1;
+                continue;
+            }
+            let step = &steps[i];
             let outputs = &metas[step.first_result..step.first_result + step.results];
-            einsums.push(match &step.op {
+            let kernel = match &step.op {
                 // Replayed directly, but for outputs with no element or
                 // too large to be sure of (those go the generic way, which
                 // handles both).
-                TensorOp::Einsum(spec) if outputs.iter().all(|m| replayable(m)) => {
+                TensorOp::Einsum(spec) if outputs.iter().all(replayable) => {
                     let shapes: Vec<&[usize]> =
                         step.args.iter().map(|&v| &metas[v].shape[..]).collect();
                     let dtype = step.args.first().map_or(DType::F64, |&v| metas[v].dtype);
-                    Some(
+                    Kernel::Einsum(
                         EinsumPlan::compile(spec, &shapes, dtype)
                             .map_err(|e| failed(program, i, e.into()))?,
                     )
                 }
-                _ => None,
+                _ => Kernel::Op,
+            };
+            runs.push(Run {
+                step: i,
+                kernel,
+                args: step.args.iter().copied().collect(),
+                first: step.first_result,
+                count: step.results,
+                dead_after: smallvec::SmallVec::new(),
             });
+            i += 1;
         }
-        let last = last_uses(program);
+        // Liveness over the runs: a value dies after the last run that
+        // reads it (or the run that makes it, if none does).
         let keep = |v: usize| program.inputs().contains(&v) || program.outputs().contains(&v);
-        let mut dead_after = vec![smallvec::SmallVec::new(); program.steps().len()];
-        for v in 0..metas.len() {
-            if keep(v) {
-                continue;
+        let mut last: Vec<Option<usize>> = vec![None; metas.len()];
+        for (r, run) in runs.iter().enumerate() {
+            for v in run.first..run.first + run.count {
+                last[v] = Some(r);
             }
-            let made = program
-                .steps()
-                .iter()
-                .position(|s| (s.first_result..s.first_result + s.results).contains(&v));
-            if let Some(step) = last[v].or(made) {
-                dead_after[step].push(v);
+            for &v in &run.args {
+                last[v] = Some(r);
+            }
+        }
+        for (v, at) in last.into_iter().enumerate() {
+            if let Some(r) = at.filter(|_| !keep(v)) {
+                runs[r].dead_after.push(v);
             }
         }
         let mut input_of = vec![None; metas.len()];
@@ -75,8 +139,7 @@ impl ProgramPlan {
         }
         Ok(ProgramPlan {
             program: program.clone(),
-            einsums,
-            dead_after,
+            runs,
             input_of,
         })
     }
@@ -84,6 +147,18 @@ impl ProgramPlan {
     /// Whether this is the plan of `program`.
     pub(super) fn is_for(&self, program: &Program) -> bool {
         self.program.same_as(program)
+    }
+
+    /// Fused chains in the plan, and the steps they cover.
+    #[cfg(test)]
+    fn fused(&self) -> Vec<usize> {
+        self.runs
+            .iter()
+            .filter_map(|r| match &r.kernel {
+                Kernel::Fused(chain) => Some(chain.links.len()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Runs the plan on the resident `inputs`, returning the outputs in
@@ -109,35 +184,41 @@ impl ProgramPlan {
             .map_err(|e| failed(program, 0, e.into()))?;
         let mut slots: Vec<Option<Tensor>> = Vec::with_capacity(metas.len());
         slots.resize_with(metas.len(), || None);
-        for (i, step) in program.steps().iter().enumerate() {
+        for run in &self.runs {
             let made = {
-                let args: smallvec::SmallVec<[&Tensor; 4]> = step
+                let args: smallvec::SmallVec<[&Tensor; 4]> = run
                     .args
                     .iter()
                     .map(|&v| match self.input_of[v] {
                         Some(k) => given[k],
-                        None => slots[v].as_ref().expect("made by an earlier step"),
+                        None => slots[v].as_ref().expect("made by an earlier run"),
                     })
                     .collect();
-                let ran = match &self.einsums[i] {
+                let made: Result<smallvec::SmallVec<[Tensor; 1]>, _> = match &run.kernel {
                     // Checked when recorded, lowered when compiled: replay it.
-                    Some(plan) => plan.replay(&args, threads).map(|t| smallvec::smallvec![t]),
-                    None => {
+                    Kernel::Einsum(plan) => {
+                        plan.replay(&args, threads).map(|t| smallvec::smallvec![t])
+                    }
+                    Kernel::Fused(chain) => chain
+                        .run(&args, threads > 1)
+                        .map(|t| smallvec::smallvec![t]),
+                    Kernel::Op => {
                         let outs: smallvec::SmallVec<[(DType, &[usize]); 2]> = metas
-                            [step.first_result..step.first_result + step.results]
+                            [run.first..run.first + run.count]
                             .iter()
                             .map(|m: &Meta| (m.dtype, &m.shape[..]))
                             .collect();
-                        exec::run(pool, threads, &step.op, &args, &outs, None)
-                            .map(smallvec::SmallVec::<[Tensor; 1]>::from_vec)
+                        let op = &program.steps()[run.step].op;
+                        exec::run(pool, threads, op, &args, &outs, None)
+                            .map(smallvec::SmallVec::from_vec)
                     }
                 };
-                ran.map_err(|e| failed(program, i, e.into()))?
+                made.map_err(|e| failed(program, run.step, e.into()))?
             };
-            for (v, t) in (step.first_result..).zip(made) {
+            for (v, t) in (run.first..).zip(made) {
                 slots[v] = Some(t);
             }
-            for &v in &self.dead_after[i] {
+            for &v in &run.dead_after {
                 if let Some(t) = slots[v].take() {
                     buffer::recycle(t);
                 }
@@ -151,8 +232,79 @@ impl ProgramPlan {
     }
 }
 
-/// Whether a step's output is one the einsum replay can make directly:
-/// it has elements, and fewer bytes than the allocation probe's bound.
+/// The fused chain that starts at step `start`, if there is one of two
+/// steps or more: each step an elementwise link over one type and shape
+/// (every tensor it reads of that type and shape, so nothing broadcasts),
+/// each result but the last read only by the next step and not an output.
+/// Returns the chain's last step, the chain, and the values it reads (its
+/// start, then each binary link's other operand).
+fn chain_from(
+    program: &Program,
+    readers: &[usize],
+    start: usize,
+) -> Option<(usize, Chain, smallvec::SmallVec<[usize; 4]>)> {
+    let steps = program.steps();
+    let metas = program.metas();
+    let first = &steps[start];
+    let meta = &metas[first.first_result];
+    if first.results != 1 || !replayable(meta) {
+        return None;
+    }
+    let fits = |v: usize| metas[v] == *meta;
+    let mut args: smallvec::SmallVec<[usize; 4]> = smallvec::smallvec![*first.args.first()?];
+    let mut links = Vec::new();
+    // The first step: its first argument is where the chain starts.
+    let link = Link::of(&first.op, 0, 1)?;
+    if !first.args.iter().all(|&v| fits(v)) {
+        return None;
+    }
+    if let Some(&other) = first.args.get(1) {
+        args.push(other);
+    }
+    links.push(link);
+    let mut at = start;
+    loop {
+        let carried = steps[at].first_result;
+        let Some(next) = steps.get(at + 1) else { break };
+        if readers[carried] != 1 || next.results != 1 || !fits(next.first_result) {
+            break;
+        }
+        let Some(position) = next.args.iter().position(|&v| v == carried) else {
+            break;
+        };
+        let others: smallvec::SmallVec<[usize; 2]> = next
+            .args
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != position)
+            .map(|(_, &v)| v)
+            .collect();
+        if !others.iter().all(|&v| fits(v)) {
+            break;
+        }
+        let Some(link) = Link::of(&next.op, position, args.len()) else {
+            break;
+        };
+        args.extend(others);
+        links.push(link);
+        at += 1;
+    }
+    (links.len() >= 2).then(|| {
+        (
+            at,
+            Chain {
+                links,
+                dtype: meta.dtype,
+                shape: meta.shape.clone(),
+            },
+            args,
+        )
+    })
+}
+
+/// Whether a step's output is one a plan's own kernels (einsum replay,
+/// fused chains) make directly: it has elements, and fewer bytes than
+/// the allocation probe's bound (the generic dispatch handles the rest).
 fn replayable(meta: &Meta) -> bool {
     crate::ops::byte_size(meta.dtype, &meta.shape)
         .is_some_and(|bytes| bytes > 0 && bytes < exec::ALLOCATION_PROBE_BYTES)
@@ -165,5 +317,32 @@ fn failed(program: &Program, step: usize, source: ExecError) -> ExecError {
         step,
         op: program.steps()[step].op.name(),
         source: Box::new(source),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::UnaryOp;
+
+    #[test]
+    fn elementwise_runs_fuse_and_nothing_else_does() {
+        let program = Program::record(|p| {
+            let a = p.input(DType::F64, &[64]);
+            let b = p.input(DType::F64, &[64]);
+            let row = p.input(DType::F64, &[1]);
+            let x = p.add(a, b)?; // chain 1: add, scale, tanh, sub
+            let x = p.scale(x, 2.0)?;
+            let x = p.unary(UnaryOp::Tanh, x)?;
+            let x = p.sub(b, x)?;
+            let y = p.add(x, row)?; // broadcasts: not a link
+            let z = p.mul(y, y)?; // chain 2: mul, add
+            let w = p.add(z, a)?;
+            p.output(w)
+        })
+        .unwrap();
+        let plan = ProgramPlan::compile(&program).unwrap();
+        assert_eq!(plan.fused(), vec![4, 2], "{:?}", plan.runs);
+        assert_eq!(plan.runs.len(), 3);
     }
 }

@@ -8,7 +8,7 @@ use crate::ops::UnaryOp;
 use crate::tensor::{c32, c64, Element, Tensor, TensorError};
 
 /// The math of one element type.
-trait Math: Element {
+pub(super) trait Math: Element {
     /// The real type of `|x|`.
     type Magnitude: Element;
     fn magnitude(self) -> Self::Magnitude;
