@@ -162,9 +162,9 @@ pub enum OpError {
         /// The input's position.
         index: usize,
         /// The placeholder's type and shape.
-        expected: Meta,
+        expected: Box<Meta>,
         /// The input's.
-        got: Meta,
+        got: Box<Meta>,
     },
     /// A step of a program failed on the actor: the program's outputs
     /// fail with this, its inputs are untouched.

@@ -121,8 +121,8 @@ impl ProgramPlan {
         let keep = |v: usize| program.inputs().contains(&v) || program.outputs().contains(&v);
         let mut last: Vec<Option<usize>> = vec![None; metas.len()];
         for (r, run) in runs.iter().enumerate() {
-            for v in run.first..run.first + run.count {
-                last[v] = Some(r);
+            for slot in &mut last[run.first..run.first + run.count] {
+                *slot = Some(r);
             }
             for &v in &run.args {
                 last[v] = Some(r);

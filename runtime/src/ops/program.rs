@@ -59,8 +59,8 @@ impl<E: TensorEngine> Lane<E> {
                 return Err(OpError::ProgramInput {
                     program: label,
                     index,
-                    expected: expected.clone(),
-                    got: input.meta(),
+                    expected: Box::new(expected.clone()),
+                    got: Box::new(input.meta()),
                 });
             }
         }
