@@ -513,7 +513,9 @@ fn typed_product<T: Element>(
         );
     };
     let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
-    if threads > 1 && nb > 1 && small {
+    // Over the batch when it gives every thread a product (or more), each
+    // product on one thread; else each product over the pool.
+    if threads > 1 && nb > 1 && (small || nb >= threads) {
         use rayon::prelude::*;
         c.par_chunks_mut(m * n)
             .enumerate()
