@@ -74,7 +74,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         for app in APP_THREADS {
             let each = total / app as u64;
             let ops = each * app as u64;
-            let wait_each = || {
+            let wait_each_run = || {
                 let lane = rt.lane(0).expect("domain 0");
                 for _ in 0..each {
                     let c = lane
@@ -123,7 +123,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             let [wait_each, windowed, mutex] = interleaved(
                 settings.reps(9),
                 [
-                    &mut || on_threads(app, &wait_each),
+                    &mut || on_threads(app, &wait_each_run),
                     &mut || on_threads(app, &windowed),
                     &mut || on_threads(app, &mutex),
                 ],
@@ -164,7 +164,43 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 )
                 .against(mutex_side()),
             );
+            // One thread, waiting each op, on the actor's own CPU: the
+            // spinners see it and take turns instead of spinning.
+            if app == 1 && kind.key == "add" {
+                if let Some(pinned) = on_the_actors_cpu(&lane, settings.reps(9), &wait_each_run)? {
+                    rows.push(
+                        Row::new(
+                            CASE.name,
+                            "contention-add-t1-wait-same-cpu",
+                            format!("{}, 1 thread on the actor's CPU", kind.label),
+                            Unit::OpsPerSecond,
+                            Side::new("lane, wait each, same CPU", per_second(pinned, ops)),
+                        )
+                        .against(Side::new(
+                            "lane, wait each, CPU of its own",
+                            per_second(wait_each, ops),
+                        )),
+                    );
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// The median time of `run` with the calling thread pinned onto the CPU
+/// the actor of `lane` runs on (`None` where the platform cannot say).
+fn on_the_actors_cpu(
+    lane: &weft::Lane,
+    reps: usize,
+    run: &dyn Fn(),
+) -> Result<Option<std::time::Duration>, BoxError> {
+    let Some(cpu) = lane.run(|_| weft::current_cpu())?.wait()? else {
+        return Ok(None);
+    };
+    let allowed = weft::process_allowed_cpus()?;
+    weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+    let [pinned] = interleaved(reps, [&mut || run()]);
+    weft::pin_current_thread(&allowed)?;
+    Ok(Some(pinned))
 }
