@@ -288,6 +288,48 @@ fn release_wakes_an_idle_actor() {
     });
 }
 
+/// Release queue drained from an op too: a release on another thread
+/// races an op that drains without re-arming the nudge, then a second
+/// release follows; every name is still freed (by the op or by the
+/// housekeeping a nudge asked for) before the actor finishes.
+#[test]
+fn an_op_drain_keeps_the_nudge() {
+    use std::sync::Mutex;
+    use weft_actors::release_queue;
+
+    loom::model(|| {
+        let (releaser, released) = release_queue::<u64>();
+        let released = Arc::new(released);
+        let freed = Arc::new(Mutex::new(Vec::new()));
+        let (seen, housekeeping) = (freed.clone(), released.clone());
+        let a = ActorBuilder::new("loom-op-drain")
+            .spawn_with(
+                || Ok::<_, String>(()),
+                move |_: &mut (), _| {
+                    housekeeping.drain(|name| seen.lock().unwrap().push(name));
+                    None
+                },
+            )
+            .expect("spawn");
+        let releaser = releaser.nudging(a.nudge());
+        let other = releaser.clone();
+        let t = thread::spawn(move || assert!(other.release(1)));
+        let (seen, in_op) = (freed.clone(), released.clone());
+        let op = a
+            .lane()
+            .expect("lane")
+            .run(move |_: &mut ()| in_op.drain_in_op(|name| seen.lock().unwrap().push(name)))
+            .expect("open");
+        op.wait().expect("ran");
+        assert!(releaser.release(2));
+        t.join().expect("joined");
+        a.shutdown().expect("joined");
+        let mut freed = freed.lock().unwrap().clone();
+        freed.sort_unstable();
+        assert_eq!(freed, [1, 2]);
+    });
+}
+
 /// Lane bound: a lane of capacity 1 is full while a second submitter
 /// arrives on another thread; the actor taking the first op frees the slot
 /// and wakes the waiting submitter (no wake-up lost), and order holds.

@@ -20,6 +20,13 @@
 //! nudges, or its name is taken by a drain that a nudge already asked for.
 //! The loom model `release_wakes_an_idle_actor` checks it.
 //!
+//! An op may drain too ([`Released::drain_in_op`], so that what it sees
+//! of the engine is current), without clearing `pending`: a nudge in
+//! flight still comes and its drain clears it, so a release meanwhile is
+//! taken by that drain, and a stream of releases while ops run sends one
+//! nudge, not one per op. The loom model `an_op_drain_keeps_the_nudge`
+//! checks it.
+//!
 //! # Why a resource is never released while an op still uses it
 //!
 //! Every op that names a resource holds a handle clone until the op has
@@ -103,10 +110,20 @@ impl<T> Clone for Releaser<T> {
 }
 
 impl<T> Released<T> {
-    /// Calls `f` with every name released so far.
+    /// Calls `f` with every name released so far: the housekeeping's
+    /// drain, which a nudge asks for; a release after it nudges again.
     pub fn drain(&self, mut f: impl FnMut(T)) {
         // Before taking names: a release after this swap nudges again.
         self.pending.swap(false, Ordering::AcqRel);
+        while let Ok(name) = self.names.try_recv() {
+            f(name);
+        }
+    }
+
+    /// Calls `f` with every name released so far, from an op: leaves the
+    /// nudge armed as it is (see the module docs), so that releases
+    /// between ops do not each nudge the actor.
+    pub fn drain_in_op(&self, mut f: impl FnMut(T)) {
         while let Ok(name) = self.names.try_recv() {
             f(name);
         }

@@ -173,7 +173,7 @@ impl DomainTensors {
 
     /// Frees the tensors whose last handle is gone. Runs on the actor.
     pub(crate) fn release_freed<E: TensorEngine>(&self, engine: &mut E) {
-        self.freed.drain(|id| {
+        self.freed.drain_in_op(|id| {
             engine.free(id);
         });
     }
