@@ -243,7 +243,7 @@ impl World {
     /// One random step; its description, or why it failed.
     fn step(&mut self, rng: &mut Rng) -> Result<String, Failure> {
         let lane = self.lane(rng).clone();
-        match rng.below(12) {
+        match rng.below(13) {
             0 => {
                 let shape: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
                 let n: usize = shape.iter().product();
@@ -361,11 +361,59 @@ impl World {
                 Ok(format!("zeros {shape:?}"))
             }
             11 if rng.chance(25) => self.shut_down(rng),
+            12 => self.program(rng, &lane),
             _ => {
                 self.alive()?;
                 Ok("probe the actors".into())
             }
         }
+    }
+
+    /// A program of random ops over placeholders of existing handles'
+    /// types and shapes (steps that do not fit are refused at record time
+    /// and left out), run on those handles (some of another domain);
+    /// every output resolves.
+    fn program(&mut self, rng: &mut Rng, lane: &Lane) -> Result<String, Failure> {
+        let inputs: Vec<TensorHandle> = (0..1 + rng.below(3))
+            .filter_map(|_| self.handle(rng))
+            .collect();
+        if inputs.is_empty() {
+            return Ok("no program: no handle".into());
+        }
+        let rank = inputs[0].shape().len();
+        let steps: Vec<(TensorOp, Vec<usize>)> = (0..1 + rng.below(5))
+            .map(|_| {
+                let op = random_op(rng, rank);
+                let picks = (0..op.arity().min(4)).map(|_| rng.below(64)).collect();
+                (op, picks)
+            })
+            .collect();
+        let recorded = weft::Program::record(|p| {
+            let mut values: Vec<weft::Value> = inputs
+                .iter()
+                .map(|h| p.input(h.dtype(), h.shape()))
+                .collect();
+            for (op, picks) in &steps {
+                let args: Vec<weft::Value> =
+                    picks.iter().map(|&k| values[k % values.len()]).collect();
+                if let Ok(out) = p.apply_many(op.clone(), &args) {
+                    values.extend(out);
+                }
+            }
+            p.output(*values.last().expect("an input at least"))
+        });
+        let what = format!("a program of {} ops", steps.len());
+        let Ok(program) = recorded else {
+            return Ok(what);
+        };
+        let refs: Vec<&TensorHandle> = inputs.iter().collect();
+        if let Ok(outs) = lane.run_program(&program, &refs) {
+            for h in outs {
+                resolves(lane.download(&h).map_err(|e| e.to_string())?, &what)?;
+                self.handles.push(h);
+            }
+        }
+        Ok(what)
     }
 
     /// Shuts the runtime down from another thread (drain, now, or with a
