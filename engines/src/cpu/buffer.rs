@@ -46,6 +46,21 @@ pub(crate) fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
     buffer
 }
 
+/// `len` elements whose values are unspecified (what a pooled buffer last
+/// held, zeros past that): for an output the kernel overwrites entirely,
+/// which then pays no fill. A buffer from [`take`], so from the pool lent
+/// to this thread if there is one.
+pub(crate) fn overwritten<T: Element>(len: usize) -> Vec<T> {
+    LENT.try_with(|lent| {
+        lent.borrow_mut()
+            .as_mut()
+            .map(|pool| pool.take_keeping(len))
+    })
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| vec![T::ZERO; len])
+}
+
 /// Gives `tensor`'s buffer to the pool lent to this thread, if there is
 /// one; else drops it.
 pub(crate) fn recycle(tensor: crate::tensor::Tensor) {
@@ -118,6 +133,27 @@ impl BufferPool {
     /// buffer of the right class if there is one, else a new allocation
     /// of the class's full size (so that it returns to the same class).
     pub fn take<T: Element>(&mut self, len: usize) -> Vec<T> {
+        let mut buffer = self.pooled(len);
+        buffer.clear();
+        buffer
+    }
+
+    /// Like [`BufferPool::take`], but `len` elements long: a pooled
+    /// buffer keeps what it held (cut to `len`, or zeros appended), a new
+    /// one is zeros. For outputs a kernel overwrites entirely.
+    fn take_keeping<T: Element>(&mut self, len: usize) -> Vec<T> {
+        let mut buffer = self.pooled(len);
+        if buffer.len() >= len {
+            buffer.truncate(len);
+        } else {
+            buffer.resize(len, T::ZERO);
+        }
+        buffer
+    }
+
+    /// A pooled buffer for `len` elements as it was given back, or a new
+    /// empty one with room for them.
+    fn pooled<T: Element>(&mut self, len: usize) -> Vec<T> {
         let size = std::mem::size_of::<T>();
         if len == 0 || self.stats.cap_bytes == 0 {
             return Vec::with_capacity(len);
@@ -133,11 +169,10 @@ impl BufferPool {
         };
         let slot = slot(T::DTYPE, class);
         if let Some(data) = self.free.get_mut(slot).and_then(Vec::pop) {
-            let mut buffer = T::unwrap(data).unwrap_or_else(|_| unreachable!("filed by type"));
+            let buffer = T::unwrap(data).unwrap_or_else(|_| unreachable!("filed by type"));
             self.stats.hits += 1;
             self.stats.pooled_buffers -= 1;
             self.stats.pooled_bytes -= buffer.capacity() * size;
-            buffer.clear();
             return buffer;
         }
         self.stats.misses += 1;

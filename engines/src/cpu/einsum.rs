@@ -482,7 +482,13 @@ fn typed_product<T: Element>(
         a.as_slice::<T>().expect("checked dtype"),
         b.as_slice::<T>().expect("checked dtype"),
     );
-    let mut c = buffer::filled(nb * m * n, T::ZERO);
+    // With an inner extent, every element is written (`Accum::Replace`):
+    // no fill needed; without one the product is zeros.
+    let mut c = if k == 0 {
+        buffer::filled(nb * m * n, T::ZERO)
+    } else {
+        buffer::overwritten(nb * m * n)
+    };
     if m * n == 0 {
         return c;
     }

@@ -108,7 +108,8 @@ impl Chain {
         let links: smallvec::SmallVec<[Typed<T>; 8]> =
             self.links.iter().map(|&l| Typed::of(l)).collect();
         let n = slices[0].len();
-        let mut out = buffer::filled(n, T::ZERO);
+        // Every block is written before it is read.
+        let mut out = buffer::overwritten(n);
         let run = |start: usize, dst: &mut [T]| {
             for (b, block) in dst.chunks_mut(BLOCK).enumerate() {
                 let at = start + b * BLOCK;

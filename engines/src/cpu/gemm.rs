@@ -95,7 +95,13 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>) -> Vec<T> {
         strides
     };
     let (sa, sb) = (strides(ls, m * k), strides(rs, k * n));
-    let mut c = buffer::filled(batches * m * n, T::ZERO);
+    // With an inner extent, every element is written (`Accum::Replace`):
+    // no fill needed; without one the product is zeros.
+    let mut c = if k == 0 {
+        buffer::filled(batches * m * n, T::ZERO)
+    } else {
+        buffer::overwritten(batches * m * n)
+    };
     if m * n == 0 {
         return c;
     }

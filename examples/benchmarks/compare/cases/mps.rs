@@ -248,8 +248,76 @@ fn program(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             weft,
             faer,
         ));
+        // The engine's side alone: runs of the plan inside one op on the
+        // actor, against the direct calls inside one op there too (no
+        // message, no wake-up of a waiting thread on either side).
+        let [engine, direct_on_actor] = on_the_actor(lane, &program, &mps, settings.reps(21))?;
+        rows.push(
+            Row::new(
+                PROGRAM.name,
+                format!("{}-engine-bond{bond}", PROGRAM.name),
+                format!("the same, on the actor, {RUNS_ON_ACTOR} runs in one op"),
+                Unit::MicrosPerOp,
+                Side::new("engine.run_program", micros(engine, CONTRACTIONS)),
+            )
+            .against(Side::new(
+                "faer called directly on the actor",
+                micros(direct_on_actor, CONTRACTIONS),
+            )),
+        );
     }
     Ok(())
+}
+
+/// Runs timed inside one op: enough that the op's own cost vanishes.
+const RUNS_ON_ACTOR: u32 = 200;
+
+/// The median time of one run of `program`, and of the direct calls, each
+/// timed over [`RUNS_ON_ACTOR`] runs inside an op on the actor.
+fn on_the_actor(
+    lane: &Lane,
+    program: &Program,
+    mps: &Mps,
+    reps: usize,
+) -> Result<[std::time::Duration; 2], BoxError> {
+    use weft::TensorEngine;
+    let ids: Vec<weft::TensorId> = mps
+        .handles
+        .iter()
+        .chain(&mps.conj)
+        .map(|h| h.id())
+        .collect();
+    // The inputs stay resident while the op runs: the handles outlive it.
+    lane.sync(&mps.conj[SITES - 1])?.wait()?;
+    let (program, sites, bond) = (program.clone(), mps.sites.clone(), mps.bond);
+    let times = lane
+        .run(move |engine: &mut weft::CpuEngine| {
+            let out = [weft::TensorId::scratch()];
+            let mut plan = Vec::with_capacity(reps);
+            let mut direct_times = Vec::with_capacity(reps);
+            for _ in 0..reps {
+                let start = std::time::Instant::now();
+                for _ in 0..RUNS_ON_ACTOR {
+                    engine
+                        .run_program(&program, &ids, &out, 0)
+                        .map_err(|e| e.to_string())?;
+                    engine.free(out[0]);
+                }
+                plan.push(start.elapsed() / RUNS_ON_ACTOR);
+                let start = std::time::Instant::now();
+                for _ in 0..RUNS_ON_ACTOR {
+                    std::hint::black_box(direct(bond, &sites));
+                }
+                direct_times.push(start.elapsed() / RUNS_ON_ACTOR);
+            }
+            let median = |mut t: Vec<std::time::Duration>| {
+                t.sort();
+                t[t.len() / 2]
+            };
+            Ok::<_, String>([median(plan), median(direct_times)])
+        })?
+        .wait()??;
+    Ok(times)
 }
 
 fn row(
