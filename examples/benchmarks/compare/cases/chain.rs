@@ -27,7 +27,6 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     let small = lane.upload(x.clone())?;
     let add = TensorOp::Binary(BinaryOp::Add);
     let shared = SharedEngine::new(threads, WorkerEntry::Wait)?;
-    let kernels = Kernels { threads: 1 };
     let [weft, mutex, direct] = interleaved(
         settings.reps(11),
         [
@@ -54,15 +53,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 std::hint::black_box(t);
             },
             &mut || {
-                let mut t = x.clone();
-                for _ in 0..LINKS {
-                    t = kernels
-                        .execute(&add, &[&t, &x])
-                        .expect("valid op")
-                        .pop()
-                        .expect("one output");
-                }
-                std::hint::black_box(t);
+                std::hint::black_box(inline_adds(&x, LINKS));
             },
         ],
     );
@@ -95,4 +86,19 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         )),
     );
     Ok(())
+}
+
+/// `x + x + … + x` (`links` adds) with the kernel called inline: the
+/// baseline of this case and of `chain_program`.
+pub(super) fn inline_adds(x: &Tensor, links: u64) -> Tensor {
+    let (kernels, add) = (Kernels { threads: 1 }, TensorOp::Binary(BinaryOp::Add));
+    let mut t = x.clone();
+    for _ in 0..links {
+        t = kernels
+            .execute(&add, &[&t, x])
+            .expect("valid op")
+            .pop()
+            .expect("one output");
+    }
+    t
 }

@@ -1,11 +1,10 @@
 //! Case `chain_program`: the 1 000 dependent adds of case 7 (`chain`) as
 //! one recorded program, against the same kernel called inline.
 
-use weft::{BinaryOp, DType, Program, Tensor, TensorOp};
+use weft::{DType, Program, Tensor};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
-use crate::mutex::Kernels;
 use crate::report::{Row, Side, Unit};
 use crate::timing::{interleaved, micros};
 
@@ -29,8 +28,6 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         p.output(h)
     })?
     .labelled("chain");
-    let add = TensorOp::Binary(BinaryOp::Add);
-    let kernels = Kernels { threads: 1 };
     let (mut got, mut want) = (Vec::new(), Vec::new());
     let [weft, direct] = interleaved(
         settings.reps(21),
@@ -45,14 +42,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 got = t.as_slice::<f64>().expect("f64").to_vec();
             },
             &mut || {
-                let mut t = x.clone();
-                for _ in 0..LINKS {
-                    t = kernels
-                        .execute(&add, &[&t, &x])
-                        .expect("valid op")
-                        .pop()
-                        .expect("one output");
-                }
+                let t = super::chain::inline_adds(&x, LINKS);
                 want = t.as_slice::<f64>().expect("f64").to_vec();
             },
         ],
