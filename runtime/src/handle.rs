@@ -70,8 +70,13 @@ type Finished = (
 /// into the domain drops a few ([`Spent::drop_some`]) on the submitter's
 /// thread, and the actor drops whatever is left before it idles, so a
 /// released tensor is still freed without waiting for another op.
+///
+/// Cloned into every tensor op, so one reference count for both ends.
 #[derive(Debug, Clone)]
-pub(crate) struct Spent {
+pub(crate) struct Spent(Arc<Bin>);
+
+#[derive(Debug)]
+struct Bin {
     tx: crossbeam_channel::Sender<Finished>,
     rx: crossbeam_channel::Receiver<Finished>,
 }
@@ -85,7 +90,7 @@ const BACKLOG: usize = 16;
 impl Spent {
     pub(crate) fn new() -> Spent {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Spent { tx, rx }
+        Spent(Arc::new(Bin { tx, rx }))
     }
 
     /// Keeps an op's handles for a submitter to drop. Called on the
@@ -96,8 +101,8 @@ impl Spent {
     pub(crate) fn give(&self, finished: Finished) {
         // The bin lives as long as any sender: a failed send cannot happen,
         // and would only drop the handles here.
-        let _ = self.tx.send(finished);
-        if self.rx.len() > BACKLOG {
+        let _ = self.0.tx.send(finished);
+        if self.0.rx.len() > BACKLOG {
             self.drop_some();
         }
     }
@@ -105,7 +110,7 @@ impl Spent {
     /// Drops a few spent handles (on the calling thread).
     pub(crate) fn drop_some(&self) {
         for _ in 0..DROPPED_PER_SUBMIT {
-            if self.rx.try_recv().is_err() {
+            if self.0.rx.try_recv().is_err() {
                 break;
             }
         }
@@ -113,7 +118,7 @@ impl Spent {
 
     /// Drops every spent handle.
     pub(crate) fn drop_all(&self) {
-        while self.rx.try_recv().is_ok() {}
+        while self.0.rx.try_recv().is_ok() {}
     }
 }
 

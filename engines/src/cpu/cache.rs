@@ -2,34 +2,15 @@
 //! against it, the least recently used let go first.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
+use super::store::IdHasher;
 use crate::engine::CacheStats;
-
-/// The key's hash is already a hash: use it as it is.
-#[derive(Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
 
 /// Plans of type `P` by key hash, at most `capacity` of them. One entry per
 /// hash: a key that collides with another replaces it (a miss).
 pub(crate) struct Cache<P> {
-    entries: HashMap<u64, (P, u64), BuildHasherDefault<Prehashed>>,
+    entries: HashMap<u64, (P, u64), BuildHasherDefault<IdHasher>>,
     clock: u64,
     stats: CacheStats,
 }

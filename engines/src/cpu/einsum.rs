@@ -250,39 +250,15 @@ impl EinsumPlan {
             && self.shapes.iter().zip(shapes).all(|(a, b)| a == b)
     }
 
-    /// Replays the plan on `inputs` (of the shapes and type it was made
-    /// for); `threads > 1` lets products spread over the current pool.
-    ///
-    /// # Errors
-    ///
-    /// [`TensorError::DType`] or [`TensorError::Einsum`] for inputs the
-    /// plan was not made for.
-    pub(crate) fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
-        if let Some(t) = inputs.iter().find(|t| t.dtype() != self.dtype) {
-            return Err(TensorError::DType {
-                expected: self.dtype,
-                got: t.dtype(),
-            });
-        }
-        if self.shapes.len() != inputs.len()
-            || self.shapes.iter().zip(inputs).any(|(a, t)| a != t.shape())
-        {
-            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
-            return Err(TensorError::Einsum {
-                spec: self.spec.clone(),
-                reason: format!("planned for shapes {:?}, given {shapes:?}", self.shapes),
-            });
-        }
-        self.replay(inputs, threads)
-    }
-
-    /// [`EinsumPlan::run`] of inputs known to be of the plan's shapes and
-    /// type (a compiled program's, checked when it was recorded).
+    /// Replays the plan on `inputs`, which must be of the shapes and type
+    /// it was made for: every caller has just compiled it for them or found
+    /// it by them ([`EinsumPlan::is_for`]). `threads > 1` lets products
+    /// spread over the current pool.
     ///
     /// # Errors
     ///
     /// Only what a kernel finds; none is expected.
-    pub(crate) fn replay(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+    pub(crate) fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
         // The common contraction: one product of two operands read in
         // place (a permutation folded in, or none needed).
         if let [Prim::Gemm { a, b, dims, out }] = &self.prims[..] {

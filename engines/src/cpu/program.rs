@@ -197,7 +197,7 @@ impl ProgramPlan {
                 let made: Result<smallvec::SmallVec<[Tensor; 1]>, _> = match &run.kernel {
                     // Checked when recorded, lowered when compiled: replay it.
                     Kernel::Einsum(plan) => {
-                        plan.replay(&args, threads).map(|t| smallvec::smallvec![t])
+                        plan.run(&args, threads).map(|t| smallvec::smallvec![t])
                     }
                     Kernel::Fused(chain) => chain
                         .run(&args, threads > 1)

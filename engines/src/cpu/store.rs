@@ -6,9 +6,10 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::engine::{NotResident, TensorId};
 use crate::tensor::Tensor;
 
-/// Ids are already unique integers: hash them by one multiply.
+/// Ids (and the plan caches' keys, hashes already) are integers that need
+/// no hashing of their own: spread them by one multiply.
 #[derive(Default)]
-struct IdHasher(u64);
+pub(super) struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
