@@ -1,10 +1,10 @@
-//! Lanes of one actor are served round-robin: a flooded lane does not
-//! starve another.
+//! Lanes of one actor are served round-robin, `OPS_PER_TURN` ops a turn: a
+//! flooded lane does not starve another.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use weft::ActorBuilder;
+use weft::{ActorBuilder, OPS_PER_TURN};
 use weft_tests::{wait_ok, Hold};
 
 const FLOOD: usize = 10_000;
@@ -39,9 +39,12 @@ fn fairness_flooded_lane_delays_another_by_a_few_ops() {
         .expect("open");
     wait_ok(hold.release());
     let flood_ops_before = wait_ok(probe);
+    // The rest of the held op's turn, then one turn of the flood, which was
+    // runnable before the probe's lane.
+    let bound = 2 * OPS_PER_TURN - 1;
     assert!(
-        flood_ops_before <= 4,
-        "{flood_ops_before} flood ops ran before the other lane's op"
+        flood_ops_before <= bound,
+        "{flood_ops_before} flood ops ran before the other lane's op (bound {bound})"
     );
     wait_ok(last.expect("flooded"));
     assert_eq!(ran.load(Ordering::SeqCst), FLOOD);
@@ -66,11 +69,20 @@ fn fairness_interleaves_busy_lanes() {
             .expect("open"),
     );
     assert_eq!(log.len(), 1000);
-    // Round-robin: neither lane runs twice in a row except at the ends.
-    let longest_run = log
-        .chunk_by(|x, y| x == y)
-        .map(<[u8]>::len)
-        .max()
-        .unwrap_or(0);
-    assert!(longest_run <= 2, "longest run of one lane: {longest_run}");
+    // Round-robin: a turn of each lane in turn, `OPS_PER_TURN` ops long.
+    // The first run is the rest of the held op's turn and one more turn of
+    // its lane (runnable before the other one's); at the end, where one
+    // lane runs out first, its last run and the other's are shorter.
+    let runs: Vec<usize> = log.chunk_by(|x, y| x == y).map(<[u8]>::len).collect();
+    assert!(runs[0] < 2 * OPS_PER_TURN, "runs of one lane: {runs:?}");
+    assert!(
+        runs[1..].iter().all(|&run| run <= OPS_PER_TURN),
+        "runs of one lane: {runs:?}"
+    );
+    assert!(
+        runs[1..runs.len() - 2]
+            .iter()
+            .all(|&run| run == OPS_PER_TURN),
+        "runs of one lane: {runs:?}"
+    );
 }

@@ -54,6 +54,7 @@ pub use event::{Event, EventState, Failure, FailureCause};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use release::{release_queue, Released, Releaser};
+pub use scheduler::OPS_PER_TURN;
 pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport, Stuck, StuckAt};
 pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime, HISTOGRAM_BUCKETS};
 pub use ticket::{Ticket, TicketError, TryWaitError, WaitTimeoutError};

@@ -5,9 +5,14 @@
 //!
 //! The loop owns every lane's receiving side (`LaneCore`) and keeps it in
 //! exactly one place, which is its state:
-//! - `runnable`: a queue served round-robin, one op per turn, so a lane with
-//!   thousands of queued ops delays another lane's op by at most one op per
-//!   runnable lane;
+//! - `runnable`: a queue served round-robin, up to [`OPS_PER_TURN`] ops
+//!   per turn, so a lane with thousands of queued ops delays an op of a
+//!   lane that has just become runnable by at most the rest of the turn in
+//!   progress and one turn of each lane ahead of it (the test
+//!   `lane_fairness` checks the bound). A turn of several ops takes the
+//!   mailbox and the round-robin queue once for all of them; it ends early
+//!   when a message comes, so a shutdown or another lane's wake-up waits
+//!   for one op at most;
 //! - `parked`: its head op waits for an event; the event's completion sends
 //!   `Wake(lane)` and the lane goes back to `runnable`;
 //! - `idle`: it has no op the actor knows of (`queue.rs`); a `Ready(lane)`
@@ -16,7 +21,7 @@
 //! # Housekeeping
 //!
 //! The engine's [`crate::Housekeeping`] runs between ops: after a `Tidy`
-//! message (a [`crate::Nudge`]), before the next op is taken, and when the
+//! message (a [`crate::Nudge`]), before the next turn, and when the
 //! loop has nothing to do and is about to park, where it may ask to be run
 //! again after a while (the loop then parks with that timeout). A `Tidy`
 //! taken while finishing is still answered before the loop ends.
@@ -46,6 +51,10 @@ use crate::stats::Finish;
 use crate::sync::channel::{Receiver, RecvTimeoutError};
 use crate::sync::{cpus::ActorCpu, spin_until, thread, Spinner};
 use crate::trace::{Outcome, Record};
+
+/// The most ops of one lane the actor serves in a row before it turns to
+/// the next runnable lane and its mailbox (see the module docs).
+pub const OPS_PER_TURN: usize = 4;
 
 pub(crate) struct Core<E: 'static> {
     engine: E,
@@ -153,17 +162,25 @@ impl<E: 'static> Core<E> {
         }
     }
 
-    /// Takes one op from `lane` and runs, cancels or parks it.
+    /// Serves `lane` one turn: takes up to [`OPS_PER_TURN`] of its ops and
+    /// runs or cancels each, stopping early when its head op must wait for
+    /// an event (the lane is parked), it has none (it goes idle), or a
+    /// message waits in the mailbox (a shutdown, another lane's wake-up).
     fn step(&mut self, mut lane: LaneCore<E>) {
-        let Some(envelope) = lane.next() else {
-            self.file_idle(lane);
-            return;
-        };
-        if self.closing == Some(ShutdownMode::Now) {
-            self.count(&lane, Finish::Cancelled);
-            self.trace(lane.shared.id, &envelope, None, Outcome::Cancelled);
-            envelope.task.cancel(Cancel::Shutdown);
-        } else {
+        for served in 0..OPS_PER_TURN {
+            if served > 0 && !self.inbox.is_empty() {
+                break;
+            }
+            let Some(envelope) = lane.next() else {
+                self.file_idle(lane);
+                return;
+            };
+            if self.closing == Some(ShutdownMode::Now) {
+                self.count(&lane, Finish::Cancelled);
+                self.trace(lane.shared.id, &envelope, None, Outcome::Cancelled);
+                envelope.task.cancel(Cancel::Shutdown);
+                continue;
+            }
             match self.dependencies(&envelope, lane.shared.id) {
                 Deps::Pending => {
                     lane.head = Some(envelope);

@@ -383,6 +383,10 @@ mod imp {
                 }
             }
 
+            pub(crate) fn is_empty(&self) -> bool {
+                self.0.state.lock().queue.is_empty()
+            }
+
             /// Loom has no clock: the time runs out unless a message is
             /// there at once or after the other threads had a turn.
             pub(crate) fn recv_timeout(&self, _timeout: Duration) -> Result<T, RecvTimeoutError> {

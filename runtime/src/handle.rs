@@ -46,7 +46,8 @@ pub(crate) struct DomainTensors {
     runtime: RuntimeId,
     place: Place,
     next_id: Arc<AtomicU64>,
-    frees: Releaser<TensorId>,
+    /// Shared by every handle of the domain: one reference count each.
+    frees: Arc<Releaser<TensorId>>,
     freed: Arc<Released<TensorId>>,
     spent: Spent,
 }
@@ -71,7 +72,10 @@ type Finished = (
 /// thread, and the actor drops whatever is left before it idles, so a
 /// released tensor is still freed without waiting for another op.
 ///
-/// Cloned into every tensor op, so one reference count for both ends.
+/// An op reaches it through the domain's state the op holds anyway, and
+/// every handle shares one `Arc` of the release queue: a reference count
+/// that both threads write costs a cache-line transfer whenever the other
+/// one wrote it last, and per op such counts add up.
 #[derive(Debug, Clone)]
 pub(crate) struct Spent(Arc<Bin>);
 
@@ -137,7 +141,7 @@ impl DomainTensors {
             runtime,
             place,
             next_id: next_id.clone(),
-            frees: frees.nudging(actor.nudge()),
+            frees: Arc::new(frees.nudging(actor.nudge())),
             freed,
             spent,
         })
@@ -201,7 +205,7 @@ struct HandleInner {
     /// The producing op's completion; set right after its submission,
     /// before the handle is returned.
     ready: OnceLock<Event>,
-    frees: Releaser<TensorId>,
+    frees: Arc<Releaser<TensorId>>,
 }
 
 impl Drop for HandleInner {

@@ -63,7 +63,7 @@ pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, Call, Event, EventState, Failure,
     FailureCause, Housekeeping, Nudge, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport,
     SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket, TicketError, TicketFor,
-    TryCall, TrySubmitError, TryWaitError, WaitTimeoutError, MAX_LANE_CAPACITY,
+    TryCall, TrySubmitError, TryWaitError, WaitTimeoutError, MAX_LANE_CAPACITY, OPS_PER_TURN,
 };
 // Their counters and timelines.
 pub use weft_actors::{

@@ -93,7 +93,7 @@ impl<E: TensorEngine> Lane<E> {
             "transfer out",
             [handle.ready()],
             Some(Flow::Out(flow)),
-            move |engine: &mut E| -> Result<(), OpError> {
+            move |engine: &mut E, _| -> Result<(), OpError> {
                 *put.lock() = Some(engine.download(held.id(), lane)?);
                 Ok(())
             },

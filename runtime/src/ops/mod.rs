@@ -22,7 +22,7 @@ use weft_engines::{
 
 use crate::domain::actor_name;
 use crate::error::OpError;
-use crate::handle::TensorHandle;
+use crate::handle::{DomainTensors, TensorHandle};
 use crate::lane::Lane;
 
 /// A small op's inputs, inline.
@@ -143,13 +143,12 @@ impl<E: TensorEngine> Lane<E> {
         let (after, flow) = after.unzip();
         let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
-        let spent = tensors.spent().clone();
-        let ticket = self.submit_op(label, events, flow, move |engine: &mut E| {
+        let ticket = self.submit_op(label, events, flow, move |engine: &mut E, tensors| {
             let ids: Inputs<TensorId> = held.iter().map(TensorHandle::id).collect();
             let result = compute(engine, &ids, &keep);
             // Dropped on a submitting thread, not here (see `Spent`); on a
             // panic or a cancel they go with the closure.
-            spent.give((held, keep));
+            tensors.spent().give((held, keep));
             result
         })?;
         let event = ticket.event();
@@ -163,6 +162,8 @@ impl<E: TensorEngine> Lane<E> {
     /// the tensor API is submitted here, and nowhere else: on the actor, the
     /// op first frees the domain's tensors whose last handle is gone (see
     /// [`crate::handle`]), so what it sees of the domain's memory is current.
+    /// `body` borrows the domain's shared state from the op, which holds
+    /// the one reference to it.
     pub(crate) fn submit_op<T, Er, F>(
         &self,
         label: &'static str,
@@ -171,7 +172,7 @@ impl<E: TensorEngine> Lane<E> {
         body: F,
     ) -> Result<Ticket<T, Er>, OpError>
     where
-        F: FnOnce(&mut E) -> Result<T, Er> + Send + 'static,
+        F: FnOnce(&mut E, &DomainTensors) -> Result<T, Er> + Send + 'static,
         T: Send + 'static,
         Er: fmt::Display + Send + 'static,
     {
@@ -179,7 +180,7 @@ impl<E: TensorEngine> Lane<E> {
         tensors.spent().drop_some();
         let mut op = Op::fallible(move |engine: &mut E| {
             tensors.release_freed(engine);
-            body(engine)
+            body(engine, &tensors)
         })
         .label(label)
         .after(after);
@@ -202,8 +203,7 @@ impl<E: TensorEngine> Lane<E> {
         F: FnOnce(&mut E) -> Result<T, std::convert::Infallible> + Send + 'static,
         T: Send + 'static,
     {
-        let tensors = self.tensors().clone();
-        self.submit_op(label, [], None, move |engine: &mut E| {
+        self.submit_op(label, [], None, move |engine: &mut E, tensors| {
             tensors.spent().drop_all();
             tensors.release_freed(engine);
             body(engine)
@@ -235,9 +235,12 @@ impl<E: TensorEngine> Lane<E> {
         self.check("download", handle)?;
         let held = handle.clone();
         let lane = self.actor_lane().id();
-        self.submit_op("download", [handle.ready()], None, move |engine: &mut E| {
-            Ok(engine.download(held.id(), lane)?)
-        })
+        self.submit_op(
+            "download",
+            [handle.ready()],
+            None,
+            move |engine: &mut E, _| Ok(engine.download(held.id(), lane)?),
+        )
     }
 
     /// Waits for the tensor without copying it anywhere: the ticket
@@ -260,7 +263,7 @@ impl<E: TensorEngine> Lane<E> {
     pub fn sync(&self, handle: &TensorHandle) -> Result<Ticket<(), OpError>, OpError> {
         self.check("sync", handle)?;
         let held = handle.clone();
-        self.submit_op("sync", [handle.ready()], None, move |engine: &mut E| {
+        self.submit_op("sync", [handle.ready()], None, move |engine: &mut E, _| {
             Ok(engine.sync(held.id())?)
         })
     }
@@ -320,7 +323,7 @@ impl Lane<CpuEngine> {
         }
         let held: Vec<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
         let after: Vec<Event> = held.iter().map(TensorHandle::ready).collect();
-        self.submit_op("with", after, None, move |engine: &mut CpuEngine| {
+        self.submit_op("with", after, None, move |engine: &mut CpuEngine, _| {
             let resident = held
                 .iter()
                 .map(|h| engine.store().get(h.id()))

@@ -1,8 +1,11 @@
 //! Case 1, `round-trip`: an empty op's round trip (submit, wait) against a
-//! crossbeam ping-pong between two threads; and the same round trip with
-//! the submitting thread pinned onto the actor's CPU, against the same
-//! ping-pong.
+//! crossbeam ping-pong between two threads, and against the floor of any
+//! exchange between two cores: one atomic handed back and forth (each hop
+//! moves one cache line); and the same round trip with the submitting
+//! thread pinned onto the actor's CPU, against the crossbeam ping-pong.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread;
 
 use crossbeam_channel::bounded;
@@ -31,14 +34,18 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             }
         }
     });
-    let [weft, raw] = interleaved(
+    let [weft, raw, line] = interleaved(
         settings.reps(11),
-        [&mut || round_trips(lane, trips), &mut || {
-            for i in 0..trips {
-                to_server.send(i).expect("server alive");
-                recv_spin(&from_server, wait).expect("server alive");
-            }
-        }],
+        [
+            &mut || round_trips(lane, trips),
+            &mut || {
+                for i in 0..trips {
+                    to_server.send(i).expect("server alive");
+                    recv_spin(&from_server, wait).expect("server alive");
+                }
+            },
+            &mut || line_round_trips(trips),
+        ],
     );
     // The submitter on the actor's CPU, where the two take turns.
     let same_cpu = match lane.run(|_| weft::current_cpu())?.wait()? {
@@ -64,6 +71,19 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         )
         .against(pingpong()),
     );
+    rows.push(
+        Row::new(
+            CASE.name,
+            "round-trip-line",
+            "empty op, submit + wait",
+            Unit::MicrosPerOp,
+            Side::new("lane.run + wait", micros(weft, trips)),
+        )
+        .against(Side::new(
+            "one cache line there and back (atomic ping-pong)",
+            micros(line, trips),
+        )),
+    );
     if let Some(pinned) = same_cpu {
         rows.push(
             Row::new(
@@ -77,6 +97,28 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         );
     }
     Ok(())
+}
+
+/// `trips` round trips of one atomic between this thread and a partner
+/// that spins on it (its start, a few microseconds, is in the time).
+fn line_round_trips(trips: u64) {
+    let line = Arc::new(AtomicU64::new(0));
+    let theirs = line.clone();
+    let partner = thread::spawn(move || {
+        for i in 0..trips {
+            while theirs.load(Ordering::Acquire) != 2 * i + 1 {
+                std::hint::spin_loop();
+            }
+            theirs.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    for i in 0..trips {
+        line.store(2 * i + 1, Ordering::Release);
+        while line.load(Ordering::Acquire) != 2 * i + 2 {
+            std::hint::spin_loop();
+        }
+    }
+    partner.join().expect("partner ran");
 }
 
 /// `trips` empty ops on `lane`, each waited for.
