@@ -94,40 +94,72 @@ impl Chain {
     /// [`TensorError::DType`] for an operand of another type (not
     /// expected: the chain was checked when it was recorded).
     pub(super) fn run(&self, operands: &[&Tensor], parallel: bool) -> Result<Tensor, TensorError> {
-        let data = for_dtype!(self.dtype, |T| T::wrap(
-            self.typed::<T>(operands, parallel)?
-        ));
+        let data = for_dtype!(self.dtype, |T| {
+            let operands = slices::<T>(operands)?;
+            let mut out = buffer::overwritten(operands[0].len());
+            self.typed::<T>(&mut out, &operands, true, parallel);
+            T::wrap(out)
+        });
         Tensor::from_data(data, &self.shape)
     }
 
-    fn typed<T: Math>(&self, operands: &[&Tensor], parallel: bool) -> Result<Vec<T>, TensorError> {
-        let slices = operands
-            .iter()
-            .map(|t| t.as_slice::<T>())
-            .collect::<Result<smallvec::SmallVec<[&[T]; 4]>, _>>()?;
+    /// Runs the chain in place: in `start`'s buffer, which it starts from
+    /// (the caller's dead value, not one of `others`), `others` being the
+    /// chain's other operands (1, 2, …). The result is [`Chain::run`]'s,
+    /// bit for bit: the same links over the same values in the same order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Chain::run`].
+    pub(super) fn run_in_place(
+        &self,
+        start: Tensor,
+        others: &[&Tensor],
+        parallel: bool,
+    ) -> Result<Tensor, TensorError> {
+        let data = for_dtype!(self.dtype, |T| {
+            let mut out = start.into_vec::<T>()?;
+            // Operand 0 is `out` itself, which no link reads as an operand.
+            let mut operands: smallvec::SmallVec<[&[T]; 4]> = smallvec::smallvec![&[][..]];
+            operands.extend_from_slice(&slices::<T>(others)?);
+            self.typed::<T>(&mut out, &operands, false, parallel);
+            T::wrap(out)
+        });
+        Tensor::from_data(data, &self.shape)
+    }
+
+    /// Computes the chain into `out`, block by block: each block first
+    /// copied from operand 0 when `copy_start` (else `out` already holds
+    /// it), then every link applied to it.
+    fn typed<T: Math>(&self, out: &mut [T], operands: &[&[T]], copy_start: bool, parallel: bool) {
         let links: smallvec::SmallVec<[Typed<T>; 8]> =
             self.links.iter().map(|&l| Typed::of(l)).collect();
-        let n = slices[0].len();
-        // Every block is written before it is read.
-        let mut out = buffer::overwritten(n);
         let run = |start: usize, dst: &mut [T]| {
             for (b, block) in dst.chunks_mut(BLOCK).enumerate() {
                 let at = start + b * BLOCK;
-                block.copy_from_slice(&slices[0][at..at + block.len()]);
+                if copy_start {
+                    block.copy_from_slice(&operands[0][at..at + block.len()]);
+                }
                 for link in &links {
-                    link.apply(block, &slices, at);
+                    link.apply(block, operands, at);
                 }
             }
         };
-        if parallel && n >= PARALLEL_THRESHOLD {
+        if parallel && out.len() >= PARALLEL_THRESHOLD {
             out.par_chunks_mut(CHUNK)
                 .enumerate()
                 .for_each(|(c, dst)| run(c * CHUNK, dst));
         } else {
-            run(0, &mut out);
+            run(0, out);
         }
-        Ok(out)
     }
+}
+
+/// The operands' elements, all of type `T`.
+fn slices<'a, T: Element>(
+    operands: &[&'a Tensor],
+) -> Result<smallvec::SmallVec<[&'a [T]; 4]>, TensorError> {
+    operands.iter().map(|t| t.as_slice::<T>()).collect()
 }
 
 /// A link with its scalar in the element type.
