@@ -13,12 +13,13 @@ mod pipelined;
 mod reentry;
 mod round_trip;
 mod small;
+mod small_gemm;
 
 use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 13] = [
+pub(crate) const CASES: [Case; 14] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -31,5 +32,6 @@ pub(crate) const CASES: [Case; 13] = [
     mps::EAGER,
     mps::PROGRAM,
     einsum10::CASE,
+    small_gemm::CASE,
     pipeline::CASE,
 ];
