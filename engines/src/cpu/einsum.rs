@@ -284,7 +284,9 @@ impl EinsumPlan {
                     false,
                     false,
                 )?),
-                Prim::Permute { src, perm, .. } => Some(structural::permute(get(*src), perm)?),
+                Prim::Permute { src, perm, .. } => {
+                    Some(structural::permute(get(*src), perm, threads > 1)?)
+                }
                 Prim::Gemm { a, b, dims, out } => Some(product(
                     get(a.src),
                     a.layout,

@@ -86,7 +86,7 @@ fn kernel(
             keep_dims,
         } => one(reduce::reduce(*op, inputs[0], axes, *keep_dims, parallel)),
         TensorOp::Reshape(to) => one(structural::reshape(inputs[0], to)),
-        TensorOp::Permute(perm) => one(structural::permute(inputs[0], perm)),
+        TensorOp::Permute(perm) => one(structural::permute(inputs[0], perm, parallel)),
         TensorOp::Full {
             dtype,
             shape,

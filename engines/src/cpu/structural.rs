@@ -26,8 +26,145 @@ pub(super) fn reshape(input: &Tensor, to: &[usize]) -> Result<Tensor, TensorErro
 /// # Errors
 ///
 /// As [`permute_meta`].
-pub(super) fn permute(input: &Tensor, perm: &[usize]) -> Result<Tensor, TensorError> {
-    view(input, &permute_view(input.shape(), perm)?)
+pub(super) fn permute(
+    input: &Tensor,
+    perm: &[usize],
+    parallel: bool,
+) -> Result<Tensor, TensorError> {
+    let v = permute_view(input.shape(), perm)?;
+    if v.shape.contains(&0) {
+        return view(input, &v);
+    }
+    let data = map_data!(input.data(), |s| permuted(s, &v, parallel));
+    Tensor::from_data(data, &v.shape)
+}
+
+/// Side of the square tiles a transposing permutation copies: 32 × 32
+/// elements read from 32 input rows stay in L1 while they are written.
+const TILE: usize = 32;
+
+/// The elements of a permutation's view `v` of `src` (a permutation of a
+/// row-major tensor: strides non-negative, no element empty), in
+/// row-major order. When the view's last axis walks the input's
+/// contiguous one, whole rows are copied; else the output axis that walks
+/// it and the last axis are copied in square tiles, so that the input's
+/// lines are read whole instead of one element each. Spread over the
+/// current pool by blocks of the first axis when `parallel` and large.
+fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T> {
+    let rank = v.shape.len();
+    let strides: Vec<usize> = v
+        .strides
+        .iter()
+        .map(|&s| usize::try_from(s).expect("a permutation's strides are not negative"))
+        .collect();
+    let contiguous = (0..rank).find(|&a| strides[a] == 1 && v.shape[a] > 1);
+    let plan = match contiguous {
+        Some(c) if c + 1 < rank => Walk::Tiles { c },
+        Some(_) => Walk::Rows,
+        // Only extents of 1 and none contiguous: nothing to tile.
+        None => return gather_view(src, v),
+    };
+    let n: usize = v.shape.iter().product();
+    let mut out = buffer::overwritten(n);
+    let dst = row_major(&v.shape);
+    let dst0 = usize::try_from(dst[0]).expect("a shape with elements");
+    // Blocks of the first axis: whole tiles of it when it is the one tiled.
+    let block = if matches!(plan, Walk::Tiles { c: 0 }) {
+        TILE
+    } else {
+        1
+    };
+    let run = |first: usize, chunk: &mut [T]| {
+        let mut shape = v.shape.clone();
+        shape[0] = chunk.len() / dst0;
+        let base = first * strides[0];
+        plan.copy(src, base, &shape, &strides, chunk);
+    };
+    if parallel && rank > 1 && n >= super::exec::PARALLEL_THRESHOLD {
+        use rayon::prelude::*;
+        out.par_chunks_mut(block * dst0)
+            .enumerate()
+            .for_each(|(b, chunk)| run(b * block, chunk));
+    } else {
+        run(0, &mut out);
+    }
+    out
+}
+
+/// How a permutation is copied (see [`permuted`]).
+#[derive(Clone, Copy)]
+enum Walk {
+    /// The last axis is the input's contiguous one: row by row.
+    Rows,
+    /// Output axis `c` is: tiles over `c` and the last axis.
+    Tiles { c: usize },
+}
+
+impl Walk {
+    /// Copies the view of `shape` and `strides` at `base` of `src` into
+    /// `out` (row-major, every element written).
+    fn copy<T: Copy>(
+        self,
+        src: &[T],
+        base: usize,
+        shape: &[usize],
+        strides: &[usize],
+        out: &mut [T],
+    ) {
+        let rank = shape.len();
+        let last = rank - 1;
+        let dst = row_major(shape);
+        let dst = |a: usize| usize::try_from(dst[a]).expect("a shape with elements");
+        // Every axis the walk below does not do itself, by an odometer.
+        let inner: &[usize] = match self {
+            Walk::Rows => &[last],
+            Walk::Tiles { c } => &[c, last],
+        };
+        let outer: Vec<usize> = (0..rank).filter(|a| !inner.contains(a)).collect();
+        let mut index = vec![0usize; outer.len()];
+        loop {
+            let s0 = base
+                + outer
+                    .iter()
+                    .zip(&index)
+                    .map(|(&a, &i)| i * strides[a])
+                    .sum::<usize>();
+            let d0: usize = outer.iter().zip(&index).map(|(&a, &i)| i * dst(a)).sum();
+            match self {
+                Walk::Rows => {
+                    let len = shape[last];
+                    out[d0..d0 + len].copy_from_slice(&src[s0..s0 + len]);
+                }
+                Walk::Tiles { c } => {
+                    let (rows, cols, row_step, col_step) =
+                        (shape[c], shape[last], dst(c), strides[last]);
+                    for i0 in (0..rows).step_by(TILE) {
+                        for j0 in (0..cols).step_by(TILE) {
+                            for i in i0..rows.min(i0 + TILE) {
+                                let (d, s) = (d0 + i * row_step, s0 + i);
+                                for j in j0..cols.min(j0 + TILE) {
+                                    out[d + j] = src[s + j * col_step];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            // The next outer index, last axis fastest.
+            let mut k = outer.len();
+            loop {
+                if k == 0 {
+                    return;
+                }
+                k -= 1;
+                index[k] += 1;
+                if index[k] < shape[outer[k]] {
+                    break;
+                }
+                index[k] = 0;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -46,7 +183,7 @@ mod tests {
             [2, 0, 1],
             [1, 2, 0],
         ] {
-            let got = permute(&t, &perm).unwrap();
+            let got = permute(&t, &perm, false).unwrap();
             let out: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
             assert_eq!(got.shape(), &out[..]);
             let v = got.as_slice::<f64>().unwrap();
@@ -65,6 +202,57 @@ mod tests {
         }
     }
 
+    /// Every permutation of `shape`, in index order.
+    fn permutations(rank: usize) -> Vec<Vec<usize>> {
+        if rank == 0 {
+            return vec![vec![]];
+        }
+        let mut all = Vec::new();
+        for rest in permutations(rank - 1) {
+            for at in 0..rank {
+                let mut p = rest.clone();
+                p.insert(at, rank - 1);
+                all.push(p);
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn tiled_and_row_copies_match_the_element_walk() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        // Odd extents around the tile, extents of 1, and a size past the
+        // parallel threshold; every permutation of each.
+        let shapes: [&[usize]; 7] = [
+            &[1, 1],
+            &[5, 1, 3],
+            &[33, 65],
+            &[1, 70, 3],
+            &[3, 17, 2, 40],
+            &[2, 300, 129],
+            &[64, 1, 31, 33],
+        ];
+        for shape in shapes {
+            let n: usize = shape.iter().product();
+            let t = Tensor::from_vec((0..n).map(|i| i as f64).collect::<Vec<_>>(), shape).unwrap();
+            for perm in permutations(shape.len()) {
+                let want = view(&t, &permute_view(shape, &perm).unwrap()).unwrap();
+                for parallel in [false, true] {
+                    let got = pool.install(|| permute(&t, &perm, parallel)).unwrap();
+                    assert_eq!(got.shape(), want.shape(), "{shape:?} {perm:?}");
+                    assert_eq!(
+                        got.as_slice::<f64>().unwrap(),
+                        want.as_slice::<f64>().unwrap(),
+                        "{shape:?} {perm:?} parallel {parallel}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn reshape_keeps_order_and_checks_counts() {
         let t = Tensor::from_vec((0..6).map(f64::from).collect::<Vec<_>>(), &[2, 3]).unwrap();
@@ -75,21 +263,23 @@ mod tests {
             err.to_string(),
             "cannot reshape [2, 3] (6 elements) to [4, 2] (8 elements)"
         );
-        let err = permute(&t, &[0, 0]).unwrap_err();
+        let err = permute(&t, &[0, 0], false).unwrap_err();
         assert_eq!(err.to_string(), "[0, 0] is not a permutation of the 2 axes");
         let e = Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap();
-        assert_eq!(permute(&e, &[1, 0]).unwrap().shape(), &[3, 0]);
+        assert_eq!(permute(&e, &[1, 0], false).unwrap().shape(), &[3, 0]);
     }
 }
 
 /// Copies a view out of `input`.
 pub(super) fn view(input: &Tensor, v: &View) -> Result<Tensor, TensorError> {
-    fn gather<T: Element>(src: &[T], v: &View) -> Vec<T> {
-        let mut out = buffer::take(v.shape.iter().product());
-        v.for_each_offset(|o| out.push(src[o]));
-        out
-    }
-    Tensor::from_data(map_data!(input.data(), |s| gather(s, v)), &v.shape)
+    Tensor::from_data(map_data!(input.data(), |s| gather_view(s, v)), &v.shape)
+}
+
+/// The elements of `v` of `src`, one by one in row-major order.
+fn gather_view<T: Element>(src: &[T], v: &View) -> Vec<T> {
+    let mut out = buffer::take(v.shape.iter().product());
+    v.for_each_offset(|o| out.push(src[o]));
+    out
 }
 
 /// `input[start..stop:step, …]`.

@@ -52,6 +52,8 @@ pub(crate) enum Unit {
     OpsPerSecond,
     /// Pipeline items per second (higher is better).
     ItemsPerSecond,
+    /// Bytes moved to and from memory, GB/s (higher is better).
+    GigabytesPerSecond,
 }
 
 impl Unit {
@@ -61,17 +63,21 @@ impl Unit {
             Unit::Millis => "ms",
             Unit::OpsPerSecond => "ops/s",
             Unit::ItemsPerSecond => "items/s",
+            Unit::GigabytesPerSecond => "GB/s",
         }
     }
 
     fn higher_is_better(self) -> bool {
-        matches!(self, Unit::OpsPerSecond | Unit::ItemsPerSecond)
+        matches!(
+            self,
+            Unit::OpsPerSecond | Unit::ItemsPerSecond | Unit::GigabytesPerSecond
+        )
     }
 
     fn format(self, value: f64) -> String {
         match self {
             Unit::MicrosPerOp => format!("{value:.3}"),
-            Unit::Millis => format!("{value:.2}"),
+            Unit::Millis | Unit::GigabytesPerSecond => format!("{value:.2}"),
             Unit::OpsPerSecond | Unit::ItemsPerSecond => {
                 if value >= 1e6 {
                     format!("{:.2} M", value / 1e6)

@@ -1,6 +1,7 @@
 //! The cases, one file each, in the order they run and print.
 
 mod add;
+mod bandwidth;
 mod chain;
 mod chain_program;
 mod contention;
@@ -19,13 +20,14 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 14] = [
+pub(crate) const CASES: [Case; 15] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
     reentry::CASE,
     gemm::CASE,
     add::CASE,
+    bandwidth::CASE,
     einsum::CASE,
     chain::CASE,
     chain_program::CASE,

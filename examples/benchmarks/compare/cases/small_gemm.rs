@@ -167,12 +167,7 @@ type Product<T> = fn(&mut [T], &[T], &[T], [usize; 3]);
 
 /// The chain of products of `p` and `q` at bond `b`, each by `product`
 /// into a buffer of its own (two, used in turn).
-fn chain<T: Element>(
-    p: &[T],
-    q: &[T],
-    b: usize,
-    product: Product<T>,
-) -> Vec<T> {
+fn chain<T: Element>(p: &[T], q: &[T], b: usize, product: Product<T>) -> Vec<T> {
     let mut x = p.to_vec();
     let mut next = vec![T::ZERO; 2 * b * b];
     for i in 0..PRODUCTS {

@@ -1,0 +1,108 @@
+//! Case `bandwidth`: ops that stream memory (an add, a sum, a transpose of
+//! 64 MiB f64) in GB/s, against the machine's practical limit on the same
+//! threads: a copy loop (each thread copies its chunks with `memcpy`) into
+//! a buffer it has written before, so no page is faulted in while timed.
+//!
+//! Bytes counted are those an op must move: the add reads two operands and
+//! writes one (3 × 64 MiB), the sum reads one, the transpose and the copy
+//! read one and write one. A write to memory not in the cache also reads
+//! the line first; that traffic is not counted on either side.
+
+use rayon::prelude::*;
+use weft::Tensor;
+use weft_examples::{random, BoxError};
+
+use crate::case::{Case, Domain, Run};
+use crate::report::{Row, Side, Unit};
+use crate::timing::interleaved;
+
+pub(super) const CASE: Case = Case {
+    name: "bandwidth",
+    title: "memory-bound ops, 64 MiB f64",
+    run: Run::InDomain(run),
+};
+
+const BYTES: usize = 64 * 1024 * 1024;
+/// Elements one thread copies at a time in the copy loop.
+const CHUNK: usize = 1 << 15;
+
+fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
+    let Domain {
+        settings,
+        lane,
+        direct_pool,
+        ..
+    } = *domain;
+    let n = BYTES / 8;
+    let (rows_2d, cols_2d) = (4096, n / 4096);
+    let (x, y) = (random(n, 5), random(n, 6));
+    let (hx, hy) = (
+        lane.upload(Tensor::from_vec(x.clone(), &[n])?)?,
+        lane.upload(Tensor::from_vec(y, &[n])?)?,
+    );
+    let matrix = lane.reshape(&hx, &[rows_2d, cols_2d])?;
+    let mut copied = vec![0.0f64; n];
+    let wait = |h: &weft::TensorHandle| lane.sync(h).expect("submitted").wait().expect("ran");
+    let [add, sum, transpose, copy] = interleaved(
+        settings.reps(7),
+        [
+            &mut || wait(&lane.add(&hx, &hy).expect("submitted")),
+            &mut || wait(&lane.sum_all(&hx).expect("submitted")),
+            &mut || wait(&lane.permute(&matrix, &[1, 0]).expect("submitted")),
+            &mut || {
+                direct_pool.install(|| {
+                    copied
+                        .par_chunks_mut(CHUNK)
+                        .zip(x.par_chunks(CHUNK))
+                        .for_each(|(dst, src)| dst.copy_from_slice(src));
+                });
+                std::hint::black_box(&copied);
+            },
+        ],
+    );
+    if copied != x {
+        return Err("bandwidth: the copy loop's copy differs from its source".into());
+    }
+    let gbs = |bytes: usize, d: std::time::Duration| bytes as f64 / d.as_secs_f64() / 1e9;
+    let limit = || {
+        Side::new(
+            "copy loop, same threads (read + write)",
+            gbs(2 * BYTES, copy),
+        )
+    };
+    for (id, what, how, bytes, time) in [
+        (
+            "bandwidth-add",
+            "c = a + b (read 2, write 1)",
+            "lane.add",
+            3 * BYTES,
+            add,
+        ),
+        (
+            "bandwidth-sum",
+            "sum of all (read 1)",
+            "lane.sum_all",
+            BYTES,
+            sum,
+        ),
+        (
+            "bandwidth-transpose",
+            "4096×2048 transpose (read 1, write 1)",
+            "lane.permute",
+            2 * BYTES,
+            transpose,
+        ),
+    ] {
+        rows.push(
+            Row::new(
+                CASE.name,
+                id,
+                what,
+                Unit::GigabytesPerSecond,
+                Side::new(how, gbs(bytes, time)),
+            )
+            .against(limit()),
+        );
+    }
+    Ok(())
+}
