@@ -18,6 +18,34 @@ fn actor<E: Send + 'static>(name: &str, engine: E) -> Actor<E> {
         .expect("spawn")
 }
 
+/// Names a release queue's drains took, shared by whoever drains.
+type Freed = Arc<std::sync::Mutex<Vec<u64>>>;
+
+/// An actor whose housekeeping drains `released` into `freed`.
+fn draining_actor(
+    name: &str,
+    released: Arc<weft_actors::Released<u64>>,
+    freed: &Freed,
+) -> Actor<()> {
+    let seen = freed.clone();
+    ActorBuilder::new(name)
+        .spawn_with(
+            || Ok::<_, String>(()),
+            move |_: &mut (), _| {
+                released.drain(|name| seen.lock().unwrap().push(name));
+                None
+            },
+        )
+        .expect("spawn")
+}
+
+/// The names freed, in order.
+fn sorted(freed: &Freed) -> Vec<u64> {
+    let mut names = freed.lock().unwrap().clone();
+    names.sort_unstable();
+    names
+}
+
 /// A value that counts its drops.
 struct Counted(Arc<AtomicUsize>);
 
@@ -260,31 +288,19 @@ fn handle_release_vs_queued_reader() {
 /// the actor finishes.
 #[test]
 fn release_wakes_an_idle_actor() {
-    use std::sync::Mutex;
     use weft_actors::release_queue;
 
     loom::model(|| {
         let (releaser, released) = release_queue::<u64>();
-        let freed = Arc::new(Mutex::new(Vec::new()));
-        let seen = freed.clone();
-        let a = ActorBuilder::new("loom-nudge")
-            .spawn_with(
-                || Ok::<_, String>(()),
-                move |_: &mut (), _| {
-                    released.drain(|name| seen.lock().unwrap().push(name));
-                    None
-                },
-            )
-            .expect("spawn");
+        let freed = Freed::default();
+        let a = draining_actor("loom-nudge", Arc::new(released), &freed);
         let releaser = releaser.nudging(a.nudge());
         let other = releaser.clone();
         let t = thread::spawn(move || assert!(other.release(1)));
         assert!(releaser.release(2));
         t.join().expect("joined");
         a.shutdown().expect("joined");
-        let mut freed = freed.lock().unwrap().clone();
-        freed.sort_unstable();
-        assert_eq!(freed, [1, 2]);
+        assert_eq!(sorted(&freed), [1, 2]);
     });
 }
 
@@ -294,23 +310,13 @@ fn release_wakes_an_idle_actor() {
 /// housekeeping a nudge asked for) before the actor finishes.
 #[test]
 fn an_op_drain_keeps_the_nudge() {
-    use std::sync::Mutex;
     use weft_actors::release_queue;
 
     loom::model(|| {
         let (releaser, released) = release_queue::<u64>();
         let released = Arc::new(released);
-        let freed = Arc::new(Mutex::new(Vec::new()));
-        let (seen, housekeeping) = (freed.clone(), released.clone());
-        let a = ActorBuilder::new("loom-op-drain")
-            .spawn_with(
-                || Ok::<_, String>(()),
-                move |_: &mut (), _| {
-                    housekeeping.drain(|name| seen.lock().unwrap().push(name));
-                    None
-                },
-            )
-            .expect("spawn");
+        let freed = Freed::default();
+        let a = draining_actor("loom-op-drain", released.clone(), &freed);
         let releaser = releaser.nudging(a.nudge());
         let other = releaser.clone();
         let t = thread::spawn(move || assert!(other.release(1)));
@@ -324,9 +330,7 @@ fn an_op_drain_keeps_the_nudge() {
         assert!(releaser.release(2));
         t.join().expect("joined");
         a.shutdown().expect("joined");
-        let mut freed = freed.lock().unwrap().clone();
-        freed.sort_unstable();
-        assert_eq!(freed, [1, 2]);
+        assert_eq!(sorted(&freed), [1, 2]);
     });
 }
 

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use weft::{c64, DType, Element, Lane, Program, Tensor, TensorEngine, TensorId};
+use weft::{c64, Element, Lane, Program, Tensor, TensorEngine, TensorId};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
@@ -30,8 +30,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     let Domain { settings, lane, .. } = *domain;
     let reps = settings.reps(11);
     for bond in BONDS {
-        let f64s = |len, seed| random(len, seed);
-        shape_rows::<f64>(lane, bond, reps, DType::F64, &f64s, rows)?;
+        shape_rows::<f64>(lane, bond, reps, &random, rows)?;
         let c64s = |len, seed| {
             let (re, im) = (random(len, seed), random(len, seed + 100));
             re.into_iter()
@@ -39,7 +38,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 .map(|(r, i)| c64::new(r, i))
                 .collect()
         };
-        shape_rows::<c64>(lane, bond, reps, DType::C64, &c64s, rows)?;
+        shape_rows::<c64>(lane, bond, reps, &c64s, rows)?;
     }
     Ok(())
 }
@@ -68,10 +67,10 @@ fn shape_rows<T: Element>(
     lane: &Lane,
     b: usize,
     reps: usize,
-    dtype: DType,
     values: &dyn Fn(usize, u64) -> Vec<T>,
     rows: &mut Vec<Row>,
 ) -> Result<(), BoxError> {
+    let dtype = T::DTYPE;
     let [p, q] = operands(b, values);
     let handles = [
         lane.upload(Tensor::from_vec(p.clone(), &[b, 2 * b])?)?,
