@@ -77,10 +77,7 @@ type Finished = (
 /// that both threads write costs a cache-line transfer whenever the other
 /// one wrote it last, and per op such counts add up.
 #[derive(Debug, Clone)]
-pub(crate) struct Spent(Arc<Bin>);
-
-#[derive(Debug)]
-struct Bin {
+pub(crate) struct Spent {
     tx: crossbeam_channel::Sender<Finished>,
     rx: crossbeam_channel::Receiver<Finished>,
 }
@@ -94,7 +91,7 @@ const BACKLOG: usize = 16;
 impl Spent {
     pub(crate) fn new() -> Spent {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Spent(Arc::new(Bin { tx, rx }))
+        Spent { tx, rx }
     }
 
     /// Keeps an op's handles for a submitter to drop. Called on the
@@ -105,8 +102,8 @@ impl Spent {
     pub(crate) fn give(&self, finished: Finished) {
         // The bin lives as long as any sender: a failed send cannot happen,
         // and would only drop the handles here.
-        let _ = self.0.tx.send(finished);
-        if self.0.rx.len() > BACKLOG {
+        let _ = self.tx.send(finished);
+        if self.rx.len() > BACKLOG {
             self.drop_some();
         }
     }
@@ -114,7 +111,7 @@ impl Spent {
     /// Drops a few spent handles (on the calling thread).
     pub(crate) fn drop_some(&self) {
         for _ in 0..DROPPED_PER_SUBMIT {
-            if self.0.rx.try_recv().is_err() {
+            if self.rx.try_recv().is_err() {
                 break;
             }
         }
@@ -122,7 +119,7 @@ impl Spent {
 
     /// Drops every spent handle.
     pub(crate) fn drop_all(&self) {
-        while self.0.rx.try_recv().is_ok() {}
+        while self.rx.try_recv().is_ok() {}
     }
 }
 
