@@ -94,7 +94,7 @@ def main():
         numpy_ms = median_ms(max(7 // scale, 3), lambda: np.add(x, y))
         results.append((row["what"], row["weft"]["value"], numpy_ms, "np.add(x, y)"))
 
-    row = rows.get("einsum-batched")
+    row = rows.get("einsum_batch")
     if row is not None:
         a = rng.standard_normal((64, 64, 64))
         b = rng.standard_normal((64, 64, 64))

@@ -968,3 +968,50 @@ fn sync_waits_for_a_tensor_without_downloading_it() {
         Err(OpError::WrongDomain { .. })
     ));
 }
+
+/// Every provider this build has: the builder's choice reaches the
+/// domain's engine, and its products (a matmul, an einsum read through
+/// a transpose, a program's contraction) match the triple loop.
+#[test]
+fn each_cpu_provider_computes_the_products_of_its_runtime() {
+    let providers = [
+        weft::CpuProvider::Faer,
+        #[cfg(feature = "blas")]
+        weft::CpuProvider::Blas,
+    ];
+    for provider in providers {
+        let rt = Runtime::builder()
+            .split(1)
+            .cpu_provider(provider)
+            .build()
+            .expect("runtime");
+        let lane = rt.lane(0).expect("lane");
+        let told = wait_ok(
+            lane.run(|engine: &mut weft::CpuEngine| engine.domain().provider)
+                .expect("submitted"),
+        );
+        assert_eq!(told, provider);
+        // Large enough to be split over the pool.
+        let (a, b) = (matrix(130, 70, 0.4), matrix(70, 90, 0.9));
+        let want = matmul_ref(&a, &b);
+        let (ha, hb) = (lane.upload(a).unwrap(), lane.upload(b).unwrap());
+        let c = lane.matmul(&ha, &hb).unwrap();
+        let bt = lane.transpose(&hb).unwrap();
+        let d = lane.einsum("ij,kj->ik", &[&ha, &bt]).unwrap();
+        let program = weft::Program::record(|r| {
+            let (x, y) = (
+                r.input(DType::F64, &[130, 70]),
+                r.input(DType::F64, &[70, 90]),
+            );
+            let z = r.einsum("ij,jk->ik", &[x, y])?;
+            r.output(z)
+        })
+        .unwrap();
+        let e = lane.run_program(&program, &[&ha, &hb]).unwrap().remove(0);
+        for (what, h) in [("matmul", &c), ("einsum", &d), ("program", &e)] {
+            let got = wait_ok(lane.download(h).unwrap());
+            assert_eq!(got.shape(), [130, 90], "{provider} {what}");
+            close(got.as_slice::<f64>().unwrap(), &want);
+        }
+    }
+}

@@ -39,7 +39,7 @@ mod tensor;
 
 // The engines.
 pub use cpu::{
-    BufferPool, CpuEngine, CpuEngineConfig, DomainInfo, EngineError, Pinning, Store,
+    BufferPool, CpuEngine, CpuEngineConfig, CpuProvider, DomainInfo, EngineError, Pinning, Store,
     DEFAULT_BUFFER_CAP, EINSUM_CACHE_CAPACITY, PARALLEL_THRESHOLD, PROGRAM_CACHE_CAPACITY,
 };
 // What the backends share.

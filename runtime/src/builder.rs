@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use weft_actors::Trace;
-use weft_engines::Pinning;
+use weft_engines::{CpuProvider, Pinning};
 use weft_topology::{CpuSet, Topology, TopologyBuilder};
 
 use crate::config::Config;
@@ -108,6 +108,16 @@ impl Builder {
     /// (default 256 MiB; 0 turns the pool off). See [`weft_engines::BufferPool`].
     pub fn buffer_cap(mut self, bytes: usize) -> Self {
         self.config.buffer_cap = bytes;
+        self
+    }
+
+    /// Who computes the CPU domains' matrix products: faer (the default)
+    /// or, built with the `blas` feature, the system's OpenBLAS
+    /// (`CpuProvider::Blas`, single-threaded inside each domain's pool
+    /// tasks; see [`CpuProvider`]). The rest of the vocabulary runs on
+    /// weft's own kernels either way.
+    pub fn cpu_provider(mut self, provider: CpuProvider) -> Self {
+        self.config.provider = provider;
         self
     }
 

@@ -7,7 +7,7 @@ use weft_actors::{
     ActorBuilder, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_TRACE_CAPACITY,
     DEFAULT_WAIT_SPIN,
 };
-use weft_engines::{Pinning, DEFAULT_BUFFER_CAP};
+use weft_engines::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
 /// Default time a domain is idle before it lets its buffer pool go.
 pub const DEFAULT_IDLE_TRIM: Duration = Duration::from_secs(1);
@@ -20,6 +20,7 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) wait_spin: Duration,
     pub(crate) buffer_cap: usize,
+    pub(crate) provider: CpuProvider,
     /// How long a domain is idle before it lets its buffer pool go.
     pub(crate) idle_trim: Duration,
     /// Where the trace goes, and the trace, once built.
@@ -40,6 +41,7 @@ impl Default for Config {
             idle_spin: DEFAULT_IDLE_SPIN,
             wait_spin: DEFAULT_WAIT_SPIN,
             buffer_cap: DEFAULT_BUFFER_CAP,
+            provider: CpuProvider::Faer,
             idle_trim: DEFAULT_IDLE_TRIM,
             trace_path: None,
             trace_capacity: DEFAULT_TRACE_CAPACITY,

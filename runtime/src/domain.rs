@@ -206,6 +206,7 @@ fn start_cpu(
     let engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
+        provider: config.provider,
         ..CpuEngineConfig::new(
             domain.index(),
             domain.cpus().clone(),

@@ -87,8 +87,8 @@ pub use weft_engines::{Program, RecordError, Recorder, Step, Value};
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.
 pub use weft_engines::{
-    BufferStats, CacheStats, CpuEngine, DeviceError, DomainInfo, EngineError, EngineMemory,
-    ExecError, Pinning, TensorEngine, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
+    BufferStats, CacheStats, CpuEngine, CpuProvider, DeviceError, DomainInfo, EngineError,
+    EngineMemory, ExecError, Pinning, TensorEngine, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
 };
 
 // Topology: CPU sets, domains and how they are found.

@@ -7,8 +7,9 @@
 use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::MatRef;
 
+use super::gemm::{self, Compute};
 use super::{buffer, reduce, structural};
 use crate::layout::{row_major, View};
 use crate::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
@@ -21,14 +22,18 @@ use crate::tensor::{DType, Element, Tensor, TensorError};
 /// # Errors
 ///
 /// As [`Spec::infer`].
-pub(super) fn run(spec: &Spec, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+pub(super) fn run(
+    spec: &Spec,
+    inputs: &[&Tensor],
+    compute: Compute,
+) -> Result<Tensor, TensorError> {
     let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
     EinsumPlan::compile(
         spec,
         &shapes,
         inputs.first().map_or(DType::F64, |t| t.dtype()),
     )?
-    .run(inputs, threads)
+    .run(inputs, compute)
 }
 
 /// One contraction, lowered for its operands' shapes and element type.
@@ -252,18 +257,17 @@ impl EinsumPlan {
 
     /// Replays the plan on `inputs`, which must be of the shapes and type
     /// it was made for: every caller has just compiled it for them or found
-    /// it by them ([`EinsumPlan::is_for`]). `threads > 1` lets products
-    /// spread over the current pool.
+    /// it by them ([`EinsumPlan::is_for`]), computing as `compute` says.
     ///
     /// # Errors
     ///
     /// Only what a kernel finds; none is expected.
-    pub(crate) fn run(&self, inputs: &[&Tensor], threads: usize) -> Result<Tensor, TensorError> {
+    pub(crate) fn run(&self, inputs: &[&Tensor], compute: Compute) -> Result<Tensor, TensorError> {
         // The common contraction: one product of two operands read in
         // place (a permutation folded in, or none needed).
         if let [Prim::Gemm { a, b, dims, out }] = &self.prims[..] {
             if let (Some(x), Some(y)) = (inputs.get(a.src), inputs.get(b.src)) {
-                return product(x, a.layout, y, b.layout, *dims, out, threads);
+                return product(x, a.layout, y, b.layout, *dims, out, compute);
             }
         }
         let mut values: smallvec::SmallVec<[Option<Cow<'_, Tensor>>; 8]> = inputs
@@ -285,7 +289,7 @@ impl EinsumPlan {
                     false,
                 )?),
                 Prim::Permute { src, perm, .. } => {
-                    Some(structural::permute(get(*src), perm, threads > 1)?)
+                    Some(structural::permute(get(*src), perm, compute.parallel())?)
                 }
                 Prim::Gemm { a, b, dims, out } => Some(product(
                     get(a.src),
@@ -294,7 +298,7 @@ impl EinsumPlan {
                     b.layout,
                     *dims,
                     out,
-                    threads,
+                    compute,
                 )?),
             };
             values[n + i] = made.map(Cow::Owned);
@@ -420,10 +424,6 @@ fn layout_of(shape: &[usize], strides: &[isize], groups: [usize; 3]) -> Option<L
     }
 }
 
-/// Products below this many multiply-adds run on one thread each: faer's
-/// threads cost more than they save there.
-const SMALL_PRODUCT: usize = 1 << 18;
-
 /// `[nb, m, k] @ [nb, k, n]` of operands read through their layouts, into
 /// a fresh row-major value of shape `out`.
 fn product(
@@ -433,7 +433,7 @@ fn product(
     lb: Layout,
     dims: [usize; 4],
     out: &[usize],
-    threads: usize,
+    compute: Compute,
 ) -> Result<Tensor, TensorError> {
     if a.dtype() != b.dtype() {
         return Err(TensorError::MixedDTypes {
@@ -443,7 +443,7 @@ fn product(
         });
     }
     let data = for_dtype!(a.dtype(), |T| T::wrap(typed_product::<T>(
-        a, la, b, lb, dims, threads
+        a, la, b, lb, dims, compute
     )));
     Tensor::from_parts(out.to_vec(), data)
 }
@@ -454,22 +454,12 @@ fn typed_product<T: Element>(
     b: &Tensor,
     lb: Layout,
     [nb, m, k, n]: [usize; 4],
-    threads: usize,
+    compute: Compute,
 ) -> Vec<T> {
     let (a, b) = (
         a.as_slice::<T>().expect("checked dtype"),
         b.as_slice::<T>().expect("checked dtype"),
     );
-    // With an inner extent, every element is written (`Accum::Replace`):
-    // no fill needed; without one the product is zeros.
-    let mut c = if k == 0 {
-        buffer::filled(nb * m * n, T::ZERO)
-    } else {
-        buffer::overwritten(nb * m * n)
-    };
-    if m * n == 0 {
-        return c;
-    }
     fn view<T>(
         data: &[T],
         layout: Layout,
@@ -486,35 +476,9 @@ fn typed_product<T: Element>(
             }
         }
     }
-    let product = |batch: usize, dst: &mut [T], par: Par| {
-        faer::linalg::matmul::matmul(
-            MatMut::from_row_major_slice_mut(dst, m, n),
-            Accum::Replace,
-            view(a, la, batch, m, k),
-            view(b, lb, batch, k, n),
-            T::ONE,
-            par,
-        );
-    };
-    let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
-    // Over the batch when it gives every thread a product (or more), each
-    // product on one thread; else each product over the pool.
-    if threads > 1 && nb > 1 && (small || nb >= threads) {
-        use rayon::prelude::*;
-        c.par_chunks_mut(m * n)
-            .enumerate()
-            .for_each(|(batch, dst)| product(batch, dst, Par::Seq));
-    } else {
-        let par = if threads > 1 && !small {
-            Par::rayon(threads)
-        } else {
-            Par::Seq
-        };
-        for (batch, dst) in c.chunks_mut(m * n).enumerate() {
-            product(batch, dst, par);
-        }
-    }
-    c
+    gemm::batched([nb, m, k, n], compute, |batch| {
+        (view(a, la, batch, m, k), view(b, lb, batch, k, n))
+    })
 }
 
 #[cfg(test)]
@@ -568,7 +532,7 @@ mod tests {
         let s = Spec::parse(spec).unwrap();
         let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
         let meta = s.infer(&metas).unwrap();
-        let got = run(&s, inputs, 1).unwrap();
+        let got = run(&s, inputs, Compute::faer(1)).unwrap();
         assert_eq!(got.shape(), &meta.shape[..], "{spec}");
         let want = reference(spec, inputs);
         for (g, w) in got.as_slice::<f64>().unwrap().iter().zip(&want) {
@@ -638,7 +602,7 @@ mod tests {
     fn complex_operands() {
         let a = Tensor::from_vec(vec![c64::new(0.0, 1.0), c64::new(1.0, 0.0)], &[2]).unwrap();
         let s = Spec::parse("i,i->").unwrap();
-        let got = run(&s, &[&a, &a], 1).unwrap();
+        let got = run(&s, &[&a, &a], Compute::faer(1)).unwrap();
         assert_eq!(got.as_slice::<c64>().unwrap(), &[c64::new(0.0, 0.0)]);
         assert_eq!(got.dtype(), DType::C64);
     }

@@ -3,6 +3,7 @@
 //! calling thread or over the domain's pool.
 
 use super::einsum::EinsumPlan;
+use super::gemm::Compute;
 use super::{create, einsum, elementwise, gemm, linalg, reduce, structural, unary};
 use crate::ops::{EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
@@ -13,8 +14,8 @@ use crate::tensor::{element_count, DType, Tensor, TensorError};
 pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Runs `op` on `inputs`, already checked against it (`outputs` are what
-/// [`TensorOp::infer`] gave): inline for small work, over `pool` (of
-/// `threads` threads) above [`PARALLEL_THRESHOLD`]. An einsum runs
+/// [`TensorOp::infer`] gave): inline for small work, over `pool` (as
+/// `compute` says) above [`PARALLEL_THRESHOLD`]. An einsum runs
 /// `plan` when given (the engine's cached plan for these operands), else
 /// plans itself.
 ///
@@ -24,7 +25,7 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// and the failures only the run can find (a factorization that fails).
 pub(super) fn run(
     pool: &rayon::ThreadPool,
-    threads: usize,
+    compute: Compute,
     op: &TensorOp,
     inputs: &[&Tensor],
     outputs: &[(DType, &[usize])],
@@ -35,17 +36,17 @@ pub(super) fn run(
     }
     check_allocatable(outputs)?;
     if work(op, inputs, outputs) >= PARALLEL_THRESHOLD {
-        pool.install(|| kernel(op, inputs, threads, plan))
+        pool.install(|| kernel(op, inputs, compute, plan))
     } else {
-        kernel(op, inputs, 1, plan)
+        kernel(op, inputs, compute.serial(), plan)
     }
 }
 
 impl TensorOp {
     /// Runs the op on host tensors with the CPU engine's kernels, on the
     /// calling thread (`threads > 1`: spread over the current rayon pool,
-    /// of that many threads): the reference every engine is checked
-    /// against, and a way to compute without an engine.
+    /// of that many threads), products through faer: the reference every
+    /// engine is checked against, and a way to compute without an engine.
     ///
     /// # Errors
     ///
@@ -57,29 +58,29 @@ impl TensorOp {
         if let Some(empty) = empty(outputs.iter().map(|m| (m.dtype, &m.shape[..]))) {
             return empty;
         }
-        kernel(self, inputs, threads, None)
+        kernel(self, inputs, Compute::faer(threads), None)
     }
 }
 
-/// The kernel of each op: `threads > 1` lets it spread over the current
-/// rayon pool (the caller installs the domain's).
+/// The kernel of each op, computing as `compute` says (the caller installs
+/// the domain's pool when it may spread).
 fn kernel(
     op: &TensorOp,
     inputs: &[&Tensor],
-    threads: usize,
+    compute: Compute,
     plan: Option<&EinsumPlan>,
 ) -> Result<Vec<Tensor>, TensorError> {
-    let parallel = threads > 1;
+    let parallel = compute.parallel();
     let one = |t: Result<Tensor, TensorError>| t.map(|t| vec![t]);
     match op {
         TensorOp::Linalg(op) => linalg::run(*op, inputs),
         TensorOp::Einsum(spec) => one(match plan {
-            Some(plan) => plan.run(inputs, threads),
-            None => einsum::run(spec, inputs, threads),
+            Some(plan) => plan.run(inputs, compute),
+            None => einsum::run(spec, inputs, compute),
         }),
         TensorOp::Binary(op) => one(elementwise::binary(*op, inputs[0], inputs[1], parallel)),
         TensorOp::Unary(op) => one(unary::apply(*op, inputs[0], parallel)),
-        TensorOp::Matmul => one(gemm::matmul(inputs[0], inputs[1], threads)),
+        TensorOp::Matmul => one(gemm::matmul(inputs[0], inputs[1], compute)),
         TensorOp::Reduce {
             op,
             axes,
@@ -141,7 +142,7 @@ fn kernel(
             one(einsum::run(
                 &EinsumSpec::parse("i,i->")?,
                 &[a, inputs[1]],
-                threads,
+                compute,
             ))
         }
     }

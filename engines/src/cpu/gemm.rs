@@ -1,20 +1,50 @@
-//! Matrix products through faer: 2-D and batched, batch axes broadcast.
+//! Matrix products: 2-D and batched, batch axes broadcast, each product
+//! through the domain's provider (faer, or a system BLAS with the `blas`
+//! feature). One loop ([`batched`]) decides for matmul and einsum alike how
+//! a batch spreads over the pool.
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::buffer;
+use super::{buffer, CpuProvider};
 use crate::ops::matmul_shape;
 use crate::tensor::{element_count, Element, Tensor, TensorError};
 
-/// `lhs @ rhs`, each product through faer with `threads` threads of the
-/// current rayon pool (the caller installs the domain's pool); a batch of
-/// small products runs one product per thread instead.
+/// How a kernel computes: the threads of the current rayon pool it may
+/// spread over (the caller installs the domain's pool; 1: the calling
+/// thread alone) and who computes its products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Compute {
+    pub(crate) threads: usize,
+    pub(crate) provider: CpuProvider,
+}
+
+impl Compute {
+    /// `threads` threads with faer's products.
+    pub(crate) fn faer(threads: usize) -> Compute {
+        Compute {
+            threads,
+            provider: CpuProvider::Faer,
+        }
+    }
+
+    /// The same provider on the calling thread alone.
+    pub(crate) fn serial(self) -> Compute {
+        Compute { threads: 1, ..self }
+    }
+
+    /// Whether the kernel may spread over the pool.
+    pub(crate) fn parallel(self) -> bool {
+        self.threads > 1
+    }
+}
+
+/// `lhs @ rhs`, batch axes broadcast.
 ///
 /// # Errors
 ///
 /// [`TensorError::MixedDTypes`] and the errors of [`matmul_shape`].
-pub(super) fn matmul(lhs: &Tensor, rhs: &Tensor, threads: usize) -> Result<Tensor, TensorError> {
-    matmul_as(lhs, lhs.shape(), rhs, rhs.shape(), threads)
+pub(super) fn matmul(lhs: &Tensor, rhs: &Tensor, compute: Compute) -> Result<Tensor, TensorError> {
+    matmul_as(lhs, lhs.shape(), rhs, rhs.shape(), compute)
 }
 
 /// [`matmul`] of `lhs` and `rhs` read as tensors of shapes `lhs_shape` and
@@ -29,7 +59,7 @@ pub(super) fn matmul_as(
     lhs_shape: &[usize],
     rhs: &Tensor,
     rhs_shape: &[usize],
-    threads: usize,
+    compute: Compute,
 ) -> Result<Tensor, TensorError> {
     if lhs.dtype() != rhs.dtype() {
         return Err(TensorError::MixedDTypes {
@@ -52,26 +82,21 @@ pub(super) fn matmul_as(
         lhs_shape,
         rhs_shape,
         out: &out,
-        threads,
     };
-    let data = for_dtype!(lhs.dtype(), |T| T::wrap(typed::<T>(lhs, rhs, &operands)));
+    let data = for_dtype!(lhs.dtype(), |T| T::wrap(typed::<T>(
+        lhs, rhs, &operands, compute
+    )));
     Tensor::from_parts(out, data)
 }
 
-/// The shapes of one matmul and the threads it may use.
+/// The shapes of one matmul.
 struct Operands<'a> {
     lhs_shape: &'a [usize],
     rhs_shape: &'a [usize],
     out: &'a [usize],
-    threads: usize,
 }
 
-/// Products with fewer multiply-adds than this run on one thread each,
-/// the batch spread over the pool, rather than one after another with the
-/// whole pool on each (faer's threads cost more than such a product).
-const SMALL_PRODUCT: usize = 1 << 18;
-
-fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>) -> Vec<T> {
+fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>, compute: Compute) -> Vec<T> {
     let (a, b) = (
         lhs.as_slice::<T>().expect("checked dtype"),
         rhs.as_slice::<T>().expect("checked dtype"),
@@ -95,17 +120,7 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>) -> Vec<T> {
         strides
     };
     let (sa, sb) = (strides(ls, m * k), strides(rs, k * n));
-    // With an inner extent, every element is written (`Accum::Replace`):
-    // no fill needed; without one the product is zeros.
-    let mut c = if k == 0 {
-        buffer::filled(batches * m * n, T::ZERO)
-    } else {
-        buffer::overwritten(batches * m * n)
-    };
-    if m * n == 0 {
-        return c;
-    }
-    let product = |batch: usize, dst: &mut [T], par: Par| {
+    batched([batches, m, k, n], compute, |batch| {
         let (mut oa, mut ob, mut rest) = (0, 0, batch);
         for axis in (0..batch_shape.len()).rev() {
             let i = rest % batch_shape[axis];
@@ -113,32 +128,103 @@ fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>) -> Vec<T> {
             oa += i * sa[axis];
             ob += i * sb[axis];
         }
-        faer::linalg::matmul::matmul(
-            MatMut::from_row_major_slice_mut(dst, m, n),
-            Accum::Replace,
+        (
             MatRef::from_row_major_slice(&a[oa..oa + m * k], m, k),
             MatRef::from_row_major_slice(&b[ob..ob + k * n], k, n),
-            T::ONE,
-            par,
-        );
-    };
-    let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
-    if x.threads > 1 && batches > 1 && small {
-        use rayon::prelude::*;
-        c.par_chunks_mut(m * n)
-            .enumerate()
-            .for_each(|(batch, dst)| product(batch, dst, Par::Seq));
+        )
+    })
+}
+
+/// Products below this many multiply-adds run on one thread each: the
+/// threads of one product cost more than they save there.
+pub(super) const SMALL_PRODUCT: usize = 1 << 18;
+
+/// The least work, in real multiply-adds, of a batch of small products
+/// spread over the pool; a smaller batch runs on the calling thread. A
+/// pool thread that has gone to sleep takes 20–50 µs to wake on the
+/// machines measured, about what 2^20 multiply-adds take on one core:
+/// below that, the woken thread arrives when the work is done (measured
+/// in `compare`'s `small_gemm` batched rows: 64 products of bond 16 ran
+/// 2.3× slower spread than on one thread).
+pub(super) const PARALLEL_BATCH: usize = 1 << 20;
+
+/// The least work, in real multiply-adds, of one task of a batch spread
+/// over the pool: small products go to a task several at a time (a task
+/// costs about a microsecond to hand over; a whole product of bond 4 is
+/// 30 ns).
+pub(super) const BATCH_TASK: usize = 1 << 16;
+
+/// The `nb` products `[m, k] @ [k, n]` whose operands `operands(i)` reads,
+/// into a fresh row-major `[nb, m, n]`. When the batch gives every thread
+/// a product (or the products are small) and is worth waking threads for
+/// ([`PARALLEL_BATCH`]), the batch is spread over the pool in tasks of at
+/// least [`BATCH_TASK`] multiply-adds, each product on one thread; else
+/// the products run one after another, each over the pool when it is
+/// large.
+pub(super) fn batched<'a, T: Element>(
+    [nb, m, k, n]: [usize; 4],
+    compute: Compute,
+    operands: impl Fn(usize) -> (MatRef<'a, T>, MatRef<'a, T>) + Sync,
+) -> Vec<T> {
+    // With an inner extent, every element is written: no fill needed;
+    // without one the product is zeros.
+    let mut c = if k == 0 {
+        buffer::filled(nb * m * n, T::ZERO)
     } else {
-        let par = if x.threads > 1 {
-            Par::rayon(x.threads)
-        } else {
-            Par::Seq
-        };
+        buffer::overwritten(nb * m * n)
+    };
+    if m * n == 0 || k == 0 {
+        return c;
+    }
+    let one = |batch: usize, dst: &mut [T], compute: Compute| {
+        let (a, b) = operands(batch);
+        product(MatMut::from_row_major_slice_mut(dst, m, n), a, b, compute);
+    };
+    let work = m.saturating_mul(k).saturating_mul(n);
+    let small = work < SMALL_PRODUCT;
+    // Real multiply-adds of one product: a complex one is four.
+    let real = work.saturating_mul(if T::DTYPE.is_complex() { 4 } else { 1 });
+    let spread = real.saturating_mul(nb) >= PARALLEL_BATCH;
+    // Products per task: a task is at least BATCH_TASK multiply-adds.
+    let per_task = BATCH_TASK.div_ceil(real).min(nb);
+    if compute.parallel() && spread && per_task < nb && (small || nb >= compute.threads) {
+        use rayon::prelude::*;
+        c.par_chunks_mut(m * n * per_task)
+            .enumerate()
+            .for_each(|(task, dst)| {
+                for (i, dst) in dst.chunks_mut(m * n).enumerate() {
+                    one(task * per_task + i, dst, compute.serial());
+                }
+            });
+    } else {
+        let each = if small { compute.serial() } else { compute };
         for (batch, dst) in c.chunks_mut(m * n).enumerate() {
-            product(batch, dst, par);
+            one(batch, dst, each);
         }
     }
     c
+}
+
+/// `c = a @ b` by the provider, over `compute.threads` threads of the
+/// current pool.
+pub(super) fn product<T: Element>(
+    c: MatMut<'_, T>,
+    a: MatRef<'_, T>,
+    b: MatRef<'_, T>,
+    compute: Compute,
+) {
+    match compute.provider {
+        CpuProvider::Faer => {
+            let par = if compute.parallel() {
+                Par::rayon(compute.threads)
+            } else {
+                Par::Seq
+            };
+            faer::linalg::matmul::matmul(c, Accum::Replace, a, b, T::ONE, par);
+        }
+        #[cfg(feature = "blas")]
+        CpuProvider::Blas => super::blas::product(c, a, b, compute.threads),
+    }
 }
 
 #[cfg(test)]
@@ -215,7 +301,7 @@ mod tests {
                     .num_threads(threads)
                     .build()
                     .unwrap()
-                    .install(|| matmul(&a, &b, threads).unwrap());
+                    .install(|| matmul(&a, &b, Compute::faer(threads)).unwrap());
                 let want = reference(&a, &b);
                 assert_eq!(got.shape(), &matmul_shape(sa, sb).unwrap()[..]);
                 for (g, w) in got.as_slice::<f64>().unwrap().iter().zip(&want) {
@@ -232,7 +318,7 @@ mod tests {
     fn complex_product() {
         let a = Tensor::from_vec(vec![c32::new(0.0, 1.0), c32::new(2.0, 0.0)], &[1, 2]).unwrap();
         let b = Tensor::from_vec(vec![c32::new(0.0, 1.0), c32::new(1.0, 1.0)], &[2, 1]).unwrap();
-        let c = matmul(&a, &b, 1).unwrap();
+        let c = matmul(&a, &b, Compute::faer(1)).unwrap();
         // i*i + 2*(1+i) = -1 + 2 + 2i
         assert_eq!(c.as_slice::<c32>().unwrap(), &[c32::new(1.0, 2.0)]);
     }
@@ -249,7 +335,171 @@ mod tests {
         let err = matmul_shape(&[2, 1, 3], &[3, 3, 1]).unwrap_err();
         assert!(matches!(err, TensorError::Broadcast { .. }), "{err}");
         let f32s = Tensor::from_vec(vec![1.0f32; 4], &[2, 2]).unwrap();
-        let err = matmul(&tensor(&[2, 2], 0.0), &f32s, 1).unwrap_err();
+        let err = matmul(&tensor(&[2, 2], 0.0), &f32s, Compute::faer(1)).unwrap_err();
         assert!(matches!(err, TensorError::MixedDTypes { .. }));
+    }
+
+    /// The providers this build has.
+    fn providers() -> Vec<CpuProvider> {
+        vec![
+            CpuProvider::Faer,
+            #[cfg(feature = "blas")]
+            CpuProvider::Blas,
+        ]
+    }
+
+    /// `len` values of type `T` from a seed, complex parts both set.
+    fn values<T: Element>(len: usize, seed: f64) -> Vec<T> {
+        (0..len)
+            .map(|i| {
+                let x = (i as f64) * 0.37 + seed;
+                T::from_parts(x.sin(), (0.5 * x).cos())
+            })
+            .collect()
+    }
+
+    /// Whether each element of `got` is `want`'s to `tol` times the
+    /// magnitude of the `k` terms that summed to it.
+    fn close<T: Element>(got: &[T], want: &[T], k: usize, tol: f64, what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let ((gr, gi), (wr, wi)) = (g.to_parts(), w.to_parts());
+            let err = (gr - wr).hypot(gi - wi);
+            assert!(
+                err <= tol * (k as f64 + 1.0),
+                "{what}: element {i}: {g:?} vs {w:?}"
+            );
+        }
+    }
+
+    /// Runs `f` on a pool of `threads` threads (the split and batched
+    /// paths need a pool to spread over).
+    fn on_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(f)
+    }
+
+    /// `[.., m, k] @ [.., k, n]` with broadcast batches by plain loops, for
+    /// any element type: batch `t` of the output reads batch `t / 4` of
+    /// `a` (shape `[3, 1, m, k]`) and `t % 4` of `b` (`[4, k, n]`).
+    fn broadcast_reference<T: Element>(a: &[T], b: &[T], [m, k, n]: [usize; 3]) -> Vec<T> {
+        let mut c = Vec::with_capacity(12 * m * n);
+        for t in 0..12 {
+            let (a, b) = (&a[(t / 4) * m * k..], &b[(t % 4) * k * n..]);
+            for i in 0..m {
+                for j in 0..n {
+                    let mut s = T::ZERO;
+                    for p in 0..k {
+                        s += a[i * k + p] * b[p * n + j];
+                    }
+                    c.push(s);
+                }
+            }
+        }
+        c
+    }
+
+    fn broadcast_batches_of<T: Element>(tol: f64) {
+        const ODD: [usize; 4] = [1, 3, 17, 65];
+        for provider in providers() {
+            for threads in [1, 2] {
+                for m in ODD {
+                    for k in ODD {
+                        for n in ODD {
+                            let (va, vb) =
+                                (values::<T>(3 * m * k, 0.2), values::<T>(4 * k * n, 1.3));
+                            let a = Tensor::from_vec(va.clone(), &[3, 1, m, k]).unwrap();
+                            let b = Tensor::from_vec(vb.clone(), &[4, k, n]).unwrap();
+                            let compute = Compute { threads, provider };
+                            let got = on_pool(threads, || matmul(&a, &b, compute).unwrap());
+                            assert_eq!(got.shape(), &[3, 4, m, n]);
+                            close(
+                                got.as_slice::<T>().unwrap(),
+                                &broadcast_reference(&va, &vb, [m, k, n]),
+                                k,
+                                tol,
+                                &format!("{} {provider} ×{threads} {m}×{k}·{k}×{n}", T::DTYPE),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_provider_matches_the_plain_loops_on_every_dtype_with_broadcast_batches() {
+        broadcast_batches_of::<f32>(1e-5);
+        broadcast_batches_of::<f64>(1e-13);
+        broadcast_batches_of::<c32>(1e-5);
+        broadcast_batches_of::<crate::tensor::c64>(1e-13);
+    }
+
+    /// A product too large for one thread, split over the pool (by rows,
+    /// then by columns when the result is wide), and strided operands: an
+    /// einsum whose transposes are folded into the product as column-major
+    /// reads.
+    fn large_and_strided_of<T: Element>(tol: f64) {
+        for provider in providers() {
+            for threads in [1, 2, 3] {
+                let compute = Compute { threads, provider };
+                for (m, k, n) in [(129, 65, 67), (65, 65, 130), (3, 300, 1)] {
+                    let (va, vb) = (values::<T>(m * k, 0.7), values::<T>(k * n, 2.1));
+                    let what = format!("{} {provider} ×{threads} {m}×{k}·{k}×{n}", T::DTYPE);
+                    // Plain product, on the split path: m·k·n is above
+                    // SMALL_PRODUCT for the first two.
+                    let got = on_pool(threads, || {
+                        let mut c = vec![T::ZERO; m * n];
+                        product(
+                            MatMut::from_row_major_slice_mut(&mut c, m, n),
+                            MatRef::from_row_major_slice(&va, m, k),
+                            MatRef::from_row_major_slice(&vb, k, n),
+                            compute,
+                        );
+                        c
+                    });
+                    let mut want = vec![T::ZERO; m * n];
+                    for i in 0..m {
+                        for j in 0..n {
+                            for p in 0..k {
+                                want[i * n + j] += va[i * k + p] * vb[p * n + j];
+                            }
+                        }
+                    }
+                    close(&got, &want, k, tol, &what);
+                    // `ki,nk->in`-shaped: both operands read transposed.
+                    let at = Tensor::from_vec(transpose(&va, m, k), &[k, m]).unwrap();
+                    let bt = Tensor::from_vec(transpose(&vb, k, n), &[n, k]).unwrap();
+                    let spec = crate::ops::EinsumSpec::parse("ki,jk->ij").unwrap();
+                    let got = on_pool(threads, || {
+                        super::super::einsum::run(&spec, &[&at, &bt], compute).unwrap()
+                    });
+                    close(
+                        got.as_slice::<T>().unwrap(),
+                        &want,
+                        k,
+                        tol,
+                        &format!("{what} strided"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn transpose<T: Copy>(v: &[T], rows: usize, cols: usize) -> Vec<T> {
+        (0..cols)
+            .flat_map(|j| (0..rows).map(move |i| v[i * cols + j]))
+            .collect()
+    }
+
+    #[test]
+    fn every_provider_splits_large_products_and_reads_strided_operands() {
+        large_and_strided_of::<f32>(1e-5);
+        large_and_strided_of::<f64>(1e-13);
+        large_and_strided_of::<c32>(1e-5);
+        large_and_strided_of::<crate::tensor::c64>(1e-13);
     }
 }

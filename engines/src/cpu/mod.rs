@@ -2,6 +2,9 @@
 //! buffer pool, and the CPU kernels the vocabulary runs on (dispatched in
 //! `exec`).
 
+#[cfg(feature = "blas")]
+#[allow(unsafe_code)] // CBLAS calls, each argued.
+mod blas;
 mod buffer;
 mod cache;
 mod create;
@@ -24,6 +27,7 @@ pub use store::Store;
 
 use cache::Cache;
 use einsum::EinsumPlan;
+use gemm::Compute;
 use pool::PinnedPool;
 use program::ProgramPlan;
 
@@ -50,6 +54,36 @@ pub enum Pinning {
     None,
 }
 
+/// Who computes a CPU domain's matrix products (matmul, einsum's
+/// contractions, and those inside programs); everything else runs on
+/// weft's own kernels either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CpuProvider {
+    /// faer, pure Rust (the default).
+    #[default]
+    Faer,
+    /// The system's CBLAS (OpenBLAS, linked at build time; feature
+    /// `blas`). OpenBLAS is set to one thread for the whole process and
+    /// runs inside the domain's pool tasks: a large product is split into
+    /// blocks of rows or columns, one per pool thread, so its threads are
+    /// the domain's, pinned as they are. f32, f64, c32 and c64 products;
+    /// an operand BLAS cannot read (a stride it has no form for) goes to
+    /// faer.
+    #[cfg(feature = "blas")]
+    Blas,
+}
+
+impl fmt::Display for CpuProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CpuProvider::Faer => "faer",
+            #[cfg(feature = "blas")]
+            CpuProvider::Blas => "blas",
+        })
+    }
+}
+
 /// What a CPU engine is built from.
 #[derive(Clone)]
 pub struct CpuEngineConfig {
@@ -69,6 +103,8 @@ pub struct CpuEngineConfig {
     /// Bytes of freed buffers the engine keeps for reuse (0: none); see
     /// [`BufferPool`]. [`DEFAULT_BUFFER_CAP`] by default.
     pub buffer_cap: usize,
+    /// Who computes the matrix products ([`CpuProvider::Faer`] by default).
+    pub provider: CpuProvider,
 }
 
 /// The default byte cap of a domain's buffer pool: 256 MiB.
@@ -91,6 +127,7 @@ impl CpuEngineConfig {
             name: format!("weft-cpu-{index}"),
             on_worker_start: None,
             buffer_cap: DEFAULT_BUFFER_CAP,
+            provider: CpuProvider::Faer,
         }
     }
 }
@@ -104,6 +141,7 @@ impl fmt::Debug for CpuEngineConfig {
             .field("pinning", &self.pinning)
             .field("name", &self.name)
             .field("buffer_cap", &self.buffer_cap)
+            .field("provider", &self.provider)
             .finish_non_exhaustive()
     }
 }
@@ -119,6 +157,18 @@ pub struct DomainInfo {
     pub threads: usize,
     /// How they are pinned.
     pub pinning: Pinning,
+    /// Who computes its matrix products.
+    pub provider: CpuProvider,
+}
+
+impl DomainInfo {
+    /// How its kernels compute: its threads and its provider.
+    fn compute(&self) -> Compute {
+        Compute {
+            threads: self.threads,
+            provider: self.provider,
+        }
+    }
 }
 
 /// A CPU engine could not be built.
@@ -194,7 +244,7 @@ impl CpuEngine {
     /// or a pool rayon could not build.
     pub fn new(config: CpuEngineConfig) -> Result<CpuEngine, EngineError> {
         let pool = PinnedPool::build(&config)?;
-        Ok(CpuEngine {
+        let mut engine = CpuEngine {
             store: Store::default(),
             buffers: BufferPool::new(config.buffer_cap),
             domain: DomainInfo {
@@ -202,16 +252,29 @@ impl CpuEngine {
                 cpus: config.cpus,
                 threads: config.threads,
                 pinning: config.pinning,
+                provider: config.provider,
             },
             pool,
             programs: Cache::new(PROGRAM_CACHE_CAPACITY),
             einsums: Cache::new(EINSUM_CACHE_CAPACITY),
-        })
+        };
+        engine.set_provider(config.provider);
+        Ok(engine)
     }
 
     /// The domain this engine runs on.
     pub fn domain(&self) -> &DomainInfo {
         &self.domain
+    }
+
+    /// Makes `provider` compute the products of the ops that run from now
+    /// on (the builder's choice is [`CpuEngineConfig::provider`]).
+    pub fn set_provider(&mut self, provider: CpuProvider) {
+        #[cfg(feature = "blas")]
+        if provider == CpuProvider::Blas {
+            blas::single_threaded();
+        }
+        self.domain.provider = provider;
     }
 
     /// The CPUs each pool thread reported at build time, by worker index
@@ -294,7 +357,7 @@ impl CpuEngine {
             outputs.iter().map(|m| (m.dtype, &m.shape[..])).collect();
         exec::run(
             &self.pool.rayon,
-            self.domain.threads,
+            self.domain.compute(),
             op,
             inputs,
             &shapes,
@@ -345,10 +408,8 @@ impl CpuEngine {
             }
             _ => None,
         };
-        Ok(
-            buffers
-                .lend(|| exec::run(&pool.rayon, domain.threads, op, &resident, outputs, plan))?,
-        )
+        Ok(buffers
+            .lend(|| exec::run(&pool.rayon, domain.compute(), op, &resident, outputs, plan))?)
     }
 }
 
@@ -398,7 +459,7 @@ impl TensorEngine for CpuEngine {
         let store_ref: &Store = store;
         let made = buffers.lend(|| {
             pool.rayon
-                .install(|| plan.execute(program, store_ref, inputs, &pool.rayon, domain.threads))
+                .install(|| plan.execute(program, store_ref, inputs, &pool.rayon, domain.compute()))
         })?;
         for (&id, tensor) in outputs.iter().zip(made) {
             store.insert(id, tensor);

@@ -14,6 +14,7 @@
 
 use super::einsum::EinsumPlan;
 use super::fused::{Chain, Link};
+use super::gemm::Compute;
 use super::{buffer, exec, Store};
 use crate::engine::{ExecError, TensorId};
 use crate::ops::{Meta, TensorOp};
@@ -189,7 +190,7 @@ impl ProgramPlan {
         store: &Store,
         inputs: &[TensorId],
         pool: &rayon::ThreadPool,
-        threads: usize,
+        compute: Compute,
     ) -> Result<Vec<Tensor>, ExecError> {
         let metas = program.metas();
         let given = inputs
@@ -216,11 +217,11 @@ impl ProgramPlan {
                 let made: Result<smallvec::SmallVec<[Tensor; 1]>, _> = match &run.kernel {
                     // Checked when recorded, lowered when compiled: replay it.
                     Kernel::Einsum(plan) => {
-                        plan.run(&args, threads).map(|t| smallvec::smallvec![t])
+                        plan.run(&args, compute).map(|t| smallvec::smallvec![t])
                     }
                     Kernel::Fused(chain) => match start {
-                        Some(start) => chain.run_in_place(start, &args, threads > 1),
-                        None => chain.run(&args, threads > 1),
+                        Some(start) => chain.run_in_place(start, &args, compute.parallel()),
+                        None => chain.run(&args, compute.parallel()),
                     }
                     .map(|t| smallvec::smallvec![t]),
                     Kernel::Op => {
@@ -230,7 +231,7 @@ impl ProgramPlan {
                             .map(|m: &Meta| (m.dtype, &m.shape[..]))
                             .collect();
                         let op = &program.steps()[run.step].op;
-                        exec::run(pool, threads, op, &args, &outs, None)
+                        exec::run(pool, compute, op, &args, &outs, None)
                             .map(smallvec::SmallVec::from_vec)
                     }
                 };
@@ -434,7 +435,9 @@ mod tests {
             .num_threads(1)
             .build()
             .unwrap();
-        let fused = plan.execute(&program, &store, &ids, &pool, 1).unwrap();
+        let fused = plan
+            .execute(&program, &store, &ids, &pool, Compute::faer(1))
+            .unwrap();
         let plain = stepwise(&program, &[a, b, c]);
         assert_eq!(fused.len(), 3);
         for (f, p) in fused.iter().zip(&plain) {

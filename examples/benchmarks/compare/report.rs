@@ -54,6 +54,8 @@ pub(crate) enum Unit {
     ItemsPerSecond,
     /// Bytes moved to and from memory, GB/s (higher is better).
     GigabytesPerSecond,
+    /// Floating-point operations per second, GFLOP/s (higher is better).
+    GflopsPerSecond,
 }
 
 impl Unit {
@@ -64,13 +66,17 @@ impl Unit {
             Unit::OpsPerSecond => "ops/s",
             Unit::ItemsPerSecond => "items/s",
             Unit::GigabytesPerSecond => "GB/s",
+            Unit::GflopsPerSecond => "GFLOP/s",
         }
     }
 
     fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Unit::OpsPerSecond | Unit::ItemsPerSecond | Unit::GigabytesPerSecond
+            Unit::OpsPerSecond
+                | Unit::ItemsPerSecond
+                | Unit::GigabytesPerSecond
+                | Unit::GflopsPerSecond
         )
     }
 
@@ -78,6 +84,7 @@ impl Unit {
         match self {
             Unit::MicrosPerOp => format!("{value:.3}"),
             Unit::Millis | Unit::GigabytesPerSecond => format!("{value:.2}"),
+            Unit::GflopsPerSecond => format!("{value:.1}"),
             Unit::OpsPerSecond | Unit::ItemsPerSecond => {
                 if value >= 1e6 {
                     format!("{:.2} M", value / 1e6)
@@ -100,6 +107,8 @@ pub(crate) struct Row {
     unit: Unit,
     weft: Side,
     baseline: Option<Side>,
+    /// The machine's peak for this row's kind of work, in its unit.
+    peak: Option<f64>,
 }
 
 impl Row {
@@ -117,7 +126,35 @@ impl Row {
             unit,
             weft,
             baseline: None,
+            peak: None,
         }
+    }
+
+    /// The machine's peak for this row's work (a higher-is-better unit),
+    /// so the report gives each side's fraction of it.
+    pub(crate) fn of_peak(mut self, peak: f64) -> Row {
+        self.peak = Some(peak);
+        self
+    }
+
+    /// The row, in case `case` (a case that reports another's rows).
+    pub(crate) fn in_case(mut self, case: &'static str) -> Row {
+        self.case = case;
+        self
+    }
+
+    /// The baseline's figure, where the row has a baseline.
+    pub(crate) fn baseline_value(&self) -> Option<f64> {
+        self.baseline.as_ref().map(|b| b.value)
+    }
+
+    /// Each side's fraction of the peak, where the row has one.
+    fn fractions(&self) -> Option<(f64, Option<f64>)> {
+        let peak = self.peak.filter(|p| *p > 0.0)?;
+        Some((
+            self.weft.value / peak,
+            self.baseline.as_ref().map(|b| b.value / peak),
+        ))
     }
 
     pub(crate) fn against(mut self, baseline: Side) -> Row {
@@ -159,8 +196,12 @@ pub(crate) fn print_table(rows: &[Row], cases: &[(&str, &str)]) {
             let ratio = row
                 .speed_ratio()
                 .map_or_else(|| "—".to_string(), |r| format!("{r:.2}"));
+            let peak = row.fractions().map_or_else(String::new, |(w, b)| {
+                let base = b.map_or_else(String::new, |b| format!(" / {:.0} %", b * 100.0));
+                format!("   of peak: {:.0} %{base}", w * 100.0)
+            });
             println!(
-                "{:<46} {:<30} {:>10}   {:<42} {:>10}   {:>6}",
+                "{:<46} {:<30} {:>10}   {:<42} {:>10}   {:>6}{peak}",
                 row.what,
                 row.weft.name,
                 row.unit.format(row.weft.value),
@@ -266,6 +307,9 @@ fn row_json(row: &Row) -> Value {
         "weft": side_json(&row.weft),
         "baseline": row.baseline.as_ref().map(side_json),
         "ratio": row.speed_ratio(),
+        "peak": row.peak,
+        "weft_of_peak": row.fractions().map(|(w, _)| w),
+        "baseline_of_peak": row.fractions().and_then(|(_, b)| b),
     })
 }
 

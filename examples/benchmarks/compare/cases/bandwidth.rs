@@ -27,6 +27,12 @@ const BYTES: usize = 64 * 1024 * 1024;
 const CHUNK: usize = 1 << 15;
 
 fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
+    measure(domain, rows)
+}
+
+/// The case's rows (the `roofline` case reports them too), each against
+/// the copy loop.
+pub(super) fn measure(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     let Domain {
         settings,
         lane,

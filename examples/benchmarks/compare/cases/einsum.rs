@@ -1,4 +1,4 @@
-//! Case `einsum`: a batched einsum, `bij,bjk->bik`, through a lane against
+//! Case `einsum_batch`: a batched einsum, `bij,bjk->bik`, through a lane against
 //! faer per batch with rayon over the batches.
 
 use rayon::prelude::*;
@@ -10,8 +10,8 @@ use crate::report::{Row, Side, Unit};
 use crate::timing::{interleaved, millis};
 
 pub(super) const CASE: Case = Case {
-    name: "einsum",
-    title: "einsum",
+    name: "einsum_batch",
+    title: "batched einsum",
     run: Run::InDomain(run),
 };
 
@@ -66,7 +66,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     rows.push(
         Row::new(
             CASE.name,
-            "einsum-batched",
+            "einsum_batch",
             format!("einsum {EINSUM}, {bt}×{n}×{n} f64"),
             Unit::Millis,
             Side::new("lane.einsum", millis(weft)),

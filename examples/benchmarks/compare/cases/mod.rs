@@ -12,6 +12,7 @@ mod mps;
 mod pipeline;
 mod pipelined;
 mod reentry;
+mod roofline;
 mod round_trip;
 mod small;
 mod small_gemm;
@@ -20,7 +21,7 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 15] = [
+pub(crate) const CASES: [Case; 16] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -35,5 +36,6 @@ pub(crate) const CASES: [Case; 15] = [
     mps::PROGRAM,
     einsum10::CASE,
     small_gemm::CASE,
+    roofline::CASE,
     pipeline::CASE,
 ];

@@ -4,15 +4,23 @@
 //! into buffers of their own and on the actor too.
 //!
 //! A program of 64 products alternates the two shapes of an MPS transfer
-//! step at bond `b`: `b×2b · 2b×b` and `b×b · b×2b`.
+//! step at bond `b`: `b×2b · 2b×b` and `b×b · b×2b`. Each product there
+//! needs the one before it, so every step pays the program's per-step
+//! cost. The batched rows are the other form: 64 independent products of
+//! `b×2b · 2b×b` as one einsum `bij,bjk->bik` (the batched-product path:
+//! the batch spread over the pool, each product on one thread), against
+//! the best of faer and the plain loop per product with rayon over the
+//! same batch on the same threads.
 
 use std::time::{Duration, Instant};
 
+use rayon::prelude::*;
 use weft::{c64, Element, Lane, Program, Tensor, TensorEngine, TensorId};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
+use crate::timing::interleaved;
 
 pub(super) const CASE: Case = Case {
     name: "small_gemm",
@@ -29,17 +37,123 @@ const BONDS: [usize; 4] = [4, 8, 16, 32];
 fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     let Domain { settings, lane, .. } = *domain;
     let reps = settings.reps(11);
+    let c64s = |len, seed| {
+        let (re, im) = (random(len, seed), random(len, seed + 100));
+        re.into_iter()
+            .zip(im)
+            .map(|(r, i)| c64::new(r, i))
+            .collect()
+    };
     for bond in BONDS {
         shape_rows::<f64>(lane, bond, reps, &random, rows)?;
-        let c64s = |len, seed| {
-            let (re, im) = (random(len, seed), random(len, seed + 100));
-            re.into_iter()
-                .zip(im)
-                .map(|(r, i)| c64::new(r, i))
-                .collect()
-        };
         shape_rows::<c64>(lane, bond, reps, &c64s, rows)?;
     }
+    for bond in BONDS {
+        batched_rows::<f64>(domain, bond, &random, rows)?;
+        batched_rows::<c64>(domain, bond, &c64s, rows)?;
+    }
+    Ok(())
+}
+
+/// 64 independent products `b×2b · 2b×b` as one einsum, per product.
+fn batched_rows<T: Element>(
+    domain: &Domain<'_>,
+    b: usize,
+    values: &dyn Fn(usize, u64) -> Vec<T>,
+    rows: &mut Vec<Row>,
+) -> Result<(), BoxError> {
+    let Domain {
+        settings,
+        lane,
+        direct_pool,
+        ..
+    } = *domain;
+    let dtype = T::DTYPE;
+    let (pm, qm, cm) = (2 * b * b, 2 * b * b, b * b);
+    let (p, q) = (values(PRODUCTS * pm, 7), values(PRODUCTS * qm, 8));
+    let (hp, hq) = (
+        lane.upload(Tensor::from_vec(p.clone(), &[PRODUCTS, b, 2 * b])?)?,
+        lane.upload(Tensor::from_vec(q.clone(), &[PRODUCTS, 2 * b, b])?)?,
+    );
+    // Enough einsums to a timed run that it lasts well over the lane's
+    // round trip: about 2^20 multiply-adds.
+    let runs = ((1usize << 20) / (PRODUCTS * b * 2 * b * b)).clamp(1, 64);
+    let (mut by_faer, mut by_loop) = (vec![T::ZERO; PRODUCTS * cm], vec![T::ZERO; PRODUCTS * cm]);
+    let each = |c: &mut [T], product: Product<T>| {
+        direct_pool.install(|| {
+            c.par_chunks_mut(cm).enumerate().for_each(|(i, c)| {
+                product(
+                    c,
+                    &p[i * pm..(i + 1) * pm],
+                    &q[i * qm..(i + 1) * qm],
+                    [b, 2 * b, b],
+                );
+            });
+        });
+    };
+    let serial = |c: &mut [T], product: Product<T>| {
+        for (i, c) in c.chunks_mut(cm).enumerate() {
+            product(
+                c,
+                &p[i * pm..(i + 1) * pm],
+                &q[i * qm..(i + 1) * qm],
+                [b, 2 * b, b],
+            );
+        }
+    };
+    let mut by_serial = vec![T::ZERO; PRODUCTS * cm];
+    let einsum = || lane.einsum("bij,bjk->bik", &[&hp, &hq]).expect("submitted");
+    let [weft, faer_over_pool, faer, plain] = interleaved(
+        settings.reps(11),
+        [
+            &mut || {
+                let mut last = einsum();
+                for _ in 1..runs {
+                    last = einsum();
+                }
+                lane.sync(&last).expect("submitted").wait().expect("ran");
+            },
+            &mut || (0..runs).for_each(|_| each(&mut by_faer, faer_product)),
+            &mut || (0..runs).for_each(|_| serial(&mut by_serial, faer_product)),
+            &mut || (0..runs).for_each(|_| serial(&mut by_loop, plain_product)),
+        ],
+    );
+    let got = lane.download(&einsum())?.wait()?.into_vec::<T>()?;
+    for (what, want) in [
+        ("faer over the pool", &by_faer),
+        ("faer", &by_serial),
+        ("the plain loop", &by_loop),
+    ] {
+        check(&got, want)
+            .map_err(|e| format!("small_gemm batched bond {b} {dtype}: {e} ({what})"))?;
+    }
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / (runs * PRODUCTS) as f64;
+    let (best, name) = [
+        (faer_over_pool, "faer, rayon over the batch"),
+        (faer, "faer, one thread"),
+        (plain, "plain loop, one thread"),
+    ]
+    .into_iter()
+    .min_by_key(|(d, _)| *d)
+    .expect("three");
+    rows.push(
+        Row::new(
+            CASE.name,
+            format!("small_gemm-batched-{dtype}-bond{b}"),
+            format!("{dtype}, {PRODUCTS} × {b}×{}·{}×{b} batched", 2 * b, 2 * b),
+            Unit::MicrosPerOp,
+            Side::new("lane.einsum bij,bjk->bik", per(weft)),
+        )
+        .against(Side::new(
+            format!(
+                "best: {name} (pool {:.3}, faer {:.3}, loop {:.3})",
+                per(faer_over_pool),
+                per(faer),
+                per(plain)
+            ),
+            per(best),
+        )),
+    );
     Ok(())
 }
 
