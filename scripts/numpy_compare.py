@@ -104,8 +104,40 @@ def main():
         matmul_ms = median_ms(reps, lambda: np.matmul(a, b))
         results.append((row["what"], row["weft"]["value"], matmul_ms, "np.matmul (batched)"))
 
+    # The roofline's GEMMs: numpy's GFLOP/s and its fraction of the peak
+    # the harness measured, beside weft's.
+    roofline = []  # (what, weft GFLOP/s, weft's BLAS provider GFLOP/s or None, numpy GFLOP/s, peak)
+    dtypes = {"f32": np.float32, "f64": np.float64, "c64": np.complex128}
+    for dtype, np_type in dtypes.items():
+        for n in (64, 128, 256, 512, 1024, 2048):
+            row = rows.get(f"roofline-gemm-{dtype}-{n}")
+            if row is None:
+                continue
+            a = rng.standard_normal((n, n)).astype(np_type)
+            b = rng.standard_normal((n, n)).astype(np_type)
+            if dtype == "c64":
+                a = a + 1j * rng.standard_normal((n, n))
+                b = b + 1j * rng.standard_normal((n, n))
+            runs = max(1, min(256, (1 << 27) // n**3))
+            reps = max((3 if n >= 1024 else 7) // scale, 3)
+            ms = median_ms(reps, lambda: [a @ b for _ in range(runs)])
+            flops = (8 if dtype == "c64" else 2) * n**3 * runs
+            provider = rows.get(f"roofline-gemm-blas-{dtype}-{n}")
+            blas_gf = provider["weft"]["value"] if provider else None
+            roofline.append((row["what"], row["weft"]["value"], blas_gf, flops / (ms * 1e-3) / 1e9, row.get("peak")))
+
+    if not results and not roofline:
+        print("no GEMM, add, einsum or roofline rows in", args.json)
+        return 0
+    if roofline:
+        print()
+        print(f"{'case':<24} {'weft GFLOP/s':>13} {'weft BLAS':>10} {'numpy GFLOP/s':>14} {'numpy of peak':>14} {'weft / numpy':>13} {'weft BLAS / numpy':>18}")
+        for what, weft_gf, blas_gf, numpy_gf, peak in roofline:
+            of_peak = f"{100 * numpy_gf / peak:.0f} %" if peak else "—"
+            blas = f"{blas_gf:.1f}" if blas_gf else "—"
+            blas_ratio = f"{blas_gf / numpy_gf:.2f}" if blas_gf else "—"
+            print(f"{what:<24} {weft_gf:>13.1f} {blas:>10} {numpy_gf:>14.1f} {of_peak:>14} {weft_gf / numpy_gf:>13.2f} {blas_ratio:>18}")
     if not results:
-        print("no GEMM, add or einsum rows in", args.json)
         return 0
     print()
     print(f"{'case':<38} {'weft ms':>10} {'numpy ms':>10}  {'numpy call':<26} {'weft speed / numpy':>18}")

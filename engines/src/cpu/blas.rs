@@ -22,6 +22,7 @@ use std::sync::Once;
 
 use faer::{Accum, MatMut, MatRef, Par};
 
+use super::gemm::PARALLEL_BATCH;
 use crate::tensor::{c32, c64, Element};
 
 /// `CBLAS_ORDER::CblasRowMajor`.
@@ -109,14 +110,23 @@ pub(super) fn single_threaded() {
     ONCE.call_once(|| unsafe { openblas_set_num_threads(1) });
 }
 
-/// `c = a @ b` over `threads` threads of the current rayon pool.
+/// `c = a @ b` over `threads` threads of the current rayon pool (on this
+/// thread alone below [`PARALLEL_BATCH`] real multiply-adds: a woken
+/// thread would arrive when the product is done).
 pub(super) fn product<T: Element>(
     c: MatMut<'_, T>,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
     threads: usize,
 ) {
-    if threads <= 1 {
+    let work = [
+        c.ncols(),
+        a.ncols(),
+        if T::DTYPE.is_complex() { 4 } else { 1 },
+    ]
+    .into_iter()
+    .fold(c.nrows(), usize::saturating_mul);
+    if threads <= 1 || work < PARALLEL_BATCH {
         return gemm(c, a, b);
     }
     // Blocks of rows of `c` (and `a`) or of columns (and `b`), whichever

@@ -14,6 +14,12 @@
 //! that class; a buffer the pool allocates itself has exactly its class's
 //! capacity, so it comes back to the same class.
 //!
+//! At the cap, the least recently given buffers go first: a freed buffer
+//! is what the ops running now ask for, and a pool full of what an earlier
+//! phase left (four 64 MiB buffers, say) would otherwise refuse every
+//! buffer of the phase after it, which then pays fresh memory on every
+//! output.
+//!
 //! Kernels do not take the pool as an argument: the engine lends its pool
 //! to the thread that runs an op ([`BufferPool::lend`]) for the op's
 //! duration, and kernels allocate their outputs with [`take`] and
@@ -85,7 +91,11 @@ pub(crate) const MAX_PER_CLASS: usize = 32;
 #[derive(Debug)]
 pub struct BufferPool {
     /// Indexed by `dtype_index * CLASSES + class`; allocated on first use.
-    free: Vec<Vec<Data>>,
+    /// Each class is a stack of buffers with the tick they were given at:
+    /// the most recent last, the oldest first.
+    free: Vec<Vec<(u64, Data)>>,
+    /// Counts gives: the age of a pooled buffer.
+    tick: u64,
     stats: BufferStats,
 }
 
@@ -94,6 +104,7 @@ impl BufferPool {
     pub fn new(cap_bytes: usize) -> BufferPool {
         BufferPool {
             free: Vec::new(),
+            tick: 0,
             stats: BufferStats {
                 cap_bytes,
                 ..BufferStats::default()
@@ -168,7 +179,7 @@ impl BufferPool {
             return Vec::with_capacity(len);
         };
         let slot = slot(T::DTYPE, class);
-        if let Some(data) = self.free.get_mut(slot).and_then(Vec::pop) {
+        if let Some((_, data)) = self.free.get_mut(slot).and_then(Vec::pop) {
             let buffer = T::unwrap(data).unwrap_or_else(|_| unreachable!("filed by type"));
             self.stats.hits += 1;
             self.stats.pooled_buffers -= 1;
@@ -186,16 +197,15 @@ impl BufferPool {
         buffer
     }
 
-    /// Keeps `data`'s buffer for reuse, or lets it go if that would pass
-    /// the cap, its class is full (32 buffers), or it is
-    /// too small to be worth keeping.
+    /// Keeps `data`'s buffer for reuse, letting the least recently given
+    /// buffers go while keeping it would pass the cap; or lets it go itself
+    /// if it is larger than the cap, its class is full (32 buffers), or it
+    /// is too small to be worth keeping.
     pub fn give(&mut self, data: Data) {
         let dtype = data.dtype();
         let bytes = capacity(&data) * dtype.size();
         let slot = match class_down(bytes) {
-            Some(class) if self.stats.pooled_bytes + bytes <= self.stats.cap_bytes => {
-                slot(dtype, class)
-            }
+            Some(class) if bytes <= self.stats.cap_bytes => slot(dtype, class),
             _ => {
                 if bytes > 0 {
                     self.stats.released += 1;
@@ -210,11 +220,33 @@ impl BufferPool {
             self.stats.released += 1;
             return;
         }
-        self.free[slot].push(data);
+        while self.stats.pooled_bytes + bytes > self.stats.cap_bytes {
+            self.let_oldest_go();
+        }
+        self.free[slot].push((self.tick, data));
+        self.tick += 1;
         self.stats.kept += 1;
         self.stats.pooled_buffers += 1;
         self.stats.pooled_bytes += bytes;
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.pooled_bytes);
+    }
+
+    /// Lets the least recently given buffer go (the pool holds one).
+    fn let_oldest_go(&mut self) {
+        let oldest = self
+            .free
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, class)| Some((class.first()?.0, slot)))
+            .min()
+            .map(|(_, slot)| slot);
+        let Some(slot) = oldest else {
+            return;
+        };
+        let (_, data) = self.free[slot].remove(0);
+        self.stats.released += 1;
+        self.stats.pooled_buffers -= 1;
+        self.stats.pooled_bytes -= capacity(&data) * data.dtype().size();
     }
 
     /// Lets every pooled buffer go (counted as released); returns the
@@ -370,7 +402,11 @@ mod tests {
         }
         let s = pool.stats();
         assert!(s.pooled_bytes <= 10_000, "{s:?}");
-        assert_eq!((s.kept, s.released), (2, 3));
+        // Each give past the second lets the oldest go.
+        assert_eq!((s.kept, s.released, s.pooled_buffers), (5, 3, 2));
+        // A buffer larger than the cap is not kept at all.
+        pool.give(f64::wrap(vec![0.0; 2000]));
+        assert_eq!((pool.stats().kept, pool.stats().pooled_buffers), (5, 2));
         pool.set_cap(0);
         assert_eq!(pool.stats().pooled_bytes, 0);
         pool.give(f64::wrap(vec![0.0; 500]));
@@ -388,5 +424,26 @@ mod tests {
         let mut pool = BufferPool::new(1 << 20);
         pool.give(f32::wrap(vec![0.0; 3]));
         assert_eq!(pool.stats().kept, 0);
+    }
+
+    #[test]
+    fn at_the_cap_the_least_recently_given_buffers_go_first() {
+        // Room for two 4096-byte buffers but not a 1536-byte one beside
+        // them; a phase of large buffers, then one of small ones.
+        let mut pool = BufferPool::new(9_000);
+        let (old, older) = (vec![0.0f64; 512], vec![0.0f64; 512]);
+        pool.give(f64::wrap(older));
+        pool.give(f64::wrap(old));
+        let small: Vec<f32> = vec![0.0; 384];
+        let small_ptr = small.as_ptr();
+        pool.give(f32::wrap(small));
+        let s = pool.stats();
+        assert_eq!((s.pooled_buffers, s.released), (2, 1), "{s:?}");
+        // The small one is kept (and served); one large one is left.
+        let again: Vec<f32> = pool.take(384);
+        assert_eq!(again.as_ptr(), small_ptr);
+        let large: Vec<f64> = pool.take(512);
+        assert!(large.capacity() >= 512);
+        assert_eq!(pool.stats().hits, 2);
     }
 }

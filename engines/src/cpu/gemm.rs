@@ -439,18 +439,18 @@ mod tests {
     }
 
     /// A product too large for one thread, split over the pool (by rows,
-    /// then by columns when the result is wide), and strided operands: an
+    /// or by columns when the result is wide), and strided operands: an
     /// einsum whose transposes are folded into the product as column-major
     /// reads.
     fn large_and_strided_of<T: Element>(tol: f64) {
         for provider in providers() {
             for threads in [1, 2, 3] {
                 let compute = Compute { threads, provider };
-                for (m, k, n) in [(129, 65, 67), (65, 65, 130), (3, 300, 1)] {
+                for (m, k, n) in [(257, 65, 67), (65, 129, 130), (3, 300, 1)] {
                     let (va, vb) = (values::<T>(m * k, 0.7), values::<T>(k * n, 2.1));
                     let what = format!("{} {provider} ×{threads} {m}×{k}·{k}×{n}", T::DTYPE);
-                    // Plain product, on the split path: m·k·n is above
-                    // SMALL_PRODUCT for the first two.
+                    // Plain product, on the split path for the first two
+                    // (m·k·n is above SMALL_PRODUCT and PARALLEL_BATCH).
                     let got = on_pool(threads, || {
                         let mut c = vec![T::ZERO; m * n];
                         product(

@@ -183,14 +183,28 @@ pub(crate) fn print_table(rows: &[Row], cases: &[(&str, &str)]) {
         let Some(first) = case_rows.peek() else {
             continue;
         };
-        println!("\n== {title} ({}) ==", first.unit.name());
+        // A case whose rows measure in different units names each value's.
+        let mixed = rows.iter().any(|r| r.case == case && r.unit != first.unit);
+        let value = |unit: Unit, v: f64| {
+            if mixed {
+                format!("{} {}", unit.format(v), unit.name())
+            } else {
+                unit.format(v)
+            }
+        };
+        let units = if mixed {
+            "units as given"
+        } else {
+            first.unit.name()
+        };
+        println!("\n== {title} ({units}) ==");
         println!(
             "{:<46} {:<30} {:>10}   {:<42} {:>10}   {:>6}",
             "case", "weft", "", "baseline", "", "ratio"
         );
         for row in case_rows {
             let (base_name, base_value) = match &row.baseline {
-                Some(b) => (b.name.clone(), row.unit.format(b.value)),
+                Some(b) => (b.name.clone(), value(row.unit, b.value)),
                 None => (String::new(), String::new()),
             };
             let ratio = row
@@ -204,7 +218,7 @@ pub(crate) fn print_table(rows: &[Row], cases: &[(&str, &str)]) {
                 "{:<46} {:<30} {:>10}   {:<42} {:>10}   {:>6}{peak}",
                 row.what,
                 row.weft.name,
-                row.unit.format(row.weft.value),
+                value(row.unit, row.weft.value),
                 base_name,
                 base_value,
                 ratio

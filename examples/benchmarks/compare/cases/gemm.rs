@@ -1,5 +1,6 @@
 //! Case 5, `gemm`: f64 GEMM through a lane against faer called directly
-//! with the same threads.
+//! with the same threads; with the `blas` feature, a second weft row on
+//! the BLAS provider against the same baseline.
 
 use weft::Tensor;
 use weft_examples::{faer_gemm, random, BoxError};
@@ -54,6 +55,42 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 millis(direct),
             )),
         );
+        #[cfg(feature = "blas")]
+        {
+            let on = |provider: weft::CpuProvider| {
+                lane.run(move |e: &mut weft::CpuEngine| e.set_provider(provider))
+                    .expect("submitted")
+                    .wait()
+                    .expect("ran");
+            };
+            let [blas, direct] = interleaved(
+                settings.reps(if n >= 2048 { 3 } else { 7 }),
+                [
+                    &mut || {
+                        on(weft::CpuProvider::Blas);
+                        let c = lane.matmul(&ha, &hb).expect("submitted");
+                        lane.sync(&c).expect("submitted").wait().expect("ran");
+                        on(weft::CpuProvider::Faer);
+                    },
+                    &mut || {
+                        std::hint::black_box(faer_gemm(direct_pool, &a, &b, threads));
+                    },
+                ],
+            );
+            rows.push(
+                Row::new(
+                    CASE.name,
+                    format!("gemm-blas-{n}"),
+                    format!("f64 GEMM n = {n}, BLAS provider"),
+                    Unit::Millis,
+                    Side::new("lane.matmul (OpenBLAS)", millis(blas)),
+                )
+                .against(Side::new(
+                    format!("faer direct, {threads} threads"),
+                    millis(direct),
+                )),
+            );
+        }
     }
     Ok(())
 }
