@@ -137,9 +137,11 @@ impl Row {
         self
     }
 
-    /// The row, in case `case` (a case that reports another's rows).
+    /// The row, in case `case` (a case that reports another's rows), its
+    /// id prefixed with the case's name so that ids stay unique.
     pub(crate) fn in_case(mut self, case: &'static str) -> Row {
         self.case = case;
+        self.id = format!("{case}-{}", self.id);
         self
     }
 
