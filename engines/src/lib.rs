@@ -42,6 +42,9 @@ pub use cpu::{
     BufferPool, CpuEngine, CpuEngineConfig, CpuProvider, DomainInfo, EngineError, Pinning, Store,
     DEFAULT_BUFFER_CAP, EINSUM_CACHE_CAPACITY, PARALLEL_THRESHOLD, PROGRAM_CACHE_CAPACITY,
 };
+// The BLAS provider's calls (feature `blas`).
+#[cfg(feature = "blas")]
+pub use cpu::blas;
 // What the backends share.
 pub use engine::{
     BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, NotResident, Place,

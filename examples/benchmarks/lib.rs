@@ -97,152 +97,24 @@ pub fn faer_gemm(
 /// OpenBLAS single-threaded inside the domain's pool instead).
 #[cfg(feature = "blas")]
 pub mod openblas {
-    use std::any::TypeId;
-    use std::ffi::{c_int, c_void};
-
-    use weft::{c64, Element};
-
-    const ROW_MAJOR: c_int = 101;
-    const NO_TRANS: c_int = 111;
-
-    extern "C" {
-        fn cblas_sgemm(
-            order: c_int,
-            trans_a: c_int,
-            trans_b: c_int,
-            m: c_int,
-            n: c_int,
-            k: c_int,
-            alpha: f32,
-            a: *const f32,
-            lda: c_int,
-            b: *const f32,
-            ldb: c_int,
-            beta: f32,
-            c: *mut f32,
-            ldc: c_int,
-        );
-        fn cblas_dgemm(
-            order: c_int,
-            trans_a: c_int,
-            trans_b: c_int,
-            m: c_int,
-            n: c_int,
-            k: c_int,
-            alpha: f64,
-            a: *const f64,
-            lda: c_int,
-            b: *const f64,
-            ldb: c_int,
-            beta: f64,
-            c: *mut f64,
-            ldc: c_int,
-        );
-        fn cblas_zgemm(
-            order: c_int,
-            trans_a: c_int,
-            trans_b: c_int,
-            m: c_int,
-            n: c_int,
-            k: c_int,
-            alpha: *const c_void,
-            a: *const c_void,
-            lda: c_int,
-            b: *const c_void,
-            ldb: c_int,
-            beta: *const c_void,
-            c: *mut c_void,
-            ldc: c_int,
-        );
-        fn openblas_set_num_threads(threads: c_int);
-    }
+    use weft::Element;
+    use weft_engines::blas;
 
     /// Runs `f` with OpenBLAS on `threads` threads of its own, then sets it
     /// back to the one thread weft's provider runs it on.
     pub fn with_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
-        let threads = c_int::try_from(threads).expect("threads fit in an int");
-        // SAFETY: sets OpenBLAS's thread count, a plain int; no product
-        // runs in this process meanwhile (the harness runs one side at a
-        // time).
-        unsafe { openblas_set_num_threads(threads) };
+        blas::set_threads(threads);
         let out = f();
-        // SAFETY: as above.
-        unsafe { openblas_set_num_threads(1) };
+        blas::set_threads(1);
         out
     }
 
-    /// `c = a @ b` of row-major `n × n` matrices of f32, f64 or c64.
-    ///
-    /// # Panics
-    ///
-    /// For another element type, slices shorter than `n × n`, or an `n`
-    /// above `int`'s range.
+    /// `c = a @ b` of row-major `n × n` matrices, one CBLAS call.
     pub fn gemm<T: Element>(c: &mut [T], a: &[T], b: &[T], n: usize) {
-        assert!(a.len() >= n * n && b.len() >= n * n && c.len() >= n * n);
-        let n = c_int::try_from(n).expect("n fits in an int");
-        let (a, b, c) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
-        let ty = TypeId::of::<T>();
-        // SAFETY: `T` is the type each arm casts to (compared by TypeId;
-        // c64 is a `repr(C)` pair of f64, CBLAS's layout); each slice
-        // holds `n × n` elements (asserted), read row-major with leading
-        // dimension `n`; `c` is borrowed exclusively, so it overlaps
-        // neither input.
-        unsafe {
-            if ty == TypeId::of::<f32>() {
-                cblas_sgemm(
-                    ROW_MAJOR,
-                    NO_TRANS,
-                    NO_TRANS,
-                    n,
-                    n,
-                    n,
-                    1.0,
-                    a.cast(),
-                    n,
-                    b.cast(),
-                    n,
-                    0.0,
-                    c.cast(),
-                    n,
-                );
-            } else if ty == TypeId::of::<f64>() {
-                cblas_dgemm(
-                    ROW_MAJOR,
-                    NO_TRANS,
-                    NO_TRANS,
-                    n,
-                    n,
-                    n,
-                    1.0,
-                    a.cast(),
-                    n,
-                    b.cast(),
-                    n,
-                    0.0,
-                    c.cast(),
-                    n,
-                );
-            } else if ty == TypeId::of::<c64>() {
-                let (one, zero) = (c64::new(1.0, 0.0), c64::new(0.0, 0.0));
-                cblas_zgemm(
-                    ROW_MAJOR,
-                    NO_TRANS,
-                    NO_TRANS,
-                    n,
-                    n,
-                    n,
-                    (&raw const one).cast(),
-                    a.cast(),
-                    n,
-                    b.cast(),
-                    n,
-                    (&raw const zero).cast(),
-                    c.cast(),
-                    n,
-                );
-            } else {
-                panic!("openblas::gemm: no CBLAS call for {}", T::DTYPE);
-            }
-        }
+        blas::gemm(
+            faer::MatMut::from_row_major_slice_mut(c, n, n),
+            faer::MatRef::from_row_major_slice(a, n, n),
+            faer::MatRef::from_row_major_slice(b, n, n),
+        );
     }
 }

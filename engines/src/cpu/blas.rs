@@ -1,6 +1,7 @@
-//! The BLAS provider ([`CpuProvider::Blas`](super::CpuProvider::Blas)):
+//! The BLAS provider ([`CpuProvider::Blas`](crate::CpuProvider::Blas)):
 //! matrix products through the system's CBLAS (OpenBLAS, linked at build
-//! time by `build.rs`).
+//! time by `build.rs`), and the two calls it is made of for code of one's
+//! own ([`gemm`], [`set_threads`]).
 //!
 //! OpenBLAS keeps one thread count for the whole process. The provider sets
 //! it to one when the first BLAS domain starts and spreads a large product
@@ -104,10 +105,20 @@ extern "C" {
 /// provider's threads.
 pub(super) fn single_threaded() {
     static ONCE: Once = Once::new();
+    ONCE.call_once(|| set_threads(1));
+}
+
+/// Sets OpenBLAS's thread count for the whole process (at least 1). The
+/// BLAS provider sets it to 1 when the first BLAS domain starts and runs
+/// OpenBLAS inside its pool tasks; code that raises it (to call [`gemm`]
+/// with OpenBLAS's own threads, as `compare`'s baseline does) should set
+/// it back to 1 before a BLAS domain computes again, or each of the
+/// domain's pool threads starts that many of OpenBLAS's.
+pub fn set_threads(threads: usize) {
+    let threads = c_int::try_from(threads.max(1)).unwrap_or(c_int::MAX);
     // SAFETY: `openblas_set_num_threads` takes a plain int and only sets
-    // OpenBLAS's thread count; the first BLAS domain calls it before any
-    // product of the provider runs.
-    ONCE.call_once(|| unsafe { openblas_set_num_threads(1) });
+    // OpenBLAS's thread count.
+    unsafe { openblas_set_num_threads(threads) };
 }
 
 /// `c = a @ b` over `threads` threads of the current rayon pool (on this
@@ -158,10 +169,24 @@ pub(super) fn product<T: Element>(
     }
 }
 
-/// One CBLAS call on this thread, or faer where CBLAS has no form for the
-/// operands.
-fn gemm<T: Element>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>) {
+/// `c = a @ b` by one CBLAS call from this thread (OpenBLAS's own
+/// threads, if [`set_threads`] raised them), or by faer on this thread
+/// where CBLAS has no form for the operands or the type.
+///
+/// # Panics
+///
+/// If the shapes do not multiply: `a` is `m × k`, `b` `k × n`, `c`
+/// `m × n`.
+pub fn gemm<T: Element>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>) {
     let (m, n, k) = (c.nrows(), c.ncols(), a.ncols());
+    assert!(
+        a.nrows() == m && b.nrows() == k && b.ncols() == n,
+        "blas::gemm: {}×{} @ {}×{} into {m}×{n}",
+        a.nrows(),
+        k,
+        b.nrows(),
+        b.ncols()
+    );
     let shape = |x: usize| c_int::try_from(x).ok().filter(|_| k > 0);
     let call = match (
         shape(m),
@@ -242,87 +267,55 @@ impl Call {
     fn run(self, a: *const c_void, b: *const c_void, c: *mut c_void, ty: TypeId) -> bool {
         let Call { m, n, k, ldc, .. } = self;
         let ((ta, lda), (tb, ldb)) = (self.a, self.b);
+        macro_rules! gemm {
+            ($f:ident, $one:expr, $zero:expr) => {
+                $f(
+                    ROW_MAJOR,
+                    ta,
+                    tb,
+                    m,
+                    n,
+                    k,
+                    $one,
+                    a.cast(),
+                    lda,
+                    b.cast(),
+                    ldb,
+                    $zero,
+                    c.cast(),
+                    ldc,
+                )
+            };
+        }
+        let (one32, zero32) = (c32::new(1.0, 0.0), c32::new(0.0, 0.0));
+        let (one64, zero64) = (c64::new(1.0, 0.0), c64::new(0.0, 0.0));
         // SAFETY: (all four arms) `a`, `b` and `c` are the base pointers of
         // faer views of `m × k`, `k × n` and `m × n` elements of the type
-        // that `ty` names (compared by `TypeId`, so the casts below are to
-        // the element's own type; c32 and c64 are `repr(C)` pairs of re,
-        // im, CBLAS's complex layout). Each operand's form came from
-        // `operand` on the view's own strides, so CBLAS reads exactly the
+        // that `ty` names (compared by `TypeId`, so the casts are to the
+        // element's own type; c32 and c64 are `repr(C)` pairs of re, im,
+        // CBLAS's complex layout). Each operand's form came from `operand`
+        // on the view's own extents and strides, so CBLAS reads exactly the
         // view's elements: contiguous along one axis, `ld` apart along the
         // other, with `ld` at least that axis's extent. `c` comes from a
         // `MatMut`, borrowed exclusively, so it overlaps neither input.
         // With beta 0, CBLAS writes every element of `c` without reading
-        // it. The scalars outlive the call.
+        // it. The complex scalars live to the end of this function.
         unsafe {
             if ty == TypeId::of::<f32>() {
-                cblas_sgemm(
-                    ROW_MAJOR,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    1.0,
-                    a.cast(),
-                    lda,
-                    b.cast(),
-                    ldb,
-                    0.0,
-                    c.cast(),
-                    ldc,
-                );
+                gemm!(cblas_sgemm, 1.0, 0.0);
             } else if ty == TypeId::of::<f64>() {
-                cblas_dgemm(
-                    ROW_MAJOR,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    1.0,
-                    a.cast(),
-                    lda,
-                    b.cast(),
-                    ldb,
-                    0.0,
-                    c.cast(),
-                    ldc,
-                );
+                gemm!(cblas_dgemm, 1.0, 0.0);
             } else if ty == TypeId::of::<c32>() {
-                let (one, zero) = (c32::new(1.0, 0.0), c32::new(0.0, 0.0));
-                cblas_cgemm(
-                    ROW_MAJOR,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    (&raw const one).cast(),
-                    a,
-                    lda,
-                    b,
-                    ldb,
-                    (&raw const zero).cast(),
-                    c,
-                    ldc,
+                gemm!(
+                    cblas_cgemm,
+                    (&raw const one32).cast(),
+                    (&raw const zero32).cast()
                 );
             } else if ty == TypeId::of::<c64>() {
-                let (one, zero) = (c64::new(1.0, 0.0), c64::new(0.0, 0.0));
-                cblas_zgemm(
-                    ROW_MAJOR,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    (&raw const one).cast(),
-                    a,
-                    lda,
-                    b,
-                    ldb,
-                    (&raw const zero).cast(),
-                    c,
-                    ldc,
+                gemm!(
+                    cblas_zgemm,
+                    (&raw const one64).cast(),
+                    (&raw const zero64).cast()
                 );
             } else {
                 return false;
@@ -402,6 +395,21 @@ mod tests {
                 assert!((c[i * n + j] - w).abs() <= 1e-12 * (1.0 + w.abs()));
             }
         }
+    }
+
+    #[test]
+    fn shapes_that_do_not_multiply_panic_before_any_call() {
+        let (a, b, mut c) = (vec![1.0f64; 6], vec![1.0f64; 6], vec![0.0f64; 4]);
+        let before = calls();
+        let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gemm(
+                MatMut::from_row_major_slice_mut(&mut c, 2, 2),
+                MatRef::from_row_major_slice(&a, 2, 3),
+                MatRef::from_row_major_slice(&b, 2, 3),
+            );
+        }));
+        assert!(refused.is_err());
+        assert_eq!(calls(), before);
     }
 
     #[test]

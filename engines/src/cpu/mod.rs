@@ -4,7 +4,7 @@
 
 #[cfg(feature = "blas")]
 #[allow(unsafe_code)] // CBLAS calls, each argued.
-mod blas;
+pub mod blas;
 mod buffer;
 mod cache;
 mod create;
