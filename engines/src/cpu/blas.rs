@@ -23,7 +23,7 @@ use std::sync::Once;
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::gemm::PARALLEL_BATCH;
+use super::gemm::{real_multiply_adds, PARALLEL_BATCH};
 use crate::tensor::{c32, c64, Element};
 
 /// `CBLAS_ORDER::CblasRowMajor`.
@@ -130,14 +130,7 @@ pub(super) fn product<T: Element>(
     b: MatRef<'_, T>,
     threads: usize,
 ) {
-    let work = [
-        c.ncols(),
-        a.ncols(),
-        if T::DTYPE.is_complex() { 4 } else { 1 },
-    ]
-    .into_iter()
-    .fold(c.nrows(), usize::saturating_mul);
-    if threads <= 1 || work < PARALLEL_BATCH {
+    if threads <= 1 || real_multiply_adds::<T>(c.nrows(), a.ncols(), c.ncols()) < PARALLEL_BATCH {
         return gemm(c, a, b);
     }
     // Blocks of rows of `c` (and `a`) or of columns (and `b`), whichever

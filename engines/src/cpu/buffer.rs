@@ -220,9 +220,7 @@ impl BufferPool {
             self.stats.released += 1;
             return;
         }
-        while self.stats.pooled_bytes + bytes > self.stats.cap_bytes {
-            self.let_oldest_go();
-        }
+        while self.stats.pooled_bytes + bytes > self.stats.cap_bytes && self.let_oldest_go() {}
         self.free[slot].push((self.tick, data));
         self.tick += 1;
         self.stats.kept += 1;
@@ -231,8 +229,9 @@ impl BufferPool {
         self.stats.peak_bytes = self.stats.peak_bytes.max(self.stats.pooled_bytes);
     }
 
-    /// Lets the least recently given buffer go (the pool holds one).
-    fn let_oldest_go(&mut self) {
+    /// Lets the least recently given buffer go; `false` if the pool is
+    /// empty.
+    fn let_oldest_go(&mut self) -> bool {
         let oldest = self
             .free
             .iter()
@@ -241,12 +240,13 @@ impl BufferPool {
             .min()
             .map(|(_, slot)| slot);
         let Some(slot) = oldest else {
-            return;
+            return false;
         };
         let (_, data) = self.free[slot].remove(0);
         self.stats.released += 1;
         self.stats.pooled_buffers -= 1;
         self.stats.pooled_bytes -= capacity(&data) * data.dtype().size();
+        true
     }
 
     /// Lets every pooled buffer go (counted as released); returns the

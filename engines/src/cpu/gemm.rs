@@ -154,6 +154,13 @@ pub(super) const PARALLEL_BATCH: usize = 1 << 20;
 /// 30 ns).
 pub(super) const BATCH_TASK: usize = 1 << 16;
 
+/// Real multiply-adds of one `[m, k] @ [k, n]` product of `T` (a complex
+/// one is four), saturating: what the thresholds above measure.
+pub(super) fn real_multiply_adds<T: Element>(m: usize, k: usize, n: usize) -> usize {
+    let per = if T::DTYPE.is_complex() { 4 } else { 1 };
+    [k, n, per].into_iter().fold(m, usize::saturating_mul)
+}
+
 /// The `nb` products `[m, k] @ [k, n]` whose operands `operands(i)` reads,
 /// into a fresh row-major `[nb, m, n]`. When the batch gives every thread
 /// a product (or the products are small) and is worth waking threads for
@@ -180,10 +187,8 @@ pub(super) fn batched<'a, T: Element>(
         let (a, b) = operands(batch);
         product(MatMut::from_row_major_slice_mut(dst, m, n), a, b, compute);
     };
-    let work = m.saturating_mul(k).saturating_mul(n);
-    let small = work < SMALL_PRODUCT;
-    // Real multiply-adds of one product: a complex one is four.
-    let real = work.saturating_mul(if T::DTYPE.is_complex() { 4 } else { 1 });
+    let small = m.saturating_mul(k).saturating_mul(n) < SMALL_PRODUCT;
+    let real = real_multiply_adds::<T>(m, k, n);
     let spread = real.saturating_mul(nb) >= PARALLEL_BATCH;
     // Products per task: a task is at least BATCH_TASK multiply-adds.
     let per_task = BATCH_TASK.div_ceil(real).min(nb);

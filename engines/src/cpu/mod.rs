@@ -65,8 +65,9 @@ pub enum CpuProvider {
     Faer,
     /// The system's CBLAS (OpenBLAS, linked at build time; feature
     /// `blas`). OpenBLAS is set to one thread for the whole process and
-    /// runs inside the domain's pool tasks: a large product is split into
-    /// blocks of rows or columns, one per pool thread, so its threads are
+    /// runs inside the domain's pool tasks: a product of at least 2^20
+    /// multiply-adds is split into blocks of rows or columns, one per pool
+    /// thread (a smaller one is one call on one thread), so its threads are
     /// the domain's, pinned as they are. f32, f64, c32 and c64 products;
     /// an operand BLAS cannot read (a stride it has no form for) goes to
     /// faer.

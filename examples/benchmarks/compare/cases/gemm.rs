@@ -57,20 +57,14 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         );
         #[cfg(feature = "blas")]
         {
-            let on = |provider: weft::CpuProvider| {
-                lane.run(move |e: &mut weft::CpuEngine| e.set_provider(provider))
-                    .expect("submitted")
-                    .wait()
-                    .expect("ran");
-            };
             let [blas, direct] = interleaved(
                 settings.reps(if n >= 2048 { 3 } else { 7 }),
                 [
                     &mut || {
-                        on(weft::CpuProvider::Blas);
+                        super::set_provider(lane, weft::CpuProvider::Blas);
                         let c = lane.matmul(&ha, &hb).expect("submitted");
                         lane.sync(&c).expect("submitted").wait().expect("ran");
-                        on(weft::CpuProvider::Faer);
+                        super::set_provider(lane, weft::CpuProvider::Faer);
                     },
                     &mut || {
                         std::hint::black_box(faer_gemm(direct_pool, &a, &b, threads));

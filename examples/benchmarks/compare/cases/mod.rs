@@ -17,6 +17,8 @@ mod round_trip;
 mod small;
 mod small_gemm;
 
+use weft::Element;
+
 use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
@@ -39,3 +41,34 @@ pub(crate) const CASES: [Case; 16] = [
     roofline::CASE,
     pipeline::CASE,
 ];
+
+/// Whether `got` is `want` to a relative `tol` of the whole's norm: how
+/// the cases check weft's result against their baseline's.
+fn close<T: Element>(got: &[T], want: &[T], tol: f64) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{} elements, not {}", got.len(), want.len()));
+    }
+    let norm = |v: &[T]| {
+        let squares = v.iter().map(|&x| {
+            let (re, im) = x.to_parts();
+            re * re + im * im
+        });
+        squares.sum::<f64>().sqrt()
+    };
+    let diff: Vec<T> = got.iter().zip(want).map(|(&g, &w)| g - w).collect();
+    let (err, size) = (norm(&diff), norm(want));
+    if err > tol * size.max(f64::MIN_POSITIVE) {
+        return Err(format!("relative error {:e}", err / size));
+    }
+    Ok(())
+}
+
+/// Makes the lane's domain compute its products with `provider`, waiting
+/// until it does.
+#[cfg(feature = "blas")]
+fn set_provider(lane: &weft::Lane, provider: weft::CpuProvider) {
+    lane.run(move |engine: &mut weft::CpuEngine| engine.set_provider(provider))
+        .expect("submitted")
+        .wait()
+        .expect("ran");
+}

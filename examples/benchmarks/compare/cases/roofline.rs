@@ -116,27 +116,12 @@ fn products(lane: &Lane, runs: usize, product: impl Fn() -> weft::TensorHandle) 
     lane.sync(&last).expect("submitted").wait().expect("ran");
 }
 
-/// Makes the lane's domain compute its products with `provider`.
-#[cfg(feature = "blas")]
-fn set_provider(lane: &Lane, provider: weft::CpuProvider) {
-    lane.run(move |engine: &mut weft::CpuEngine| engine.set_provider(provider))
-        .expect("submitted")
-        .wait()
-        .expect("ran");
-}
-
-/// Whether `got` is `want` to a relative `1e-4` of the whole's norm (f32
-/// products of length 2048 round that far).
+/// Whether `got` is the baseline's `want` to a relative `1e-4` of the
+/// whole's norm (f32 products of length 2048 round that far).
 fn check<T: Element>(got: &[T], want: &[T], what: &str) -> Result<(), BoxError> {
-    let norm = |v: &mut dyn Iterator<Item = (f64, f64)>| {
-        v.map(|(re, im)| re * re + im * im).sum::<f64>().sqrt()
-    };
-    let diff = norm(&mut got.iter().zip(want).map(|(&g, &w)| (g - w).to_parts()));
-    let size = norm(&mut want.iter().map(|w| w.to_parts()));
-    if got.len() != want.len() || diff > 1e-4 * size.max(f64::MIN_POSITIVE) {
-        return Err(format!("roofline {what}: weft's result differs from the baseline's").into());
-    }
-    Ok(())
+    super::close(got, want, 1e-4).map_err(|e| {
+        format!("roofline {what}: weft's result differs from the baseline's: {e}").into()
+    })
 }
 
 fn gemm_rows<T: Element>(
@@ -196,9 +181,9 @@ fn gemm_rows<T: Element>(
                 reps,
                 [
                     &mut || {
-                        set_provider(lane, weft::CpuProvider::Blas);
+                        super::set_provider(lane, weft::CpuProvider::Blas);
                         products(lane, runs, matmul);
-                        set_provider(lane, weft::CpuProvider::Faer);
+                        super::set_provider(lane, weft::CpuProvider::Faer);
                     },
                     &mut || {
                         weft_examples::openblas::with_threads(threads, || {
@@ -209,9 +194,9 @@ fn gemm_rows<T: Element>(
                     },
                 ],
             );
-            set_provider(lane, weft::CpuProvider::Blas);
+            super::set_provider(lane, weft::CpuProvider::Blas);
             let got = lane.download(&matmul())?.wait()?.into_vec::<T>()?;
-            set_provider(lane, weft::CpuProvider::Faer);
+            super::set_provider(lane, weft::CpuProvider::Faer);
             check(&got, &c, &format!("{dtype} gemm n = {n}, BLAS"))?;
             rows.push(
                 Row::new(

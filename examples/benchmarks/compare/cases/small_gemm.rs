@@ -124,7 +124,7 @@ fn batched_rows<T: Element>(
         ("faer", &by_serial),
         ("the plain loop", &by_loop),
     ] {
-        check(&got, want)
+        super::close(&got, want, 1e-10)
             .map_err(|e| format!("small_gemm batched bond {b} {dtype}: {e} ({what})"))?;
     }
     let per = |d: Duration| d.as_secs_f64() * 1e6 / (runs * PRODUCTS) as f64;
@@ -228,7 +228,8 @@ fn shape_rows<T: Element>(
         .wait()??;
     let ([weft, faer, plain], [got, by_faer, by_loop]) = timed;
     for (what, want) in [("faer", &by_faer), ("the plain loop", &by_loop)] {
-        check(&got, want).map_err(|e| format!("small_gemm bond {b} {dtype}: {e} ({what})"))?;
+        super::close(&got, want, 1e-10)
+            .map_err(|e| format!("small_gemm bond {b} {dtype}: {e} ({what})"))?;
     }
     let per = |d: Duration| d.as_secs_f64() * 1e6 / PRODUCTS as f64;
     let (best, name) = if faer <= plain {
@@ -317,24 +318,4 @@ fn plain_product<T: Element>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3
             }
         }
     }
-}
-
-/// Whether `got` is `want` to a relative 1e-10 (of the whole's norm).
-fn check<T: Element>(got: &[T], want: &[T]) -> Result<(), String> {
-    if got.len() != want.len() {
-        return Err(format!("{} elements, not {}", got.len(), want.len()));
-    }
-    let norm = |v: &[T]| {
-        let squares = v.iter().map(|&x| {
-            let (re, im) = x.to_parts();
-            re * re + im * im
-        });
-        squares.sum::<f64>().sqrt()
-    };
-    let diff: Vec<T> = got.iter().zip(want).map(|(&g, &w)| g - w).collect();
-    let (err, size) = (norm(&diff), norm(want));
-    if err > 1e-10 * size.max(f64::MIN_POSITIVE) {
-        return Err(format!("relative error {:e}", err / size));
-    }
-    Ok(())
 }
