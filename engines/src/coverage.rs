@@ -11,7 +11,7 @@ use crate::{
     TensorOp,
 };
 
-const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
+const DTYPES: [DType; 7] = DType::ALL;
 
 /// One cell: runs, the vocabulary refuses the element type, or the backend
 /// does not implement the op.
@@ -47,7 +47,16 @@ fn inputs(engine: &CpuEngine, op: &TensorOp, metas: &[Meta]) -> Vec<Tensor> {
                 };
                 engine.execute(&eye, &[]).unwrap().remove(0)
             }
-            _ => Tensor::random(m.dtype, &m.shape, Distribution::Normal, i as u64).unwrap(),
+            _ => {
+                // Integers from 1 up: divisors and exponents that every
+                // integer op takes.
+                let distribution = match m.dtype {
+                    DType::I32 | DType::I64 => Distribution::Integers { low: 1, high: 9 },
+                    DType::Bool => Distribution::Bits,
+                    _ => Distribution::Normal,
+                };
+                Tensor::random(m.dtype, &m.shape, distribution, i as u64).unwrap()
+            }
         })
         .collect()
 }
@@ -72,10 +81,10 @@ fn cpu_cell(engine: &CpuEngine, op: &TensorOp, metas: &[Meta]) -> Cell {
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_cell(op: &TensorOp, metas: &[Meta]) -> Cell {
+fn cuda_cell(op: &TensorOp, metas: &[Meta], dtype: DType) -> Cell {
     if op.infer(metas).is_err() {
         Cell::Undefined
-    } else if crate::cuda::missing(op).is_some() {
+    } else if crate::cuda::missing(op, metas.first().map_or(dtype, |m| m.dtype)).is_some() {
         Cell::Missing
     } else {
         Cell::Runs
@@ -90,7 +99,8 @@ fn coverage_table() {
     };
     let engine = CpuEngine::new(config).unwrap();
     let per_dtype: Vec<Vec<(TensorOp, Vec<Meta>)>> = DTYPES.iter().map(|&d| samples(d)).collect();
-    let mut table = String::from("op              cpu: f32 f64 c32 c64   cuda: f32 f64 c32 c64\n");
+    let names: String = DTYPES.iter().map(|d| format!("{:>5}", d.to_string())).collect();
+    let mut table = format!("op              cpu:{names}   cuda:{names}\n");
     #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
     let mut cuda_missing: Vec<&'static str> = Vec::new();
     for row in 0..per_dtype[0].len() {
@@ -104,47 +114,56 @@ fn coverage_table() {
             .iter()
             .map(|s| cpu_cell(&engine, &s[row].0, &s[row].1))
             .collect();
-        // Every op the vocabulary defines for a type runs on the CPU, and
-        // every op runs for the real types.
+        // Every op the vocabulary defines for a type runs on the CPU, every
+        // op for some type, and for both widths of a family or neither.
         assert!(cpu.iter().all(|&c| c != Cell::Missing), "{name}");
-        assert!(cpu[..2].iter().all(|&c| c == Cell::Runs), "{name}");
+        assert!(cpu.contains(&Cell::Runs), "{name}");
+        assert_eq!((cpu[0], cpu[2]), (cpu[1], cpu[3]), "{name}");
+        assert_eq!(cpu[4], cpu[5], "{name}");
         let cells = |cells: &[Cell]| {
             cells
                 .iter()
-                .map(|c| format!("{:>4}", c.mark()))
+                .map(|c| format!("{:>5}", c.mark()))
                 .collect::<String>()
         };
         #[cfg(feature = "cuda")]
         let cuda = {
             let cuda: Vec<Cell> = per_dtype
                 .iter()
-                .map(|s| cuda_cell(&s[row].0, &s[row].1))
+                .zip(DTYPES)
+                .map(|(s, d)| cuda_cell(&s[row].0, &s[row].1, d))
                 .collect();
             // The CUDA engine refuses where the vocabulary does, and
-            // nowhere else for some types only: an op runs for every type
-            // the vocabulary defines, or for none.
+            // nowhere else for some float types only: an op runs for every
+            // float and complex type the vocabulary defines, or for none.
             for (c, p) in cuda.iter().zip(&cpu) {
                 assert_eq!(*c == Cell::Undefined, *p == Cell::Undefined, "{name}");
             }
-            if cuda.contains(&Cell::Missing) && !cuda_missing.contains(&name) {
+            if cuda[..4].contains(&Cell::Missing) && !cuda_missing.contains(&name) {
                 cuda_missing.push(name);
             }
             cells(&cuda)
         };
         #[cfg(not(feature = "cuda"))]
         let cuda = "  (not built)".to_owned();
-        table += &format!("{shown:<16}   {}        {cuda}\n", cells(&cpu));
+        table += &format!("{shown:<16}    {}        {cuda}\n", cells(&cpu));
     }
     println!("{table}");
     #[cfg(feature = "cuda")]
     assert_eq!(
         cuda_missing,
         [
+            "floor_div",
+            "rem",
             "qr",
             "svd",
             "eigh",
             "cholesky",
             "solve",
+            "any",
+            "all",
+            "argmax",
+            "argmin",
             "random",
             "eq",
             "ne",
@@ -168,7 +187,7 @@ fn coverage_table() {
     // Decompositions are the vocabulary's only ops with several outputs.
     let several: Vec<&str> = per_dtype[1]
         .iter()
-        .filter(|(op, m)| op.infer(m).unwrap().len() > 1)
+        .filter(|(op, m)| op.infer(m).is_ok_and(|o| o.len() > 1))
         .map(|(op, _)| op.name())
         .collect();
     assert_eq!(several, [Linalg::Qr.name(), "svd", "eigh"]);

@@ -1,8 +1,10 @@
 //! Element-type dispatch: the one place that matches a tensor's elements
-//! by type. A kernel is written once, generic over [`Element`], and these
-//! macros pick its instance (candle's `Map1`/`Map2`, as macros, so that a
-//! kernel is a closure-like body rather than a trait impl per op).
+//! by type. A kernel is written once, generic over [`Element`] (or one of
+//! its families), and these macros pick its instance (candle's
+//! `Map1`/`Map2`, as macros, so that a kernel is a closure-like body
+//! rather than a trait impl per op).
 //!
+//! Over every element type (the body must compile for all seven):
 //! - `for_dtype!(dtype, |T| body)`: `body` with the type alias `T` bound
 //!   to `dtype`'s element type.
 //! - `with_data!(data, |v| body)`: `body` with `v` bound to the elements,
@@ -12,96 +14,160 @@
 //! - `with_data2!(a, b, |x, y| body, else other)` and `map_data2!`: two
 //!   operands of one type, the result as it is or wrapped; `other` when
 //!   their types differ.
-//! - `map_real!` / `map_real2!`: the same over the real types only, with
-//!   `else other` for complex operands.
+//!
+//! Over one family, with `else other` for the types outside it:
+//! - `for_field!`, `with_field!`, `map_field2!`: the floats
+//!   and complexes ([`Field`]).
+//! - `map_real!`, `map_real2!`: the real floats.
+//! - `map_int!`, `map_int2!`: the integers.
 //!
 //! [`Element`]: crate::Element
+//! [`Field`]: crate::Field
+
+/// The element types of each family, as `(variant, type)`.
+macro_rules! family {
+    (all, $m:ident!($($args:tt)*)) => {
+        $m!([(F32, f32), (F64, f64), (C32, $crate::c32), (C64, $crate::c64),
+             (I32, i32), (I64, i64), (Bool, bool)], $($args)*)
+    };
+    (field, $m:ident!($($args:tt)*)) => {
+        $m!([(F32, f32), (F64, f64), (C32, $crate::c32), (C64, $crate::c64)], $($args)*)
+    };
+    (real, $m:ident!($($args:tt)*)) => {
+        $m!([(F32, f32), (F64, f64)], $($args)*)
+    };
+    (int, $m:ident!($($args:tt)*)) => {
+        $m!([(I32, i32), (I64, i64)], $($args)*)
+    };
+}
+
+macro_rules! by_dtype {
+    ([$(($variant:ident, $ty:ty)),*], $dtype:expr, |$t:ident| $body:expr, $other:expr) => {{
+        #[allow(unreachable_patterns)]
+        let value = match $dtype {
+            $($crate::DType::$variant => {
+                type $t = $ty;
+                $body
+            })*
+            _ => $other,
+        };
+        value
+    }};
+}
+
+macro_rules! by_data {
+    ([$(($variant:ident, $ty:ty)),*], $data:expr, |$v:ident| $body:expr, $other:expr) => {{
+        #[allow(unreachable_patterns)]
+        let value = match $data {
+            $($crate::Data::$variant($v) => $body,)*
+            _ => $other,
+        };
+        value
+    }};
+}
+
+macro_rules! by_data_wrapped {
+    ([$(($variant:ident, $ty:ty)),*], $data:expr, |$v:ident| $body:expr, $other:expr) => {{
+        #[allow(unreachable_patterns)]
+        let value = match $data {
+            $($crate::Data::$variant($v) => $crate::Data::$variant($body),)*
+            _ => $other,
+        };
+        value
+    }};
+}
+
+macro_rules! by_data2 {
+    ([$(($variant:ident, $ty:ty)),*], $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, $other:expr) => {{
+        #[allow(unreachable_patterns)]
+        let value = match ($a, $b) {
+            $(($crate::Data::$variant($x), $crate::Data::$variant($y)) => $body,)*
+            _ => $other,
+        };
+        value
+    }};
+}
+
+macro_rules! by_data2_wrapped {
+    ([$(($variant:ident, $ty:ty)),*], $a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, $other:expr) => {{
+        #[allow(unreachable_patterns)]
+        let value = match ($a, $b) {
+            $(($crate::Data::$variant($x), $crate::Data::$variant($y)) =>
+                $crate::Data::$variant($body),)*
+            _ => $other,
+        };
+        value
+    }};
+}
 
 macro_rules! for_dtype {
     ($dtype:expr, |$t:ident| $body:expr) => {
-        match $dtype {
-            $crate::DType::F32 => {
-                type $t = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $t = f64;
-                $body
-            }
-            $crate::DType::C32 => {
-                type $t = $crate::c32;
-                $body
-            }
-            $crate::DType::C64 => {
-                type $t = $crate::c64;
-                $body
-            }
-        }
+        family!(all, by_dtype!($dtype, |$t| $body, unreachable!("every type has an arm")))
+    };
+}
+
+macro_rules! for_field {
+    ($dtype:expr, |$t:ident| $body:expr, else $other:expr) => {
+        family!(field, by_dtype!($dtype, |$t| $body, $other))
     };
 }
 
 macro_rules! with_data {
     ($data:expr, |$v:ident| $body:expr) => {
-        match $data {
-            $crate::Data::F32($v) => $body,
-            $crate::Data::F64($v) => $body,
-            $crate::Data::C32($v) => $body,
-            $crate::Data::C64($v) => $body,
-        }
+        family!(all, by_data!($data, |$v| $body, unreachable!("every type has an arm")))
     };
 }
 
 macro_rules! map_data {
     ($data:expr, |$v:ident| $body:expr) => {
-        match $data {
-            $crate::Data::F32($v) => $crate::Data::F32($body),
-            $crate::Data::F64($v) => $crate::Data::F64($body),
-            $crate::Data::C32($v) => $crate::Data::C32($body),
-            $crate::Data::C64($v) => $crate::Data::C64($body),
-        }
-    };
-}
-
-macro_rules! map_data2 {
-    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
-        match ($a, $b) {
-            ($crate::Data::F32($x), $crate::Data::F32($y)) => $crate::Data::F32($body),
-            ($crate::Data::F64($x), $crate::Data::F64($y)) => $crate::Data::F64($body),
-            ($crate::Data::C32($x), $crate::Data::C32($y)) => $crate::Data::C32($body),
-            ($crate::Data::C64($x), $crate::Data::C64($y)) => $crate::Data::C64($body),
-            _ => $other,
-        }
+        family!(all, by_data_wrapped!($data, |$v| $body, unreachable!("every type has an arm")))
     };
 }
 
 macro_rules! with_data2 {
     ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
-        match ($a, $b) {
-            ($crate::Data::F32($x), $crate::Data::F32($y)) => $body,
-            ($crate::Data::F64($x), $crate::Data::F64($y)) => $body,
-            ($crate::Data::C32($x), $crate::Data::C32($y)) => $body,
-            ($crate::Data::C64($x), $crate::Data::C64($y)) => $body,
-            _ => $other,
-        }
+        family!(all, by_data2!($a, $b, |$x, $y| $body, $other))
+    };
+}
+
+macro_rules! map_data2 {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
+        family!(all, by_data2_wrapped!($a, $b, |$x, $y| $body, $other))
+    };
+}
+
+macro_rules! with_field {
+    ($data:expr, |$v:ident| $body:expr, else $other:expr) => {
+        family!(field, by_data!($data, |$v| $body, $other))
+    };
+}
+
+macro_rules! map_field2 {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
+        family!(field, by_data2_wrapped!($a, $b, |$x, $y| $body, $other))
     };
 }
 
 macro_rules! map_real {
     ($data:expr, |$v:ident| $body:expr, else $other:expr) => {
-        match $data {
-            $crate::Data::F32($v) => $crate::Data::F32($body),
-            $crate::Data::F64($v) => $crate::Data::F64($body),
-            _ => $other,
-        }
+        family!(real, by_data_wrapped!($data, |$v| $body, $other))
     };
 }
 
 macro_rules! map_real2 {
     ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
-        match ($a, $b) {
-            ($crate::Data::F32($x), $crate::Data::F32($y)) => $crate::Data::F32($body),
-            ($crate::Data::F64($x), $crate::Data::F64($y)) => $crate::Data::F64($body),
-            _ => $other,
-        }
+        family!(real, by_data2_wrapped!($a, $b, |$x, $y| $body, $other))
+    };
+}
+
+macro_rules! map_int {
+    ($data:expr, |$v:ident| $body:expr, else $other:expr) => {
+        family!(int, by_data_wrapped!($data, |$v| $body, $other))
+    };
+}
+
+macro_rules! map_int2 {
+    ($a:expr, $b:expr, |$x:ident, $y:ident| $body:expr, else $other:expr) => {
+        family!(int, by_data2_wrapped!($a, $b, |$x, $y| $body, $other))
     };
 }

@@ -138,3 +138,15 @@ pub(crate) fn row_major(shape: &[usize]) -> Vec<isize> {
 pub(crate) fn extent(n: usize) -> isize {
     isize::try_from(n).unwrap_or(isize::MAX)
 }
+
+/// The row-major multi-index of flat position `flat` in `shape`.
+pub(crate) fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (i, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            index[i] = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}

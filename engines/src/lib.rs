@@ -58,4 +58,4 @@ pub use ops::{
 // Programs: computations recorded once, run as one message.
 pub use program::{Program, RecordError, Recorder, Step, Value};
 // Host tensors.
-pub use tensor::{c32, c64, element_count, DType, Data, Element, Tensor, TensorError};
+pub use tensor::{c32, c64, element_count, DType, Data, Element, Field, Tensor, TensorError};

@@ -1,8 +1,10 @@
-//! Tensors: dense, row-major, one of four element types.
+//! Tensors: dense, row-major, of one of seven element types.
 
 use std::fmt;
 
 pub use faer::{c32, c64};
+
+use crate::ops::Scalar;
 
 /// The element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,27 +17,63 @@ pub enum DType {
     C32,
     /// Complex of two 64-bit floats.
     C64,
+    /// 32-bit signed integer.
+    I32,
+    /// 64-bit signed integer.
+    I64,
+    /// `true` or `false` (one byte, 0 or 1).
+    Bool,
 }
 
 impl DType {
+    /// Every element type, floats first.
+    pub const ALL: [DType; 7] = [
+        DType::F32,
+        DType::F64,
+        DType::C32,
+        DType::C64,
+        DType::I32,
+        DType::I64,
+        DType::Bool,
+    ];
+
     /// Whether the type is complex.
     pub fn is_complex(self) -> bool {
         matches!(self, DType::C32 | DType::C64)
     }
 
-    /// The real type of this type's parts: itself for a real type.
+    /// Whether the type is a float or a complex: the types with field
+    /// arithmetic, products and decompositions (see [`Field`]).
+    pub fn is_field(self) -> bool {
+        matches!(self, DType::F32 | DType::F64 | DType::C32 | DType::C64)
+    }
+
+    /// Whether the type is a real float.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    /// Whether the type is an integer.
+    pub fn is_integer(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    /// The real type of this type's parts: itself for a type that is not
+    /// complex.
     pub fn real(self) -> DType {
         match self {
-            DType::C32 | DType::F32 => DType::F32,
-            DType::C64 | DType::F64 => DType::F64,
+            DType::C32 => DType::F32,
+            DType::C64 => DType::F64,
+            other => other,
         }
     }
 
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 => 4,
-            DType::F64 | DType::C32 => 8,
+            DType::Bool => 1,
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::C32 | DType::I64 => 8,
             DType::C64 => 16,
         }
     }
@@ -48,6 +86,9 @@ impl fmt::Display for DType {
             DType::F64 => "f64",
             DType::C32 => "c32",
             DType::C64 => "c64",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
         })
     }
 }
@@ -63,17 +104,18 @@ pub enum Data {
     C32(Vec<c32>),
     /// `c64` elements.
     C64(Vec<c64>),
+    /// `i32` elements.
+    I32(Vec<i32>),
+    /// `i64` elements.
+    I64(Vec<i64>),
+    /// `bool` elements.
+    Bool(Vec<bool>),
 }
 
 impl Data {
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            Data::F32(_) => DType::F32,
-            Data::F64(_) => DType::F64,
-            Data::C32(_) => DType::C32,
-            Data::C64(_) => DType::C64,
-        }
+        with_data!(self, |v| element_dtype(v))
     }
 
     /// Number of elements.
@@ -86,10 +128,15 @@ impl Data {
         self.len() == 0
     }
 
-    /// `len` zeros of element type `dtype`.
+    /// `len` zeros (`false` for `Bool`) of element type `dtype`.
     pub fn zeros(dtype: DType, len: usize) -> Data {
         for_dtype!(dtype, |T| T::wrap(vec![T::ZERO; len]))
     }
+}
+
+/// The element type of a slice's elements.
+fn element_dtype<T: Element>(_: &[T]) -> DType {
+    T::DTYPE
 }
 
 impl fmt::Debug for Data {
@@ -98,42 +145,30 @@ impl fmt::Debug for Data {
     }
 }
 
-/// An element type weft computes with: `f32`, `f64`, [`c32`], [`c64`].
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type a tensor holds: `f32`, `f64`, [`c32`], [`c64`], `i32`,
+/// `i64`, `bool`. Sealed: the seven are [`DType`]'s.
 pub trait Element:
-    faer::traits::ComplexField
-    + Copy
-    + PartialEq
-    + fmt::Debug
-    + Send
-    + Sync
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + std::ops::Div<Output = Self>
-    + std::ops::Neg<Output = Self>
-    + std::ops::AddAssign
-    + std::ops::MulAssign
-    + 'static
+    sealed::Sealed + Copy + PartialEq + fmt::Debug + Send + Sync + 'static
 {
     /// The tag of this type.
     const DTYPE: DType;
-    /// Zero.
+    /// Zero (`false`).
     const ZERO: Self;
-    /// One.
+    /// One (`true`).
     const ONE: Self;
-    /// The real type of its parts (itself for a real type).
-    type Re: Element;
 
-    /// The element with these real and imaginary parts; a real type
-    /// drops the imaginary part. Narrower types round as `as` does.
-    fn from_parts(re: f64, im: f64) -> Self;
-    /// The real and imaginary parts (0 for a real type), widened to f64.
-    fn to_parts(self) -> (f64, f64);
-    /// The real part.
-    fn re(self) -> Self::Re;
-
-    /// `self` to the power `exponent` (principal branch for complex).
-    fn pow(self, exponent: Self) -> Self;
+    /// The element as a scalar, exactly.
+    fn to_scalar(self) -> Scalar;
+    /// The scalar converted to this type as Rust's `as` converts: a float
+    /// to an integer truncates toward zero and saturates (NaN gives 0);
+    /// an integer to a narrower one wraps; a complex value to a type that
+    /// is not complex drops its imaginary part; a number to `bool` is
+    /// whether it is nonzero, and `bool` to a number 0 or 1.
+    fn from_scalar(value: Scalar) -> Self;
     /// Wraps elements of this type.
     fn wrap(values: Vec<Self>) -> Data;
     /// The elements, if `data` holds this type.
@@ -142,31 +177,50 @@ pub trait Element:
     fn unwrap(data: Data) -> Result<Vec<Self>, Data>;
 }
 
-macro_rules! element {
-    ($t:ty, $variant:ident, $zero:expr, $one:expr, $pow:ident, $re:ty,
-     |$x:ident| $parts:expr, |$a:ident, $b:ident| $from:expr, |$y:ident| $real:expr) => {
+/// A float or complex element type: the types of field arithmetic,
+/// transcendental functions, products and decompositions (through faer).
+pub trait Field:
+    Element
+    + faer::traits::ComplexField
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + std::ops::AddAssign
+    + std::ops::MulAssign
+{
+    /// The real type of its parts (itself for a real type).
+    type Re: Field;
+
+    /// The element with these real and imaginary parts; a real type
+    /// drops the imaginary part. Narrower types round as `as` does.
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// The real and imaginary parts (0 for a real type), widened to f64.
+    fn to_parts(self) -> (f64, f64);
+    /// The real part.
+    fn re(self) -> Self::Re;
+    /// `self` to the power `exponent` (principal branch for complex).
+    fn pow(self, exponent: Self) -> Self;
+}
+
+macro_rules! storage {
+    ($t:ty, $variant:ident, $zero:expr, $one:expr,
+     |$s:ident| $to:expr, |$v:ident| $from:expr) => {
+        impl sealed::Sealed for $t {}
+
         impl Element for $t {
             const DTYPE: DType = DType::$variant;
             const ZERO: Self = $zero;
             const ONE: Self = $one;
-            type Re = $re;
 
-            fn from_parts($a: f64, $b: f64) -> Self {
+            fn to_scalar(self) -> Scalar {
+                let $s = self;
+                $to
+            }
+
+            fn from_scalar($v: Scalar) -> Self {
                 $from
-            }
-
-            fn to_parts(self) -> (f64, f64) {
-                let $x = self;
-                $parts
-            }
-
-            fn re(self) -> $re {
-                let $y = self;
-                $real
-            }
-
-            fn pow(self, exponent: Self) -> Self {
-                self.$pow(exponent)
             }
 
             fn wrap(values: Vec<Self>) -> Data {
@@ -190,44 +244,101 @@ macro_rules! element {
     };
 }
 
-element!(
-    f32,
-    F32,
-    0.0,
-    1.0,
-    powf,
-    f32,
-    |x| (f64::from(x), 0.0),
-    |re, _im| re as f32,
-    |x| x
-);
-element!(
-    f64,
-    F64,
-    0.0,
-    1.0,
-    powf,
-    f64,
-    |x| (x, 0.0),
-    |re, _im| re,
-    |x| x
-);
-element!(
+/// `value` as an integer type, as `as` converts it.
+macro_rules! integer_from {
+    ($t:ty, $value:expr) => {
+        match $value {
+            Scalar::Int(i) => i as $t,
+            Scalar::Bool(b) => <$t>::from(b),
+            Scalar::Real(x) => x as $t,
+            Scalar::Complex(z) => z.re as $t,
+        }
+    };
+}
+
+/// `value` as a real float type, as `as` converts it.
+macro_rules! float_from {
+    ($t:ty, $value:expr) => {
+        match $value {
+            Scalar::Int(i) => i as $t,
+            Scalar::Bool(b) => <$t>::from(u8::from(b)),
+            Scalar::Real(x) => x as $t,
+            Scalar::Complex(z) => z.re as $t,
+        }
+    };
+}
+
+storage!(f32, F32, 0.0, 1.0, |x| Scalar::Real(f64::from(x)), |v| float_from!(f32, v));
+storage!(f64, F64, 0.0, 1.0, |x| Scalar::Real(x), |v| float_from!(f64, v));
+storage!(
     c32,
     C32,
     c32::new(0.0, 0.0),
     c32::new(1.0, 0.0),
+    |z| Scalar::Complex(c64::new(f64::from(z.re), f64::from(z.im))),
+    |v| match v {
+        Scalar::Complex(z) => c32::new(z.re as f32, z.im as f32),
+        other => c32::new(float_from!(f32, other), 0.0),
+    }
+);
+storage!(
+    c64,
+    C64,
+    c64::new(0.0, 0.0),
+    c64::new(1.0, 0.0),
+    |z| Scalar::Complex(z),
+    |v| match v {
+        Scalar::Complex(z) => z,
+        other => c64::new(float_from!(f64, other), 0.0),
+    }
+);
+storage!(i32, I32, 0, 1, |i| Scalar::Int(i64::from(i)), |v| integer_from!(i32, v));
+storage!(i64, I64, 0, 1, |i| Scalar::Int(i), |v| integer_from!(i64, v));
+storage!(bool, Bool, false, true, |b| Scalar::Bool(b), |v| match v {
+    Scalar::Bool(b) => b,
+    Scalar::Int(i) => i != 0,
+    Scalar::Real(x) => x != 0.0,
+    Scalar::Complex(z) => z.re != 0.0 || z.im != 0.0,
+});
+
+macro_rules! field {
+    ($t:ty, $pow:ident, $re:ty, |$x:ident| $parts:expr, |$a:ident, $b:ident| $from:expr, |$y:ident| $real:expr) => {
+        impl Field for $t {
+            type Re = $re;
+
+            fn from_parts($a: f64, $b: f64) -> Self {
+                $from
+            }
+
+            fn to_parts(self) -> (f64, f64) {
+                let $x = self;
+                $parts
+            }
+
+            fn re(self) -> $re {
+                let $y = self;
+                $real
+            }
+
+            fn pow(self, exponent: Self) -> Self {
+                self.$pow(exponent)
+            }
+        }
+    };
+}
+
+field!(f32, powf, f32, |x| (f64::from(x), 0.0), |re, _im| re as f32, |x| x);
+field!(f64, powf, f64, |x| (x, 0.0), |re, _im| re, |x| x);
+field!(
+    c32,
     powc,
     f32,
     |z| (f64::from(z.re), f64::from(z.im)),
     |re, im| c32::new(re as f32, im as f32),
     |z| z.re
 );
-element!(
+field!(
     c64,
-    C64,
-    c64::new(0.0, 0.0),
-    c64::new(1.0, 0.0),
     powc,
     f64,
     |z| (z.re, z.im),
@@ -427,6 +538,17 @@ pub enum TensorError {
         /// What it must be.
         must: &'static str,
     },
+    /// An integer division or remainder by zero: the op fails, and no
+    /// output exists.
+    #[error("{op}: integer division by zero (element {index:?} of the divisor {shape:?} is 0)")]
+    DivisionByZero {
+        /// `floor_div` or `rem`.
+        op: &'static str,
+        /// The zero's index in the divisor.
+        index: Vec<usize>,
+        /// The divisor's shape.
+        shape: Vec<usize>,
+    },
     /// A shape too large to hold: its element or byte count overflows, or
     /// the allocator cannot provide its bytes.
     #[error("shape {shape:?} has more elements than fit in memory")]
@@ -560,7 +682,7 @@ impl Tensor {
     ///
     /// [`TensorError::DType`] for another element type;
     /// [`TensorError::MatmulShapes`] if the tensor is not 2-D.
-    pub fn as_mat<T: Element>(&self) -> Result<faer::MatRef<'_, T>, TensorError> {
+    pub fn as_mat<T: Field>(&self) -> Result<faer::MatRef<'_, T>, TensorError> {
         let values = self.as_slice::<T>()?;
         match self.shape[..] {
             [rows, cols] => Ok(faer::MatRef::from_row_major_slice(values, rows, cols)),
@@ -573,7 +695,7 @@ impl Tensor {
     }
 
     /// A 2-D tensor copied from a faer matrix.
-    pub fn from_mat<T: Element>(mat: faer::MatRef<'_, T>) -> Tensor {
+    pub fn from_mat<T: Field>(mat: faer::MatRef<'_, T>) -> Tensor {
         let (rows, cols) = (mat.nrows(), mat.ncols());
         let values = (0..rows)
             .flat_map(|i| (0..cols).map(move |j| mat[(i, j)]))

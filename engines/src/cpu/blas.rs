@@ -24,7 +24,7 @@ use std::sync::Once;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::gemm::{real_multiply_adds, PARALLEL_BATCH};
-use crate::tensor::{c32, c64, Element};
+use crate::tensor::{c32, c64, Field};
 
 /// `CBLAS_ORDER::CblasRowMajor`.
 const ROW_MAJOR: c_int = 101;
@@ -124,7 +124,7 @@ pub fn set_threads(threads: usize) {
 /// `c = a @ b` over `threads` threads of the current rayon pool (on this
 /// thread alone below [`PARALLEL_BATCH`] real multiply-adds: a woken
 /// thread would arrive when the product is done).
-pub(super) fn product<T: Element>(
+pub(super) fn product<T: Field>(
     c: MatMut<'_, T>,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -170,7 +170,7 @@ pub(super) fn product<T: Element>(
 ///
 /// If the shapes do not multiply: `a` is `m × k`, `b` `k × n`, `c`
 /// `m × n`.
-pub fn gemm<T: Element>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>) {
+pub fn gemm<T: Field>(c: MatMut<'_, T>, a: MatRef<'_, T>, b: MatRef<'_, T>) {
     let (m, n, k) = (c.nrows(), c.ncols(), a.ncols());
     assert!(
         a.nrows() == m && b.nrows() == k && b.ncols() == n,

@@ -214,7 +214,7 @@ impl BufferPool {
             }
         };
         if self.free.len() <= slot {
-            self.free.resize_with(4 * CLASSES, Vec::new);
+            self.free.resize_with(DType::ALL.len() * CLASSES, Vec::new);
         }
         if self.free[slot].len() >= MAX_PER_CLASS {
             self.stats.released += 1;
@@ -270,12 +270,10 @@ impl BufferPool {
 }
 
 fn slot(dtype: DType, class: usize) -> usize {
-    let index = match dtype {
-        DType::F32 => 0,
-        DType::F64 => 1,
-        DType::C32 => 2,
-        DType::C64 => 3,
-    };
+    let index = DType::ALL
+        .iter()
+        .position(|&d| d == dtype)
+        .expect("every type is in ALL");
     index * CLASSES + class
 }
 

@@ -2,7 +2,7 @@
 
 use super::buffer;
 use crate::ops::{Distribution, Scalar};
-use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
+use crate::tensor::{element_count, DType, Data, Element, Field, Tensor, TensorError};
 
 /// `len` copies of `value` as element type `dtype`, in a pooled buffer.
 ///
@@ -11,10 +11,9 @@ use crate::tensor::{element_count, DType, Data, Element, Tensor, TensorError};
 /// As [`Scalar::check`].
 pub(super) fn filled_data(value: Scalar, dtype: DType, len: usize) -> Result<Data, TensorError> {
     value.check(dtype)?;
-    let (re, im) = value.parts();
     Ok(for_dtype!(dtype, |T| T::wrap(buffer::filled(
         len,
-        T::from_parts(re, im)
+        T::from_scalar(value)
     ))))
 }
 
@@ -53,23 +52,34 @@ pub(super) fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, Tens
 ///
 /// # Errors
 ///
-/// [`TensorError::Unsupported`] for complex types.
+/// [`TensorError::Unsupported`] for complex and `bool` types; for an
+/// integer type, [`TensorError::Argument`] for a start or step that is not
+/// whole or a value out of the type's range.
 pub(super) fn arange(
     dtype: DType,
     start: f64,
     step: f64,
     len: usize,
 ) -> Result<Tensor, TensorError> {
-    if dtype.is_complex() {
-        return Err(TensorError::Unsupported {
-            op: "arange",
-            dtype,
-        });
-    }
-    let value = |i: usize| start + step * i as f64;
-    let data = for_dtype!(dtype, |T| T::wrap(
-        (0..len).map(|i| T::from_parts(value(i), 0.0)).collect()
-    ));
+    let data = match dtype {
+        DType::F32 => Data::F32((0..len).map(|i| (start + step * i as f64) as f32).collect()),
+        DType::F64 => Data::F64((0..len).map(|i| start + step * i as f64).collect()),
+        DType::I32 | DType::I64 => {
+            // Exact: the range was checked to fit the type.
+            let (first, by) = crate::ops::integer_range(dtype, start, step, len)?;
+            let values = (0..len as i64).map(move |i| first + by * i);
+            match dtype {
+                DType::I32 => Data::I32(values.map(|v| v as i32).collect()),
+                _ => Data::I64(values.collect()),
+            }
+        }
+        _ => {
+            return Err(TensorError::Unsupported {
+                op: "arange",
+                dtype,
+            })
+        }
+    };
     Tensor::from_data(data, &[len])
 }
 
@@ -79,7 +89,7 @@ pub(super) fn arange(
 ///
 /// # Errors
 ///
-/// [`TensorError::TooLarge`].
+/// [`TensorError::TooLarge`]; as [`Distribution::check`].
 pub(super) fn random(
     dtype: DType,
     shape: &[usize],
@@ -89,24 +99,47 @@ pub(super) fn random(
     let n = element_count(shape).ok_or_else(|| TensorError::TooLarge {
         shape: shape.to_vec(),
     })?;
+    distribution.check(dtype)?;
+    let bits = |i: usize| mix(seed, i as u64);
+    match distribution {
+        Distribution::Integers { low, high } => {
+            // Lemire's multiply-shift maps 64 random bits onto the span
+            // (`high - low` ≤ 2^64 - 1): bias below 2^-64 · span, none a
+            // test could see.
+            let span = high.abs_diff(low);
+            let draw = move |i: usize| {
+                let offset = ((u128::from(bits(i)) * u128::from(span)) >> 64) as u64;
+                low.wrapping_add(offset as i64)
+            };
+            let data = match dtype {
+                DType::I32 => Data::I32((0..n).map(|i| draw(i) as i32).collect()),
+                _ => Data::I64((0..n).map(draw).collect()),
+            };
+            return Tensor::from_data(data, shape);
+        }
+        Distribution::Bits => {
+            let data = Data::Bool((0..n).map(|i| bits(i) >> 63 == 1).collect());
+            return Tensor::from_data(data, shape);
+        }
+        Distribution::Uniform | Distribution::Normal => {}
+    }
     // Stream `s` of element `i`: real parts use stream 0, imaginary parts 1.
     let draw = |i: usize, s: u64| -> f64 {
         let key = seed ^ s.wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        match distribution {
-            Distribution::Uniform => unit(mix(key, 2 * i as u64)),
-            Distribution::Normal => {
-                // Box–Muller on two uniforms of the element's own counter.
-                let u1 = 1.0 - unit(mix(key, 2 * i as u64));
-                let u2 = unit(mix(key, 2 * i as u64 + 1));
-                (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-            }
+        if distribution == Distribution::Normal {
+            // Box–Muller on two uniforms of the element's own counter.
+            let u1 = 1.0 - unit(mix(key, 2 * i as u64));
+            let u2 = unit(mix(key, 2 * i as u64 + 1));
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        } else {
+            unit(mix(key, 2 * i as u64))
         }
     };
     // A real type draws no imaginary parts.
     let im = |i: usize| if dtype.is_complex() { draw(i, 1) } else { 0.0 };
-    let data = for_dtype!(dtype, |T| T::wrap(
+    let data = for_field!(dtype, |T| T::wrap(
         (0..n).map(|i| T::from_parts(draw(i, 0), im(i))).collect()
-    ));
+    ), else unreachable!("checked: a float distribution"));
     Tensor::from_data(data, shape)
 }
 

@@ -13,7 +13,7 @@ use super::gemm::{self, Compute};
 use super::{buffer, reduce, structural};
 use crate::layout::{row_major, View};
 use crate::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
-use crate::tensor::{DType, Element, Tensor, TensorError};
+use crate::tensor::{DType, Element, Field, Tensor, TensorError};
 
 /// Evaluates the contraction `spec` of `inputs` on the CPU, planning it
 /// first (the engine keeps plans in its cache instead; see
@@ -442,13 +442,16 @@ fn product(
             rhs: b.dtype(),
         });
     }
-    let data = for_dtype!(a.dtype(), |T| T::wrap(typed_product::<T>(
+    let data = for_field!(a.dtype(), |T| T::wrap(typed_product::<T>(
         a, la, b, lb, dims, compute
-    )));
+    )), else return Err(TensorError::Unsupported {
+        op: "einsum",
+        dtype: a.dtype(),
+    }));
     Tensor::from_parts(out.to_vec(), data)
 }
 
-fn typed_product<T: Element>(
+fn typed_product<T: Field>(
     a: &Tensor,
     la: Layout,
     b: &Tensor,

@@ -7,8 +7,8 @@ use super::buffer;
 use super::exec::PARALLEL_THRESHOLD;
 use super::structural::broadcast_to;
 use crate::layout::strides_in;
-use crate::ops::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
-use crate::tensor::{element_count, Element, Tensor, TensorError};
+use crate::ops::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp, Scalar};
+use crate::tensor::{element_count, DType, Data, Element, Field, Tensor, TensorError};
 
 /// Output elements one parallel task computes.
 const CHUNK: usize = 1 << 13;
@@ -18,7 +18,10 @@ const CHUNK: usize = 1 << 13;
 ///
 /// # Errors
 ///
-/// As [`check_binary_meta`].
+/// As [`check_binary_meta`]; for integers, [`TensorError::DivisionByZero`]
+/// for a zero divisor of `floor_div` or `rem` and
+/// [`TensorError::Argument`] for a negative exponent of `pow`, found
+/// before any element is computed.
 pub(super) fn binary(
     op: BinaryOp,
     lhs: &Tensor,
@@ -31,19 +34,34 @@ pub(super) fn binary(
         op: op.name(),
         dtype: lhs.dtype(),
     };
-    let data = match op {
-        BinaryOp::Maximum | BinaryOp::Minimum => map_real2!(
-            lhs.data(),
-            rhs.data(),
-            |a, b| ordered(op, &Operands { a, a_shape, b, b_shape, out, parallel }),
-            else return Err(refused())
-        ),
-        _ => map_data2!(
-            lhs.data(),
-            rhs.data(),
-            |a, b| field(op, &Operands { a, a_shape, b, b_shape, out, parallel }),
-            else return Err(refused())
-        ),
+    macro_rules! operands {
+        ($a:ident, $b:ident) => {
+            &Operands {
+                a: $a,
+                a_shape,
+                b: $b,
+                b_shape,
+                out,
+                parallel,
+            }
+        };
+    }
+    let dtype = lhs.dtype();
+    let data = if dtype.is_integer() {
+        check_integer_operands(op, rhs)?;
+        map_int2!(lhs.data(), rhs.data(), |a, b| integer(op, operands!(a, b)), else return Err(refused()))
+    } else if dtype == DType::Bool {
+        let (Data::Bool(a), Data::Bool(b)) = (lhs.data(), rhs.data()) else {
+            return Err(refused());
+        };
+        Data::Bool(logical(op, operands!(a, b)))
+    } else if matches!(
+        op,
+        BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::FloorDiv | BinaryOp::Rem
+    ) {
+        map_real2!(lhs.data(), rhs.data(), |a, b| ordered(op, operands!(a, b)), else return Err(refused()))
+    } else {
+        map_field2!(lhs.data(), rhs.data(), |a, b| field(op, operands!(a, b)), else return Err(refused()))
     };
     Tensor::from_parts(out_shape, data)
 }
@@ -58,21 +76,22 @@ struct Operands<'a, T> {
     parallel: bool,
 }
 
-/// The ops every element type has. Each arm passes its own closure, so
-/// the kernel is compiled (and vectorized) per op.
-fn field<T: Element>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
+/// The field ops, of floats and complexes. Each arm passes its own
+/// closure, so the kernel is compiled (and vectorized) per op.
+fn field<T: Field>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
     match op {
         BinaryOp::Add => kernel(|a, b| a + b, x),
         BinaryOp::Sub => kernel(|a, b| a - b, x),
         BinaryOp::Mul => kernel(|a, b| a * b, x),
         BinaryOp::Div => kernel(|a, b| a / b, x),
         BinaryOp::Pow => kernel(|a: T, b: T| a.pow(b), x),
-        BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("dispatched to `ordered`"),
+        _ => unreachable!("checked: dispatched to its own family"),
     }
 }
 
-/// Maximum and minimum, of the real types.
-fn ordered<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
+/// The ops of an order: maximum, minimum, floor division and remainder
+/// of the real floats.
+fn ordered<T: Real>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
     match op {
         BinaryOp::Maximum => kernel(
             |a: T, b: T| {
@@ -98,37 +117,227 @@ fn ordered<T: Element + PartialOrd + num_nan::IsNan>(op: BinaryOp, x: &Operands<
             },
             x,
         ),
-        _ => unreachable!("dispatched to `field`"),
+        BinaryOp::FloorDiv => kernel(|a: T, b: T| floor_divmod(a, b).0, x),
+        BinaryOp::Rem => kernel(|a: T, b: T| floor_divmod(a, b).1, x),
+        _ => unreachable!("checked: dispatched to its own family"),
     }
 }
 
-/// NaN for the real element types.
-mod num_nan {
-    pub(super) trait IsNan: Copy {
-        fn is_nan(self) -> bool;
-        fn nan() -> Self;
+/// `(floor(a / b), a - b·floor(a / b))` as NumPy's `divmod` computes them
+/// (CPython's float algorithm): the remainder from `fmod`, moved to the
+/// divisor's sign, and the quotient from it, so that the two agree. A
+/// zero divisor gives `a / b` and NaN, as NumPy.
+pub(crate) fn floor_divmod<T: Real>(a: T, b: T) -> (T, T) {
+    if b == T::ZERO {
+        return (a / b, T::nan());
     }
-
-    impl IsNan for f32 {
-        fn is_nan(self) -> bool {
-            f32::is_nan(self)
+    let mut rem = a.fmod(b);
+    let mut div = (a - rem) / b;
+    if rem != T::ZERO {
+        if (b < T::ZERO) != (rem < T::ZERO) {
+            rem = rem + b;
+            div = div - T::ONE;
         }
-        fn nan() -> Self {
-            f32::NAN
-        }
+    } else {
+        rem = T::ZERO.copysign(b);
     }
+    let quotient = if div != T::ZERO {
+        let floor = div.floor();
+        if div - floor > T::half() {
+            floor + T::ONE
+        } else {
+            floor
+        }
+    } else {
+        T::ZERO.copysign(a / b)
+    };
+    (quotient, rem)
+}
 
-    impl IsNan for f64 {
-        fn is_nan(self) -> bool {
-            f64::is_nan(self)
+/// The real floats' own functions, for the ordered ops.
+pub(crate) trait Real: Field + PartialOrd {
+    fn is_nan(self) -> bool;
+    fn nan() -> Self;
+    fn floor(self) -> Self;
+    fn copysign(self, sign: Self) -> Self;
+    /// The C `fmod`: the remainder with the dividend's sign.
+    fn fmod(self, divisor: Self) -> Self;
+    fn half() -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            fn nan() -> Self {
+                <$t>::NAN
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn copysign(self, sign: Self) -> Self {
+                <$t>::copysign(self, sign)
+            }
+            fn fmod(self, divisor: Self) -> Self {
+                self % divisor
+            }
+            fn half() -> Self {
+                0.5
+            }
         }
-        fn nan() -> Self {
-            f64::NAN
+    };
+}
+
+real!(f32);
+real!(f64);
+
+/// Integer arithmetic, wrapping on overflow as NumPy's does.
+pub(crate) trait Integer:
+    Element
+    + Ord
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
+{
+    fn wrapping_add(self, other: Self) -> Self;
+    fn wrapping_sub(self, other: Self) -> Self;
+    fn wrapping_mul(self, other: Self) -> Self;
+    fn wrapping_div(self, other: Self) -> Self;
+    fn wrapping_rem(self, other: Self) -> Self;
+    fn widen(self) -> i64;
+}
+
+macro_rules! integer {
+    ($t:ty) => {
+        impl Integer for $t {
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+            fn wrapping_sub(self, other: Self) -> Self {
+                <$t>::wrapping_sub(self, other)
+            }
+            fn wrapping_mul(self, other: Self) -> Self {
+                <$t>::wrapping_mul(self, other)
+            }
+            fn wrapping_div(self, other: Self) -> Self {
+                <$t>::wrapping_div(self, other)
+            }
+            fn wrapping_rem(self, other: Self) -> Self {
+                <$t>::wrapping_rem(self, other)
+            }
+            fn widen(self) -> i64 {
+                i64::from(self)
+            }
         }
+    };
+}
+
+integer!(i32);
+integer!(i64);
+
+/// `floor(a / b)` of integers, `b` nonzero (checked); `MIN / -1` wraps to
+/// `MIN`, as NumPy's.
+pub(crate) fn floor_div<T: Integer>(a: T, b: T) -> T {
+    let q = a.wrapping_div(b);
+    if a.wrapping_rem(b) != T::ZERO && ((a < T::ZERO) != (b < T::ZERO)) {
+        q.wrapping_sub(T::ONE)
+    } else {
+        q
     }
 }
 
-fn kernel<T: Element, F: Fn(T, T) -> T + Copy + Send + Sync>(f: F, x: &Operands<'_, T>) -> Vec<T> {
+/// `a - b·floor(a / b)` of integers, `b` nonzero (checked): the remainder
+/// with the divisor's sign.
+pub(crate) fn floor_rem<T: Integer>(a: T, b: T) -> T {
+    let r = a.wrapping_rem(b);
+    if r != T::ZERO && ((r < T::ZERO) != (b < T::ZERO)) {
+        r.wrapping_add(b)
+    } else {
+        r
+    }
+}
+
+/// `base^exponent` by squaring, wrapping; `exponent ≥ 0` (checked).
+pub(crate) fn wrapping_pow<T: Integer>(base: T, exponent: T) -> T {
+    let (mut result, mut base, mut e) = (T::ONE, base, exponent.widen() as u64);
+    while e > 0 {
+        if e & 1 == 1 {
+            result = result.wrapping_mul(base);
+        }
+        base = base.wrapping_mul(base);
+        e >>= 1;
+    }
+    result
+}
+
+/// Refuses, before any element is computed, what an integer op cannot
+/// compute: a zero divisor of `floor_div` or `rem`, a negative exponent.
+fn check_integer_operands(op: BinaryOp, rhs: &Tensor) -> Result<(), TensorError> {
+    let values: Vec<i64> = match rhs.data() {
+        Data::I32(v) if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) => {
+            v.iter().map(|&x| i64::from(x)).collect()
+        }
+        Data::I64(v) if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) => {
+            v.clone()
+        }
+        _ => return Ok(()),
+    };
+    let index = |flat: usize| crate::layout::unravel(flat, rhs.shape());
+    match op {
+        BinaryOp::Pow => match values.iter().position(|&e| e < 0) {
+            Some(at) => Err(TensorError::Argument {
+                op: "pow",
+                argument: "exponent",
+                value: format!("{} (element {:?})", values[at], index(at)),
+                must: "non-negative for integer tensors (cast to a float type for negative powers)",
+            }),
+            None => Ok(()),
+        },
+        _ => match values.iter().position(|&d| d == 0) {
+            Some(at) => Err(TensorError::DivisionByZero {
+                op: op.name(),
+                index: index(at),
+                shape: rhs.shape().to_vec(),
+            }),
+            None => Ok(()),
+        },
+    }
+}
+
+/// The integer ops, divisors and exponents checked.
+fn integer<T: Integer>(op: BinaryOp, x: &Operands<'_, T>) -> Vec<T> {
+    match op {
+        BinaryOp::Add => kernel(T::wrapping_add, x),
+        BinaryOp::Sub => kernel(T::wrapping_sub, x),
+        BinaryOp::Mul => kernel(T::wrapping_mul, x),
+        BinaryOp::Maximum => kernel(Ord::max, x),
+        BinaryOp::Minimum => kernel(Ord::min, x),
+        BinaryOp::Pow => kernel(wrapping_pow, x),
+        BinaryOp::FloorDiv => kernel(floor_div, x),
+        BinaryOp::Rem => kernel(floor_rem, x),
+        BinaryOp::And => kernel(|a, b| a & b, x),
+        BinaryOp::Or => kernel(|a, b| a | b, x),
+        BinaryOp::Xor => kernel(|a, b| a ^ b, x),
+        BinaryOp::Div => unreachable!("checked: div is not of integers"),
+    }
+}
+
+/// The logical ops of `bool`.
+fn logical(op: BinaryOp, x: &Operands<'_, bool>) -> Vec<bool> {
+    match op {
+        BinaryOp::And => kernel(|a, b| a & b, x),
+        BinaryOp::Or => kernel(|a, b| a | b, x),
+        BinaryOp::Xor => kernel(|a, b| a ^ b, x),
+        _ => unreachable!("checked: bool has the logical ops only"),
+    }
+}
+
+fn kernel<T: Element, U: Element, F: Fn(T, T) -> U + Copy + Send + Sync>(
+    f: F,
+    x: &Operands<'_, T>,
+) -> Vec<U> {
     let Operands {
         a,
         b,
@@ -149,11 +358,11 @@ fn kernel<T: Element, F: Fn(T, T) -> T + Copy + Send + Sync>(f: F, x: &Operands<
         );
         return result;
     }
-    let mut result = buffer::filled(n, T::ZERO);
+    let mut result = buffer::filled(n, U::ZERO);
     if n == 0 {
         return result;
     }
-    let fill = |start: usize, chunk: &mut [T]| {
+    let fill = |start: usize, chunk: &mut [U]| {
         if same {
             for ((o, &x), &y) in chunk.iter_mut().zip(&a[start..]).zip(&b[start..]) {
                 *o = f(x, y);
@@ -190,7 +399,12 @@ fn kernel<T: Element, F: Fn(T, T) -> T + Copy + Send + Sync>(f: F, x: &Operands<
 /// The general broadcast loop over output elements `start..start + len`:
 /// an odometer over the output index, with each input's offset advanced by
 /// its (possibly zero) strides.
-fn strided<T: Element>(f: impl Fn(T, T) -> T, x: &Operands<'_, T>, start: usize, chunk: &mut [T]) {
+fn strided<T: Element, U>(
+    f: impl Fn(T, T) -> U,
+    x: &Operands<'_, T>,
+    start: usize,
+    chunk: &mut [U],
+) {
     let Operands {
         a,
         a_shape,
@@ -365,36 +579,63 @@ mod tests {
     }
 }
 
-/// `lhs op rhs` elementwise with broadcasting, as a 0/1 mask of the
-/// operands' real type.
+/// `lhs op rhs` elementwise with broadcasting, as a `bool` tensor.
 ///
 /// # Errors
 ///
 /// As [`check_compare`].
-pub(super) fn compare(op: CmpOp, lhs: &Tensor, rhs: &Tensor) -> Result<Tensor, TensorError> {
+pub(super) fn compare(
+    op: CmpOp,
+    lhs: &Tensor,
+    rhs: &Tensor,
+    parallel: bool,
+) -> Result<Tensor, TensorError> {
     let out = check_compare(op, lhs.dtype(), lhs.shape(), rhs.dtype(), rhs.shape())?;
-    let (a, b) = (broadcast_to(lhs, &out)?, broadcast_to(rhs, &out)?);
-    /// Orderings are of real types only (checked), whose value is the real part.
-    fn test<T: Element>(op: CmpOp, a: &[T], b: &[T]) -> Vec<bool> {
-        a.iter()
-            .zip(b)
-            .map(|(&x, &y)| match op {
-                CmpOp::Eq => x == y,
-                CmpOp::Ne => x != y,
-                CmpOp::Lt => x.to_parts().0 < y.to_parts().0,
-                CmpOp::Le => x.to_parts().0 <= y.to_parts().0,
-                CmpOp::Gt => x.to_parts().0 > y.to_parts().0,
-                CmpOp::Ge => x.to_parts().0 >= y.to_parts().0,
-            })
-            .collect()
+    let (a_shape, b_shape) = (lhs.shape(), rhs.shape());
+    /// Orderings are of types that are not complex (checked): of a complex
+    /// tensor only `eq` and `ne` run, and they compare both parts.
+    fn equal<T: Element>(op: CmpOp, x: &Operands<'_, T>) -> Vec<bool> {
+        match op {
+            CmpOp::Eq => kernel(|a: T, b: T| a == b, x),
+            CmpOp::Ne => kernel(|a: T, b: T| a != b, x),
+            _ => unreachable!("checked: complexes have no order"),
+        }
     }
-    let bits = with_data2!(a.data(), b.data(), |x, y| test(op, x, y), else return Err(mixed(op.name(), lhs, rhs)));
-    let data = for_dtype!(lhs.dtype().real(), |T| T::wrap(
-        bits.iter()
-            .map(|&t| T::from_parts(f64::from(u8::from(t)), 0.0))
-            .collect()
-    ));
-    Tensor::from_data(data, &out)
+    fn test<T: Element + PartialOrd>(op: CmpOp, x: &Operands<'_, T>) -> Vec<bool> {
+        match op {
+            CmpOp::Eq | CmpOp::Ne => equal(op, x),
+            CmpOp::Lt => kernel(|a: T, b: T| a < b, x),
+            CmpOp::Le => kernel(|a: T, b: T| a <= b, x),
+            CmpOp::Gt => kernel(|a: T, b: T| a > b, x),
+            CmpOp::Ge => kernel(|a: T, b: T| a >= b, x),
+        }
+    }
+    macro_rules! run {
+        ($f:ident, $a:ident, $b:ident) => {
+            $f(
+                op,
+                &Operands {
+                    a: $a,
+                    a_shape,
+                    b: $b,
+                    b_shape,
+                    out: &out,
+                    parallel,
+                },
+            )
+        };
+    }
+    let bits = match (lhs.data(), rhs.data()) {
+        (Data::F32(a), Data::F32(b)) => run!(test, a, b),
+        (Data::F64(a), Data::F64(b)) => run!(test, a, b),
+        (Data::I32(a), Data::I32(b)) => run!(test, a, b),
+        (Data::I64(a), Data::I64(b)) => run!(test, a, b),
+        (Data::Bool(a), Data::Bool(b)) => run!(test, a, b),
+        (Data::C32(a), Data::C32(b)) => run!(equal, a, b),
+        (Data::C64(a), Data::C64(b)) => run!(equal, a, b),
+        _ => return Err(mixed(op.name(), lhs, rhs)),
+    };
+    Tensor::from_data(Data::Bool(bits), &out)
 }
 
 /// The error of operands whose element types differ.
@@ -406,7 +647,7 @@ fn mixed(op: &'static str, lhs: &Tensor, rhs: &Tensor) -> TensorError {
     }
 }
 
-/// Where `mask` is nonzero, `a`; elsewhere `b` (all three broadcast).
+/// Where `mask` is `true`, `a`; elsewhere `b` (all three broadcast).
 ///
 /// # Errors
 ///
@@ -421,10 +662,7 @@ pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Te
         b.shape(),
     )?;
     let m = broadcast_to(mask, &out)?;
-    let flags: Vec<bool> = with_data!(m.data(), |v| v
-        .iter()
-        .map(|x| x.to_parts() != (0.0, 0.0))
-        .collect());
+    let flags = m.as_slice::<bool>()?;
     let (x, y) = (broadcast_to(a, &out)?, broadcast_to(b, &out)?);
     fn pick<T: Copy>(flags: &[bool], a: &[T], b: &[T]) -> Vec<T> {
         flags
@@ -433,29 +671,43 @@ pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Te
             .map(|(&f, (&x, &y))| if f { x } else { y })
             .collect()
     }
-    let data = map_data2!(x.data(), y.data(), |x, y| pick(&flags, x, y), else return Err(mixed("select", a, b)));
+    let data = map_data2!(x.data(), y.data(), |x, y| pick(flags, x, y), else return Err(mixed("select", a, b)));
     Tensor::from_data(data, &out)
 }
 
-/// Every element limited to `[lo, hi]` (real types; NaN stays NaN, as in
-/// NumPy and JAX).
+/// Every element limited to `[lo, hi]` (real floats: NaN stays NaN, as in
+/// NumPy and JAX; integers: to the whole numbers in `[lo, hi]`, so the
+/// bounds round inward and saturate to the type's range).
 ///
 /// # Errors
 ///
-/// [`TensorError::Unsupported`] for complex tensors.
+/// [`TensorError::Unsupported`] for complex and `bool` tensors.
 pub(super) fn clamp(input: &Tensor, lo: f64, hi: f64) -> Result<Tensor, TensorError> {
-    let data = map_real!(
-        input.data(),
-        // `max` and `min` drop a NaN operand: NaN is kept explicitly.
-        |v| v
-            .iter()
-            .map(|&x| if x.is_nan() { x } else { x.max(lo as _).min(hi as _) })
-            .collect(),
-        else return Err(TensorError::Unsupported {
-            op: "clamp",
-            dtype: input.dtype(),
-        })
-    );
+    let refused = || TensorError::Unsupported {
+        op: "clamp",
+        dtype: input.dtype(),
+    };
+    let data = if input.dtype().is_integer() {
+        fn limit<T: Integer>(v: &[T], lo: f64, hi: f64) -> Vec<T> {
+            // `as` saturates: the bounds rounded inward, in the type's range.
+            let lo = T::from_scalar(Scalar::Real(lo.ceil()));
+            let hi = T::from_scalar(Scalar::Real(hi.floor()));
+            // An empty interval (lo > hi) gives `hi`, as `max` then `min`
+            // does for the floats.
+            v.iter().map(|&x| x.max(lo).min(hi)).collect()
+        }
+        map_int!(input.data(), |v| limit(v, lo, hi), else return Err(refused()))
+    } else {
+        map_real!(
+            input.data(),
+            // `max` and `min` drop a NaN operand: NaN is kept explicitly.
+            |v| v
+                .iter()
+                .map(|&x| if x.is_nan() { x } else { x.max(lo as _).min(hi as _) })
+                .collect(),
+            else return Err(refused())
+        )
+    };
     Tensor::from_data(data, input.shape())
 }
 
@@ -468,8 +720,8 @@ mod select_tests {
     fn compare_select_clamp_pow() {
         let a = Tensor::from_vec(vec![1.0f64, 5.0, 3.0], &[3]).unwrap();
         let b = Tensor::scalar(3.0f64);
-        let m = compare(CmpOp::Ge, &a, &b).unwrap();
-        assert_eq!(m.as_slice::<f64>().unwrap(), &[0.0, 1.0, 1.0]);
+        let m = compare(CmpOp::Ge, &a, &b, false).unwrap();
+        assert_eq!(m.as_slice::<bool>().unwrap(), &[false, true, true]);
         let s = select(&m, &a, &Tensor::scalar(-1.0f64)).unwrap();
         assert_eq!(s.as_slice::<f64>().unwrap(), &[-1.0, 5.0, 3.0]);
         let c = clamp(&a, 2.0, 4.0).unwrap();
@@ -477,15 +729,22 @@ mod select_tests {
         let p = binary(BinaryOp::Pow, &a, &Tensor::scalar(2.0f64), false).unwrap();
         assert_eq!(p.as_slice::<f64>().unwrap(), &[1.0, 25.0, 9.0]);
         let z = Tensor::scalar(crate::c64::new(0.0, 1.0));
-        let err = compare(CmpOp::Lt, &z, &z).unwrap_err();
+        let err = compare(CmpOp::Lt, &z, &z, false).unwrap_err();
         assert_eq!(err.to_string(), "lt is not defined for c64 tensors");
-        let eq = compare(CmpOp::Eq, &z, &z).unwrap();
+        let eq = compare(CmpOp::Eq, &z, &z, false).unwrap();
         assert_eq!(
-            (eq.dtype(), eq.as_slice::<f64>().unwrap()),
-            (DType::F64, &[1.0][..])
+            (eq.dtype(), eq.as_slice::<bool>().unwrap()),
+            (DType::Bool, &[true][..])
         );
         assert!(clamp(&z, 0.0, 1.0).is_err());
         let err = select(&z, &a, &a).unwrap_err();
         assert!(matches!(err, TensorError::DType { .. }), "{err}");
+        // A 0/1 mask of numbers is a mask once cast.
+        let ones = Tensor::from_vec(vec![1.0f64, 0.0, 1.0], &[3]).unwrap();
+        let err = select(&ones, &a, &a).unwrap_err();
+        assert_eq!(err.to_string(), "expected a bool tensor, got f64");
+        let mask = super::super::structural::cast(&ones, DType::Bool);
+        let s = select(&mask, &a, &Tensor::scalar(0.0f64)).unwrap();
+        assert_eq!(s.as_slice::<f64>().unwrap(), &[1.0, 0.0, 3.0]);
     }
 }

@@ -86,6 +86,11 @@ fn kernel(
             axes,
             keep_dims,
         } => one(reduce::reduce(*op, inputs[0], axes, *keep_dims, parallel)),
+        TensorOp::ArgReduce {
+            op,
+            axis,
+            keep_dims,
+        } => one(reduce::arg(*op, inputs[0], *axis, *keep_dims)),
         TensorOp::Reshape(to) => one(structural::reshape(inputs[0], to)),
         TensorOp::Permute(perm) => one(structural::permute(inputs[0], perm, parallel)),
         TensorOp::Full {
@@ -106,7 +111,7 @@ fn kernel(
             distribution,
             seed,
         } => one(create::random(*dtype, shape, *distribution, *seed)),
-        TensorOp::Compare(op) => one(elementwise::compare(*op, inputs[0], inputs[1])),
+        TensorOp::Compare(op) => one(elementwise::compare(*op, inputs[0], inputs[1], parallel)),
         TensorOp::Select => one(elementwise::select(inputs[0], inputs[1], inputs[2])),
         TensorOp::Clamp { lo, hi } => one(elementwise::clamp(inputs[0], *lo, *hi)),
         TensorOp::BinaryScalar {

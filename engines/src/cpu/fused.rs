@@ -12,7 +12,7 @@ use super::buffer;
 use super::exec::PARALLEL_THRESHOLD;
 use super::unary::Math;
 use crate::ops::{BinaryOp, Scalar, TensorOp, UnaryOp};
-use crate::tensor::{DType, Element, Tensor, TensorError};
+use crate::tensor::{DType, Element, Field, Tensor, TensorError};
 
 /// Elements a block holds: small enough to stay in L1 across the links.
 const BLOCK: usize = 256;
@@ -94,12 +94,12 @@ impl Chain {
     /// [`TensorError::DType`] for an operand of another type (not
     /// expected: the chain was checked when it was recorded).
     pub(super) fn run(&self, operands: &[&Tensor], parallel: bool) -> Result<Tensor, TensorError> {
-        let data = for_dtype!(self.dtype, |T| {
+        let data = for_field!(self.dtype, |T| {
             let operands = slices::<T>(operands)?;
             let mut out = buffer::overwritten(operands[0].len());
             self.typed::<T>(&mut out, &operands, true, parallel);
             T::wrap(out)
-        });
+        }, else unreachable!("chains are of floats and complexes"));
         Tensor::from_data(data, &self.shape)
     }
 
@@ -117,21 +117,21 @@ impl Chain {
         others: &[&Tensor],
         parallel: bool,
     ) -> Result<Tensor, TensorError> {
-        let data = for_dtype!(self.dtype, |T| {
+        let data = for_field!(self.dtype, |T| {
             let mut out = start.into_vec::<T>()?;
             // Operand 0 is `out` itself, which no link reads as an operand.
             let mut operands: smallvec::SmallVec<[&[T]; 4]> = smallvec::smallvec![&[][..]];
             operands.extend_from_slice(&slices::<T>(others)?);
             self.typed::<T>(&mut out, &operands, false, parallel);
             T::wrap(out)
-        });
+        }, else unreachable!("chains are of floats and complexes"));
         Tensor::from_data(data, &self.shape)
     }
 
     /// Computes the chain into `out`, block by block: each block first
     /// copied from operand 0 when `copy_start` (else `out` already holds
     /// it), then every link applied to it.
-    fn typed<T: Math>(&self, out: &mut [T], operands: &[&[T]], copy_start: bool, parallel: bool) {
+    fn typed<T: Math + Field>(&self, out: &mut [T], operands: &[&[T]], copy_start: bool, parallel: bool) {
         let links: smallvec::SmallVec<[Typed<T>; 8]> =
             self.links.iter().map(|&l| Typed::of(l)).collect();
         let run = |start: usize, dst: &mut [T]| {
@@ -156,7 +156,7 @@ impl Chain {
 }
 
 /// The operands' elements, all of type `T`.
-fn slices<'a, T: Element>(
+fn slices<'a, T: Field>(
     operands: &[&'a Tensor],
 ) -> Result<smallvec::SmallVec<[&'a [T]; 4]>, TensorError> {
     operands.iter().map(|t| t.as_slice::<T>()).collect()
@@ -178,7 +178,7 @@ enum Typed<T> {
     Unary(UnaryOp),
 }
 
-impl<T: Math> Typed<T> {
+impl<T: Math + Field> Typed<T> {
     fn of(link: Link) -> Typed<T> {
         match link {
             Link::Binary {
@@ -240,14 +240,14 @@ impl<T: Math> Typed<T> {
 }
 
 /// `x = x op y` over the block (`y op x` when `swap`), `y` from `other`.
-fn each<T: Element>(op: BinaryOp, block: &mut [T], other: impl Iterator<Item = T>, swap: bool) {
+fn each<T: Field>(op: BinaryOp, block: &mut [T], other: impl Iterator<Item = T>, swap: bool) {
     match op {
         BinaryOp::Add => apply(block, other, swap, |a, b| a + b),
         BinaryOp::Sub => apply(block, other, swap, |a, b| a - b),
         BinaryOp::Mul => apply(block, other, swap, |a, b| a * b),
         BinaryOp::Div => apply(block, other, swap, |a, b| a / b),
         BinaryOp::Pow => apply(block, other, swap, |a: T, b: T| a.pow(b)),
-        BinaryOp::Maximum | BinaryOp::Minimum => unreachable!("not a link"),
+        _ => unreachable!("not a link"),
     }
 }
 

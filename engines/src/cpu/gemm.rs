@@ -7,7 +7,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 
 use super::{buffer, CpuProvider};
 use crate::ops::matmul_shape;
-use crate::tensor::{element_count, Element, Tensor, TensorError};
+use crate::tensor::{element_count, Element, Field, Tensor, TensorError};
 
 /// How a kernel computes: the threads of the current rayon pool it may
 /// spread over (the caller installs the domain's pool; 1: the calling
@@ -83,9 +83,12 @@ pub(super) fn matmul_as(
         rhs_shape,
         out: &out,
     };
-    let data = for_dtype!(lhs.dtype(), |T| T::wrap(typed::<T>(
+    let data = for_field!(lhs.dtype(), |T| T::wrap(typed::<T>(
         lhs, rhs, &operands, compute
-    )));
+    )), else return Err(TensorError::Unsupported {
+        op: "matmul",
+        dtype: lhs.dtype(),
+    }));
     Tensor::from_parts(out, data)
 }
 
@@ -96,7 +99,7 @@ struct Operands<'a> {
     out: &'a [usize],
 }
 
-fn typed<T: Element>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>, compute: Compute) -> Vec<T> {
+fn typed<T: Field>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>, compute: Compute) -> Vec<T> {
     let (a, b) = (
         lhs.as_slice::<T>().expect("checked dtype"),
         rhs.as_slice::<T>().expect("checked dtype"),
@@ -156,7 +159,7 @@ pub(super) const BATCH_TASK: usize = 1 << 16;
 
 /// Real multiply-adds of one `[m, k] @ [k, n]` product of `T` (a complex
 /// one is four), saturating: what the thresholds above measure.
-pub(super) fn real_multiply_adds<T: Element>(m: usize, k: usize, n: usize) -> usize {
+pub(super) fn real_multiply_adds<T: Field>(m: usize, k: usize, n: usize) -> usize {
     let per = if T::DTYPE.is_complex() { 4 } else { 1 };
     [k, n, per].into_iter().fold(m, usize::saturating_mul)
 }
@@ -168,7 +171,7 @@ pub(super) fn real_multiply_adds<T: Element>(m: usize, k: usize, n: usize) -> us
 /// least [`BATCH_TASK`] multiply-adds, each product on one thread; else
 /// the products run one after another, each over the pool when it is
 /// large.
-pub(super) fn batched<'a, T: Element>(
+pub(super) fn batched<'a, T: Field>(
     [nb, m, k, n]: [usize; 4],
     compute: Compute,
     operands: impl Fn(usize) -> (MatRef<'a, T>, MatRef<'a, T>) + Sync,
@@ -212,7 +215,7 @@ pub(super) fn batched<'a, T: Element>(
 
 /// `c = a @ b` by the provider, over `compute.threads` threads of the
 /// current pool.
-pub(super) fn product<T: Element>(
+pub(super) fn product<T: Field>(
     c: MatMut<'_, T>,
     a: MatRef<'_, T>,
     b: MatRef<'_, T>,
@@ -354,7 +357,7 @@ mod tests {
     }
 
     /// `len` values of type `T` from a seed, complex parts both set.
-    fn values<T: Element>(len: usize, seed: f64) -> Vec<T> {
+    fn values<T: Field>(len: usize, seed: f64) -> Vec<T> {
         (0..len)
             .map(|i| {
                 let x = (i as f64) * 0.37 + seed;
@@ -365,7 +368,7 @@ mod tests {
 
     /// Whether each element of `got` is `want`'s to `tol` times the
     /// magnitude of the `k` terms that summed to it.
-    fn close<T: Element>(got: &[T], want: &[T], k: usize, tol: f64, what: &str) {
+    fn close<T: Field>(got: &[T], want: &[T], k: usize, tol: f64, what: &str) {
         assert_eq!(got.len(), want.len(), "{what}");
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
             let ((gr, gi), (wr, wi)) = (g.to_parts(), w.to_parts());
@@ -390,7 +393,7 @@ mod tests {
     /// `[.., m, k] @ [.., k, n]` with broadcast batches by plain loops, for
     /// any element type: batch `t` of the output reads batch `t / 4` of
     /// `a` (shape `[3, 1, m, k]`) and `t % 4` of `b` (`[4, k, n]`).
-    fn broadcast_reference<T: Element>(a: &[T], b: &[T], [m, k, n]: [usize; 3]) -> Vec<T> {
+    fn broadcast_reference<T: Field>(a: &[T], b: &[T], [m, k, n]: [usize; 3]) -> Vec<T> {
         let mut c = Vec::with_capacity(12 * m * n);
         for t in 0..12 {
             let (a, b) = (&a[(t / 4) * m * k..], &b[(t % 4) * k * n..]);
@@ -407,7 +410,7 @@ mod tests {
         c
     }
 
-    fn broadcast_batches_of<T: Element>(tol: f64) {
+    fn broadcast_batches_of<T: Field>(tol: f64) {
         const ODD: [usize; 4] = [1, 3, 17, 65];
         for provider in providers() {
             for threads in [1, 2] {
@@ -447,7 +450,7 @@ mod tests {
     /// or by columns when the result is wide), and strided operands: an
     /// einsum whose transposes are folded into the product as column-major
     /// reads.
-    fn large_and_strided_of<T: Element>(tol: f64) {
+    fn large_and_strided_of<T: Field>(tol: f64) {
         for provider in providers() {
             for threads in [1, 2, 3] {
                 let compute = Compute { threads, provider };

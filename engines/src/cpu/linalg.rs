@@ -5,7 +5,7 @@ use faer::linalg::solvers::Solve;
 use faer::{Mat, MatRef, Side};
 
 use crate::ops::{Linalg, Meta};
-use crate::tensor::{Data, Element, Tensor, TensorError};
+use crate::tensor::{Data, Element, Field, Tensor, TensorError};
 
 /// Runs a decomposition or solve through faer.
 ///
@@ -16,11 +16,14 @@ use crate::tensor::{Data, Element, Tensor, TensorError};
 pub(super) fn run(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
     let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
     op.infer(&metas)?;
-    for_dtype!(inputs[0].dtype(), |T| typed::<T>(op, inputs))
+    for_field!(inputs[0].dtype(), |T| typed::<T>(op, inputs), else Err(TensorError::Unsupported {
+        op: op.name(),
+        dtype: inputs[0].dtype(),
+    }))
 }
 
 /// The real parts of a diagonal's entries, as the real type's data.
-fn real_data<T: Element>(values: Vec<T>) -> Data {
+fn real_data<T: Field>(values: Vec<T>) -> Data {
     <T::Re as Element>::wrap(values.into_iter().map(T::re).collect())
 }
 
@@ -33,7 +36,7 @@ fn failed(op: Linalg, reason: impl std::fmt::Debug) -> TensorError {
 
 /// Refuses a NaN or infinite entry: no decomposition of one means
 /// anything, and some would return NaNs without saying so.
-fn check_finite<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<(), TensorError> {
+fn check_finite<T: Field>(op: Linalg, inputs: &[&Tensor]) -> Result<(), TensorError> {
     for (k, t) in inputs.iter().enumerate() {
         let values = t.as_slice::<T>()?;
         if let Some((i, v)) = values.iter().enumerate().find(|(_, v)| {
@@ -64,7 +67,7 @@ fn check_finite<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<(), Tensor
 /// over `2^e`, and an eigensolver's intermediate squares overflow or
 /// underflow long before the matrix itself does (LAPACK scales the same
 /// way).
-fn scale_of<T: Element>(values: &[T]) -> Option<f64> {
+fn scale_of<T: Field>(values: &[T]) -> Option<f64> {
     let largest = values
         .iter()
         .map(|v| {
@@ -78,7 +81,7 @@ fn scale_of<T: Element>(values: &[T]) -> Option<f64> {
     (largest > 0.0 && exponent.abs() > 256.0).then_some(exponent)
 }
 
-fn typed<T: Element>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
+fn typed<T: Field>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, TensorError> {
     check_finite::<T>(op, inputs)?;
     let a = inputs[0].as_mat::<T>()?;
     Ok(match op {

@@ -269,7 +269,9 @@ fn chain_from(
     let metas = program.metas();
     let first = &steps[start];
     let meta = &metas[first.first_result];
-    if first.results != 1 || !replayable(meta) {
+    // Chains are of floats and complexes: the integer kernels check
+    // divisors and exponents, which a link does not.
+    if first.results != 1 || !replayable(meta) || !meta.dtype.is_field() {
         return None;
     }
     let fits = |v: usize| metas[v] == *meta;

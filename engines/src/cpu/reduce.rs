@@ -4,8 +4,8 @@ use rayon::prelude::*;
 
 use super::exec::PARALLEL_THRESHOLD;
 use crate::layout::View;
-use crate::ops::{reduce_meta, ReduceOp};
-use crate::tensor::{Data, Element, Tensor, TensorError};
+use crate::ops::{arg_meta, reduce_meta, ArgOp, ReduceOp};
+use crate::tensor::{Data, Element, Field, Tensor, TensorError};
 
 /// Reduces `input` over `axes` (keeping them as extent 1 if `keep_dims`);
 /// `parallel` spreads large reductions over the current rayon pool.
@@ -22,8 +22,79 @@ pub(super) fn reduce(
 ) -> Result<Tensor, TensorError> {
     let (_, out_shape) = reduce_meta(op, input.dtype(), input.shape(), axes, keep_dims)?;
     let plan = Plan::new(input.shape(), axes);
-    let data = with_data!(input.data(), |v| fold(op, v, &plan, parallel));
+    let data = match (op, input.data()) {
+        (ReduceOp::Any | ReduceOp::All, data) => {
+            with_data!(data, |v| Data::Bool(truth(op, v, &plan, parallel)))
+        }
+        (_, Data::I32(v)) => exact(op, v, &plan, parallel, i64::from),
+        (_, Data::I64(v)) => exact(op, v, &plan, parallel, |x| x),
+        (_, Data::Bool(v)) => exact(op, v, &plan, parallel, i64::from),
+        (_, data) => with_field!(data, |v| fold(op, v, &plan, parallel), else unreachable!("every type has an arm")),
+    };
     Tensor::from_data(data, &out_shape)
+}
+
+/// The `i64` index of each extremum of `input` along `axis`: the first
+/// of equal ones, and the first NaN if there is one (NumPy's rule).
+///
+/// # Errors
+///
+/// As [`arg_meta`].
+pub(super) fn arg(
+    op: ArgOp,
+    input: &Tensor,
+    axis: usize,
+    keep_dims: bool,
+) -> Result<Tensor, TensorError> {
+    let out_shape = arg_meta(op, input.dtype(), input.shape(), axis, keep_dims)?;
+    let plan = Plan::new(input.shape(), &[axis]);
+    fn find<T: Element + PartialOrd>(op: ArgOp, values: &[T], plan: &Plan) -> Vec<i64> {
+        // `x != x` only for NaN.
+        #[allow(clippy::eq_op)]
+        let better = move |x: T, best: T| {
+            let (x_nan, best_nan) = (x != x, best != best);
+            !best_nan && (x_nan || if op == ArgOp::Max { x > best } else { x < best })
+        };
+        // (index, value) pairs, combined keeping the earlier on ties.
+        let pick = move |a: (i64, T), b: (i64, T)| if better(b.1, a.1) { b } else { a };
+        Fold {
+            run: move |run: &[T]| {
+                run.iter()
+                    .enumerate()
+                    .map(|(i, &x)| (i as i64, x))
+                    .reduce(pick)
+                    .expect("checked: an axis of at least one element")
+            },
+            combine: pick,
+            strided: move |visit: Visit<'_, T>| {
+                let (mut best, mut at): (Option<(i64, T)>, i64) = (None, 0);
+                visit(&mut |x| {
+                    best = Some(best.map_or((at, x), |b| pick(b, (at, x))));
+                    at += 1;
+                });
+                best.expect("checked: an axis of at least one element")
+            },
+        }
+        // Serial: a run split into chunks would number each from 0.
+        .each(values, plan, false)
+        .into_iter()
+        .map(|(i, _)| i)
+        .collect()
+    }
+    let data = match input.data() {
+        Data::F32(v) => find(op, v, &plan),
+        Data::F64(v) => find(op, v, &plan),
+        Data::I32(v) => find(op, v, &plan),
+        Data::I64(v) => find(op, v, &plan),
+        Data::Bool(v) => find(op, v, &plan),
+        Data::C32(_) | Data::C64(_) => {
+            return Err(TensorError::Unsupported {
+                op: op.name(),
+                dtype: input.dtype(),
+            })
+        }
+    };
+    Tensor::from_data(Data::I64(data), &out_shape)
 }
 
 /// The iteration of a reduction: output elements over the kept axes, and
@@ -67,7 +138,7 @@ impl Plan {
 /// additions do not wait on each other and the compiler can keep them in
 /// vector registers (one accumulator runs at a fraction of the memory
 /// bandwidth; four at about half of it), then adds them pairwise.
-fn sum_lanes<T: Element>(run: &[T]) -> T {
+fn sum_lanes<T: Field>(run: &[T]) -> T {
     let mut acc = [T::ZERO; LANES];
     let mut chunks = run.chunks_exact(LANES);
     for c in &mut chunks {
@@ -143,7 +214,7 @@ impl<R, C, S> Fold<R, C, S> {
     }
 }
 
-fn sum<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
+fn sum<T: Field>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
     Fold {
         run: sum_lanes,
         combine: |a: T, b: T| a + b,
@@ -156,7 +227,7 @@ fn sum<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
     .each(values, plan, parallel)
 }
 
-fn prod<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
+fn prod<T: Field>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
     Fold {
         run: |run: &[T]| run.iter().fold(T::ONE, |a, &x| a * x),
         combine: |a: T, b: T| a * b,
@@ -172,7 +243,7 @@ fn prod<T: Element>(values: &[T], plan: &Plan, parallel: bool) -> Vec<T> {
 /// Every output of `op` over elements of type `T`. Max and min are of the
 /// real types only (checked), whose value is the real part; a mean and a
 /// norm are computed in f64 and rounded to the result's type once.
-fn fold<T: Element>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> Data {
+fn fold<T: Field>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> Data {
     let n = plan.count as f64;
     match op {
         ReduceOp::Sum => T::wrap(sum(values, plan, parallel)),
@@ -186,6 +257,7 @@ fn fold<T: Element>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> 
                 })
                 .collect(),
         ),
+        ReduceOp::Any | ReduceOp::All => unreachable!("dispatched to `truth`"),
         ReduceOp::Norm => {
             let square = |x: T| {
                 let (re, im) = x.to_parts();
@@ -230,6 +302,93 @@ fn fold<T: Element>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> 
                 }
                 .each(values, plan, parallel),
             )
+        }
+    }
+}
+
+/// Whether any (`Any`) or every (`All`) reduced element is nonzero.
+fn truth<T: Element>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> Vec<bool> {
+    let any = op == ReduceOp::Any;
+    Fold {
+        run: move |run: &[T]| {
+            if any {
+                run.iter().any(|&x| x != T::ZERO)
+            } else {
+                run.iter().all(|&x| x != T::ZERO)
+            }
+        },
+        combine: move |a: bool, b: bool| if any { a || b } else { a && b },
+        strided: move |visit: Visit<'_, T>| {
+            let mut acc = !any;
+            visit(&mut |x| {
+                if any {
+                    acc |= x != T::ZERO;
+                } else {
+                    acc &= x != T::ZERO;
+                }
+            });
+            acc
+        },
+    }
+    .each(values, plan, parallel)
+}
+
+/// Every output of `op` over integers or `bool`: `sum` and `prod` in
+/// `i64`, wrapping; `mean` in f64; `max` and `min` of the type itself.
+fn exact<T: Element + Ord>(
+    op: ReduceOp,
+    values: &[T],
+    plan: &Plan,
+    parallel: bool,
+    widen: impl Fn(T) -> i64 + Copy + Sync,
+) -> Data {
+    let wide = |start: i64, f: fn(i64, i64) -> i64| Fold {
+        run: move |run: &[T]| run.iter().fold(start, |a, &x| f(a, widen(x))),
+        combine: f,
+        strided: move |visit: Visit<'_, T>| {
+            let mut acc = start;
+            visit(&mut |x| acc = f(acc, widen(x)));
+            acc
+        },
+    };
+    match op {
+        ReduceOp::Sum => Data::I64(wide(0, i64::wrapping_add).each(values, plan, parallel)),
+        ReduceOp::Prod => Data::I64(wide(1, i64::wrapping_mul).each(values, plan, parallel)),
+        ReduceOp::Mean => {
+            let n = plan.count as f64;
+            Data::F64(
+                sum_sq(values, plan, move |x| widen(x) as f64, parallel)
+                    .into_iter()
+                    .map(|s| s / n)
+                    .collect(),
+            )
+        }
+        ReduceOp::Max | ReduceOp::Min => {
+            let pick = if op == ReduceOp::Max {
+                Ord::max
+            } else {
+                Ord::min
+            };
+            T::wrap(
+                Fold {
+                    run: move |run: &[T]| {
+                        run.iter()
+                            .copied()
+                            .reduce(pick)
+                            .expect("checked: max/min over at least one element")
+                    },
+                    combine: pick,
+                    strided: move |visit: Visit<'_, T>| {
+                        let mut best: Option<T> = None;
+                        visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
+                        best.expect("checked: at least one element")
+                    },
+                }
+                .each(values, plan, parallel),
+            )
+        }
+        ReduceOp::Norm | ReduceOp::Any | ReduceOp::All => {
+            unreachable!("checked: norm is of fields; any and all have their own fold")
         }
     }
 }
@@ -319,6 +478,7 @@ mod tests {
                     ReduceOp::Min => xs.iter().cloned().fold(f64::MAX, f64::min),
                     ReduceOp::Mean => xs.iter().sum::<f64>() / xs.len() as f64,
                     ReduceOp::Norm => xs.iter().map(|x| x * x).sum::<f64>().sqrt(),
+                    ReduceOp::Any | ReduceOp::All => unreachable!("of bool results"),
                 }
             })
             .collect()
@@ -327,13 +487,13 @@ mod tests {
     #[test]
     fn every_reduction_over_every_axis_set() {
         let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[2, 1, 3, 2]];
-        let ops = ReduceOp::ALL;
+        let ops = ReduceOp::ALL.into_iter().filter(|&op| op.output_dtype(DType::F64) == Some(DType::F64) || op == ReduceOp::Norm);
         for shape in shapes {
             let t = tensor(shape);
             let rank = shape.len();
             for mask in 0..(1u32 << rank) {
                 let axes: Vec<usize> = (0..rank).filter(|i| mask & (1 << i) != 0).collect();
-                for op in ops {
+                for op in ops.clone() {
                     let got = reduce(op, &t, &axes, false, false).unwrap();
                     let want = reference(op, &t, &axes);
                     let got = got.as_slice::<f64>().unwrap();

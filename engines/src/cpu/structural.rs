@@ -465,16 +465,14 @@ pub(super) fn pad(
     Tensor::from_data(result, &out)
 }
 
-/// `input` converted to `dtype`: real to complex with zero imaginary parts,
-/// complex to real by taking the real parts, widths as `as` converts.
+/// `input` converted to `dtype` as Rust's `as` converts each element (see
+/// [`Element::from_scalar`]): real to complex with zero imaginary parts,
+/// complex to real by taking the real parts, floats to integers
+/// truncating toward zero and saturating (NaN to 0), integers to narrower
+/// ones wrapping, numbers to `bool` by whether they are nonzero.
 pub(super) fn cast(input: &Tensor, dtype: DType) -> Tensor {
     let data = with_data!(input.data(), |v| for_dtype!(dtype, |T| T::wrap(
-        v.iter()
-            .map(|x| {
-                let (re, im) = x.to_parts();
-                T::from_parts(re, im)
-            })
-            .collect()
+        v.iter().map(|&x| T::from_scalar(x.to_scalar())).collect()
     )));
     Tensor::from_data(data, input.shape()).expect("same element count")
 }

@@ -47,10 +47,49 @@ macro_rules! real_math {
                     UnaryOp::Sin => self.sin(),
                     UnaryOp::Cos => self.cos(),
                     UnaryOp::Tanh => self.tanh(),
+                    UnaryOp::Not => unreachable!("checked: not is of integers and bool"),
                 }
             }
         }
     };
+}
+
+macro_rules! integer_math {
+    ($t:ty) => {
+        impl Math for $t {
+            type Magnitude = $t;
+
+            fn magnitude(self) -> $t {
+                self.wrapping_abs()
+            }
+
+            fn map(self, op: UnaryOp) -> $t {
+                match op {
+                    UnaryOp::Neg => self.wrapping_neg(),
+                    UnaryOp::Abs => self.wrapping_abs(),
+                    UnaryOp::Sign => self.signum(),
+                    UnaryOp::Conj => self,
+                    UnaryOp::Not => !self,
+                    _ => unreachable!("checked: the functions are of floats and complexes"),
+                }
+            }
+        }
+    };
+}
+
+impl Math for bool {
+    type Magnitude = bool;
+
+    fn magnitude(self) -> bool {
+        self
+    }
+
+    fn map(self, op: UnaryOp) -> bool {
+        match op {
+            UnaryOp::Not => !self,
+            _ => unreachable!("checked: bool has `not` only"),
+        }
+    }
 }
 
 macro_rules! complex_math {
@@ -85,6 +124,7 @@ macro_rules! complex_math {
                     UnaryOp::Sin => self.sin(),
                     UnaryOp::Cos => self.cos(),
                     UnaryOp::Tanh => self.tanh(),
+                    UnaryOp::Not => unreachable!("checked: not is of integers and bool"),
                 }
             }
         }
@@ -95,6 +135,8 @@ real_math!(f32);
 real_math!(f64);
 complex_math!(c32, f32);
 complex_math!(c64, f64);
+integer_math!(i32);
+integer_math!(i64);
 
 /// Applies `op` to every element; `parallel` spreads large tensors over the
 /// current rayon pool.
@@ -103,6 +145,7 @@ complex_math!(c64, f64);
 ///
 /// As [`UnaryOp::output_dtype`].
 pub(super) fn apply(op: UnaryOp, input: &Tensor, parallel: bool) -> Result<Tensor, TensorError> {
+    op.output_dtype(input.dtype())?;
     let parallel = parallel && input.len() >= PARALLEL_THRESHOLD;
     let data = if op == UnaryOp::Abs && input.dtype().is_complex() {
         // |z| of a complex tensor is a tensor of its real type.
@@ -157,6 +200,7 @@ mod tests {
             UnaryOp::Sin => x.sin(),
             UnaryOp::Cos => x.cos(),
             UnaryOp::Tanh => x.tanh(),
+            UnaryOp::Not => unreachable!("not a function of floats"),
         }
     }
 
@@ -173,7 +217,7 @@ mod tests {
             &[50_000],
         )
         .unwrap();
-        for op in UnaryOp::ALL {
+        for op in UnaryOp::ALL.into_iter().filter(|op| op.supports(DType::F64)) {
             let got = apply(op, &t, false).unwrap();
             assert_eq!(got.shape(), &[2, 4]);
             for (g, &x) in got.as_slice::<f64>().unwrap().iter().zip(&xs) {

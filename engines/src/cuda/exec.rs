@@ -37,6 +37,17 @@ impl Exec<'_> {
         })
     }
 
+    /// An op of the vocabulary the kernels do not have (also refused
+    /// before dispatch, by [`super::missing`]).
+    fn lacks(&self, op: &'static str, dtype: DType) -> ExecError {
+        ExecError::Unsupported(Unsupported {
+            place: Place::Cuda(self.device()),
+            op,
+            dtype,
+            reason: Some("no kernel yet"),
+        })
+    }
+
     /// Device memory for a `dtype` tensor of `shape`, in the lane
     /// stream's order, uninitialized: every caller writes all of it on
     /// that stream before it is read.
@@ -70,7 +81,8 @@ impl Exec<'_> {
         let sb = broadcast_view(&b.shape, shape)?;
         let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
             .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
-        self.launch.binary(&mut out, a, b, binary_code(op), &dims)?;
+        let code = binary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        self.launch.binary(&mut out, a, b, code, &dims)?;
         Ok(out)
     }
 
@@ -81,9 +93,10 @@ impl Exec<'_> {
         value: Scalar,
         scalar_first: bool,
     ) -> Result<DeviceTensor, ExecError> {
+        let code = binary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
         let mut out = self.alloc(a.dtype, &a.shape)?;
         self.launch
-            .binary_scalar(&mut out, a, value.parts(), binary_code(op), scalar_first)?;
+            .binary_scalar(&mut out, a, value.parts(), code, scalar_first)?;
         Ok(out)
     }
 
@@ -93,8 +106,9 @@ impl Exec<'_> {
         a: &DeviceTensor,
         out_dtype: DType,
     ) -> Result<DeviceTensor, ExecError> {
+        let code = unary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
         let mut out = self.alloc(out_dtype, &a.shape)?;
-        self.launch.unary(&mut out, a, unary_code(op))?;
+        self.launch.unary(&mut out, a, code)?;
         Ok(out)
     }
 
@@ -126,7 +140,8 @@ impl Exec<'_> {
             return Ok(out);
         }
         let parts = reduce_parts(rows, len);
-        let (code, count) = (reduce_code(op), len as f64);
+        let code = reduce_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        let count = len as f64;
         let norm = |squared, root| RowArgs::Norm { squared, root };
         let reduce = |op| RowArgs::Reduce { op, count };
         if op == ReduceOp::Norm {
@@ -148,7 +163,7 @@ impl Exec<'_> {
         } else {
             // Partials per part (a mean's are sums), then one per row.
             let first = if op == ReduceOp::Mean {
-                reduce_code(ReduceOp::Sum)
+                SUM
             } else {
                 code
             };
@@ -380,9 +395,9 @@ impl<'a> Contraction for Exec<'a> {
     }
 }
 
-/// The source's binary op codes.
-fn binary_code(op: BinaryOp) -> i32 {
-    match op {
+/// The source's binary op codes, for the ops it has.
+pub(super) fn binary_code(op: BinaryOp) -> Option<i32> {
+    Some(match op {
         BinaryOp::Add => 0,
         BinaryOp::Sub => 1,
         BinaryOp::Mul => 2,
@@ -390,12 +405,15 @@ fn binary_code(op: BinaryOp) -> i32 {
         BinaryOp::Maximum => 4,
         BinaryOp::Minimum => 5,
         BinaryOp::Pow => 6,
-    }
+        BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+            return None
+        }
+    })
 }
 
 /// The source's unary op codes.
-fn unary_code(op: UnaryOp) -> i32 {
-    match op {
+pub(super) fn unary_code(op: UnaryOp) -> Option<i32> {
+    Some(match op {
         UnaryOp::Neg => 0,
         UnaryOp::Abs => 1,
         UnaryOp::Sign => 2,
@@ -409,7 +427,8 @@ fn unary_code(op: UnaryOp) -> i32 {
         UnaryOp::Sin => 10,
         UnaryOp::Cos => 11,
         UnaryOp::Tanh => 12,
-    }
+        UnaryOp::Not => return None,
+    })
 }
 
 /// Elements each block of a split reduction takes at least.
@@ -426,15 +445,19 @@ fn reduce_parts(rows: usize, len: usize) -> usize {
     }
 }
 
+/// The source's code of a sum.
+const SUM: i32 = 0;
+
 /// The source's reduction op codes (norm has its own kernel).
-fn reduce_code(op: ReduceOp) -> i32 {
-    match op {
-        ReduceOp::Sum | ReduceOp::Norm => 0,
+pub(super) fn reduce_code(op: ReduceOp) -> Option<i32> {
+    Some(match op {
+        ReduceOp::Sum | ReduceOp::Norm => SUM,
         ReduceOp::Prod => 1,
         ReduceOp::Max => 2,
         ReduceOp::Min => 3,
         ReduceOp::Mean => 4,
-    }
+        ReduceOp::Any | ReduceOp::All => return None,
+    })
 }
 
 #[cfg(test)]

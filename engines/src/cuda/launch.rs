@@ -166,12 +166,17 @@ impl Launcher<'_> {
         if ok {
             return Ok(());
         }
-        Err(ExecError::Device(DeviceError {
+        Err(self.refused(kernel, what))
+    }
+
+    /// A launch refused before it reached the device.
+    fn refused(&self, kernel: &'static str, what: &str) -> ExecError {
+        ExecError::Device(DeviceError {
             device: self.device,
             call: kernel,
             message: format!("launch refused: {what}"),
             out_of_memory: false,
-        }))
+        })
     }
 
     /// Orders a launch about to be enqueued on the lane's stream after
@@ -206,6 +211,11 @@ impl Launcher<'_> {
 
     /// Kernel `kernel` of element type `dtype`, compiled on first use.
     fn function(&mut self, dtype: DType, kernel: Kernel) -> Result<CudaFunction, ExecError> {
+        self.require(
+            dtype.is_field(),
+            kernel.name(),
+            "the kernels are of floats and complexes",
+        )?;
         self.kernels
             .get(self.ctx, self.arch, dtype, kernel)
             .map_err(|e| {
@@ -554,13 +564,14 @@ impl Launcher<'_> {
                 cudaDataType::CUDA_C_64F,
                 cublasComputeType_t::CUBLAS_COMPUTE_64F,
             ),
+            other => return Err(self.refused(NAME, &format!("no {other} product"))),
         };
         // alpha = 1, beta = 0 in the compute type (complex: re, im).
         let (one32, zero32) = ([1.0f32, 0.0], [0.0f32, 0.0]);
         let (one64, zero64) = ([1.0f64, 0.0], [0.0f64, 0.0]);
         let (alpha, beta): (*const std::ffi::c_void, *const std::ffi::c_void) = match dtype {
             DType::F32 | DType::C32 => (one32.as_ptr().cast(), zero32.as_ptr().cast()),
-            DType::F64 | DType::C64 => (one64.as_ptr().cast(), zero64.as_ptr().cast()),
+            _ => (one64.as_ptr().cast(), zero64.as_ptr().cast()),
         };
         self.order(&[a, b], &[&*out])?;
         let stream = self.stream;

@@ -308,19 +308,21 @@ impl DeviceTensor {
 fn host_bytes(data: &Data) -> &[u8] {
     fn bytes<T>(values: &[T]) -> &[u8] {
         // SAFETY: `T` is the element type of a `Data` variant (the only
-        // caller matches them): f32, f64, c32 or c64, plain data with no padding
-        // and no invalid bit patterns, so its elements may be read as
+        // caller matches them): f32, f64, c32, c64, i32, i64 or bool,
+        // plain data with no padding, so its elements may be read as
         // `size_of_val(values)` initialized bytes for the borrow's life.
         unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
     }
     with_data!(data, |v| bytes(v))
 }
 
-/// The bytes of a host buffer to be filled.
+/// The bytes of a host buffer to be filled, of any type but `bool` (whose
+/// bytes are only 0 or 1: it is filled through a byte buffer).
 pub(super) fn host_bytes_mut(data: &mut Data) -> &mut [u8] {
     fn bytes<T>(values: &mut [T]) -> &mut [u8] {
         // SAFETY: as in `host_bytes`; and any bytes written make valid
-        // elements of these types, so the slice may be written through.
+        // elements of these types (`bool` is excluded below), so the
+        // slice may be written through.
         unsafe {
             std::slice::from_raw_parts_mut(
                 values.as_mut_ptr().cast(),
@@ -328,7 +330,10 @@ pub(super) fn host_bytes_mut(data: &mut Data) -> &mut [u8] {
             )
         }
     }
-    with_data!(data, |v| bytes(v))
+    match data {
+        Data::Bool(_) => &mut [],
+        other => with_data!(other, |v| bytes(v)),
+    }
 }
 
 impl Copies {

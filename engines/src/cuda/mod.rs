@@ -418,10 +418,15 @@ impl CudaEngine {
     }
 }
 
-/// Why the CUDA engine cannot run `op`, if it cannot: the reason its
+/// Why the CUDA engine cannot run `op` on `dtype` tensors (its inputs'
+/// type, or the type it creates), if it cannot: the reason its
 /// [`Unsupported`] errors give, and the CUDA column of the coverage table.
 /// There is no silent fallback: transfer the tensors to a CPU domain.
-pub fn missing(op: &TensorOp) -> Option<&'static str> {
+pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
+    // A reshape is a copy of bytes, whatever they are.
+    if !dtype.is_field() && !matches!(op, TensorOp::Reshape(_)) {
+        return Some("no integer or bool kernels yet");
+    }
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
         TensorOp::Random { .. } => Some("no device generator yet"),
@@ -432,12 +437,14 @@ pub fn missing(op: &TensorOp) -> Option<&'static str> {
         | TensorOp::Pad { .. }
         | TensorOp::DiagEmbed
         | TensorOp::Triangle { .. }
-        | TensorOp::Dot { .. } => Some("no kernel yet"),
-        TensorOp::Binary(_)
-        | TensorOp::BinaryScalar { .. }
-        | TensorOp::Unary(_)
-        | TensorOp::Reduce { .. }
-        | TensorOp::Full { .. }
+        | TensorOp::Dot { .. }
+        | TensorOp::ArgReduce { .. } => Some("no kernel yet"),
+        TensorOp::Binary(op) | TensorOp::BinaryScalar { op, .. } => {
+            exec::binary_code(*op).is_none().then_some("no kernel yet")
+        }
+        TensorOp::Unary(op) => exec::unary_code(*op).is_none().then_some("no kernel yet"),
+        TensorOp::Reduce { op, .. } => exec::reduce_code(*op).is_none().then_some("no kernel yet"),
+        TensorOp::Full { .. }
         | TensorOp::Arange { .. }
         | TensorOp::Eye { .. }
         | TensorOp::Reshape(_)
@@ -528,6 +535,9 @@ impl TensorEngine for CudaEngine {
                     reason,
                 })
             };
+            if let Some(reason) = missing(op, input_dtype) {
+                return Err(unsupported(Some(reason)));
+            }
             let gather =
                 |x: &mut Exec<'_>, view: Result<View, TensorError>| x.gather(resident[0], &view?);
             // Every op of the vocabulary, each with what it does here.
@@ -580,7 +590,10 @@ impl TensorEngine for CudaEngine {
                 | TensorOp::Pad { .. }
                 | TensorOp::DiagEmbed
                 | TensorOp::Triangle { .. }
-                | TensorOp::Dot { .. } => return Err(unsupported(missing(op))),
+                | TensorOp::Dot { .. }
+                | TensorOp::ArgReduce { .. } => {
+                    return Err(unsupported(missing(op, input_dtype)))
+                }
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));
@@ -598,10 +611,19 @@ impl TensorEngine for CudaEngine {
     fn download(&mut self, id: TensorId, _lane: u64) -> Result<Tensor, ExecError> {
         self.deferred_error()?;
         let t = self.store.remove(&id).ok_or(NotResident(id))?;
-        let mut data = Data::zeros(t.dtype, t.len());
-        let copied = self.copy_out(&t, host_bytes_mut(&mut data));
+        // `bool` arrives as bytes, read as nonzero: no byte the device
+        // holds can make an invalid `bool` on the host.
+        let (mut data, mut bytes) = match t.dtype {
+            DType::Bool => (None, vec![0u8; t.len()]),
+            dtype => (Some(Data::zeros(dtype, t.len())), Vec::new()),
+        };
+        let copied = match &mut data {
+            Some(data) => self.copy_out(&t, host_bytes_mut(data)),
+            None => self.copy_out(&t, &mut bytes),
+        };
         self.store.insert(id, t);
         copied?;
+        let data = data.unwrap_or_else(|| Data::Bool(bytes.iter().map(|&b| b != 0).collect()));
         let shape = self.store[&id].shape.clone();
         Ok(Tensor::from_parts(shape, data)?)
     }

@@ -19,13 +19,25 @@ pub enum BinaryOp {
     Maximum,
     /// The smaller of `a` and `b`; NaN if either is (real types only).
     Minimum,
-    /// `a` to the power `b` (principal branch for complex types).
+    /// `a` to the power `b` (principal branch for complex types; a
+    /// non-negative integer exponent for integer types, wrapping).
     Pow,
+    /// `floor(a / b)` (real floats and integers; NumPy's `floor_divide`).
+    FloorDiv,
+    /// `a - b·floor(a / b)`: the remainder with the divisor's sign
+    /// (real floats and integers; NumPy's `remainder`, Python's `%`).
+    Rem,
+    /// Logical (`bool`) or bitwise (integers) and.
+    And,
+    /// Logical (`bool`) or bitwise (integers) or.
+    Or,
+    /// Logical (`bool`) or bitwise (integers) exclusive or.
+    Xor,
 }
 
 impl BinaryOp {
     /// Every binary op, for tests and tables.
-    pub const ALL: [BinaryOp; 7] = [
+    pub const ALL: [BinaryOp; 12] = [
         BinaryOp::Add,
         BinaryOp::Sub,
         BinaryOp::Mul,
@@ -33,6 +45,11 @@ impl BinaryOp {
         BinaryOp::Maximum,
         BinaryOp::Minimum,
         BinaryOp::Pow,
+        BinaryOp::FloorDiv,
+        BinaryOp::Rem,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
     ];
 
     /// The op's name in errors and traces.
@@ -45,12 +62,31 @@ impl BinaryOp {
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
             BinaryOp::Pow => "pow",
+            BinaryOp::FloorDiv => "floor_div",
+            BinaryOp::Rem => "rem",
+            BinaryOp::And => "and",
+            BinaryOp::Or => "or",
+            BinaryOp::Xor => "xor",
         }
     }
 
-    /// Whether the op is defined for `dtype`.
+    /// Whether the op is defined for `dtype`. Integer arithmetic wraps on
+    /// overflow, as NumPy's does; `div` of integers is not defined (NumPy
+    /// gives floats: cast first, or use `floor_div`); `bool` has the
+    /// logical ops only.
     pub fn supports(self, dtype: DType) -> bool {
-        !matches!(self, BinaryOp::Maximum | BinaryOp::Minimum) || !dtype.is_complex()
+        match self {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Pow => {
+                dtype.is_field() || dtype.is_integer()
+            }
+            BinaryOp::Div => dtype.is_field(),
+            BinaryOp::Maximum | BinaryOp::Minimum | BinaryOp::FloorDiv | BinaryOp::Rem => {
+                dtype.is_float() || dtype.is_integer()
+            }
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
+                dtype.is_integer() || dtype == DType::Bool
+            }
+        }
     }
 }
 
@@ -91,13 +127,13 @@ pub enum CmpOp {
     Eq,
     /// `a != b`
     Ne,
-    /// `a < b` (real types)
+    /// `a < b` (types that are not complex; `false < true`)
     Lt,
-    /// `a <= b` (real types)
+    /// `a <= b` (types that are not complex)
     Le,
-    /// `a > b` (real types)
+    /// `a > b` (types that are not complex)
     Gt,
-    /// `a >= b` (real types)
+    /// `a >= b` (types that are not complex)
     Ge,
 }
 
@@ -125,7 +161,7 @@ impl CmpOp {
     }
 }
 
-/// Checks a comparison; returns the mask's shape.
+/// Checks a comparison; returns the shape of its `bool` result.
 ///
 /// # Errors
 ///
@@ -158,8 +194,10 @@ pub fn check_compare(
 ///
 /// # Errors
 ///
-/// [`TensorError::DType`] for a complex mask, [`TensorError::MixedDTypes`]
-/// for branches of different types, [`TensorError::Broadcast`].
+/// [`TensorError::DType`] for a mask that is not `bool` (a comparison
+/// gives one; a 0/1 mask of numbers casts to one),
+/// [`TensorError::MixedDTypes`] for branches of different types,
+/// [`TensorError::Broadcast`].
 pub fn check_select(
     mask: DType,
     mask_shape: &[usize],
@@ -168,9 +206,9 @@ pub fn check_select(
     b: DType,
     b_shape: &[usize],
 ) -> Result<Vec<usize>, TensorError> {
-    if mask.is_complex() {
+    if mask != DType::Bool {
         return Err(TensorError::DType {
-            expected: mask.real(),
+            expected: DType::Bool,
             got: mask,
         });
     }

@@ -20,7 +20,7 @@ pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub use linalg::Linalg;
 pub use matmul::matmul_shape;
-pub use reduce::{reduce_meta, ReduceOp};
+pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
 pub use samples::samples;
 pub use structural::{
     broadcast_to_meta, check_axes, concat_meta, permute_meta, reshape_meta, slice_meta, SliceAxis,
@@ -66,6 +66,16 @@ pub enum TensorOp {
         /// Whether reduced axes stay, with extent 1.
         keep_dims: bool,
     },
+    /// The `i64` index of the largest or smallest element along `axis`
+    /// (the first one on ties; the first NaN if there is one, as NumPy).
+    ArgReduce {
+        /// `argmax` or `argmin`.
+        op: ArgOp,
+        /// The axis searched.
+        axis: usize,
+        /// Whether the axis stays, with extent 1.
+        keep_dims: bool,
+    },
     /// The same elements in a new shape.
     Reshape(Vec<usize>),
     /// The axes reordered: output axis `i` is input axis `perm[i]`.
@@ -88,7 +98,9 @@ pub enum TensorOp {
         /// Columns.
         cols: usize,
     },
-    /// `start + step * i` for `i` in `0..len`, 1-D, real types.
+    /// `start + step * i` for `i` in `0..len`, 1-D, real floats and
+    /// integers (for integers, `start` and `step` whole and every value in
+    /// the type's range).
     Arange {
         /// Element type.
         dtype: DType,
@@ -99,11 +111,13 @@ pub enum TensorOp {
         /// Number of elements.
         len: usize,
     },
-    /// `a op b` as a 0/1 mask of the real type (see [`DType::real`]).
+    /// `a op b`, as a `bool` tensor.
     Compare(CmpOp),
-    /// Where the first input (a mask) is nonzero the second, else the third.
+    /// Where the first input (a `bool` mask) is `true` the second, else
+    /// the third.
     Select,
-    /// Every element limited to `[lo, hi]` (real types).
+    /// Every element limited to `[lo, hi]` (real floats and integers; of
+    /// integers, to the whole numbers inside the bounds).
     Clamp {
         /// Lower bound.
         lo: f64,
@@ -119,7 +133,8 @@ pub enum TensorOp {
         /// Whether the scalar is the left operand.
         scalar_first: bool,
     },
-    /// The elements converted to another type.
+    /// The elements converted to another type, as Rust's `as` converts
+    /// (see [`Element::from_scalar`](crate::Element::from_scalar)).
     Cast(DType),
     /// `a[start..stop:step, …]`, one range per axis.
     Slice(Vec<SliceAxis>),
@@ -182,6 +197,7 @@ impl TensorOp {
             TensorOp::Linalg(op) => op.name(),
             TensorOp::Einsum(_) => "einsum",
             TensorOp::Reduce { op, .. } => op.name(),
+            TensorOp::ArgReduce { op, .. } => op.name(),
             TensorOp::Reshape(_) => "reshape",
             TensorOp::Permute(_) => "permute",
             TensorOp::Full { .. } => "full",
@@ -216,6 +232,7 @@ impl TensorOp {
             | TensorOp::Random { .. } => 0,
             TensorOp::Unary(_)
             | TensorOp::Reduce { .. }
+            | TensorOp::ArgReduce { .. }
             | TensorOp::Reshape(_)
             | TensorOp::Permute(_)
             | TensorOp::Clamp { .. }
@@ -252,6 +269,18 @@ impl TensorOp {
                 expected: self.arity(),
                 got: inputs.len(),
             });
+        }
+        // Products and decompositions compute in a field (faer's).
+        if matches!(
+            self,
+            TensorOp::Matmul | TensorOp::Einsum(_) | TensorOp::Linalg(_) | TensorOp::Dot { .. }
+        ) {
+            if let Some(m) = inputs.iter().find(|m| !m.dtype.is_field()) {
+                return Err(TensorError::Unsupported {
+                    op: self.name(),
+                    dtype: m.dtype,
+                });
+            }
         }
         let outputs = match self {
             TensorOp::Linalg(op) => op.infer(inputs)?,
@@ -311,6 +340,17 @@ impl TensorOp {
                 let (dtype, shape) = reduce_meta(*op, a.dtype, &a.shape, axes, *keep_dims)?;
                 Ok(Meta { dtype, shape })
             }
+            TensorOp::ArgReduce {
+                op,
+                axis,
+                keep_dims,
+            } => {
+                let a = &inputs[0];
+                Ok(Meta {
+                    dtype: DType::I64,
+                    shape: arg_meta(*op, a.dtype, &a.shape, *axis, *keep_dims)?,
+                })
+            }
             TensorOp::Reshape(to) => Ok(Meta {
                 dtype: inputs[0].dtype,
                 shape: reshape_meta(&inputs[0].shape, to)?,
@@ -335,7 +375,7 @@ impl TensorOp {
                 step,
                 len,
             } => {
-                if dtype.is_complex() {
+                if !dtype.is_float() && !dtype.is_integer() {
                     return Err(TensorError::Unsupported {
                         op: "arange",
                         dtype: *dtype,
@@ -353,14 +393,25 @@ impl TensorOp {
                         });
                     }
                 }
+                if dtype.is_integer() {
+                    integer_range(*dtype, *start, *step, *len)?;
+                }
                 created(*dtype, vec![*len])
             }
-            TensorOp::Random { dtype, shape, .. } => created(*dtype, shape.clone()),
+            TensorOp::Random {
+                dtype,
+                shape,
+                distribution,
+                ..
+            } => {
+                distribution.check(*dtype)?;
+                created(*dtype, shape.clone())
+            }
             TensorOp::Compare(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);
                 let shape = check_compare(*op, a.dtype, &a.shape, b.dtype, &b.shape)?;
                 Ok(Meta {
-                    dtype: a.dtype.real(),
+                    dtype: DType::Bool,
                     shape,
                 })
             }
@@ -374,7 +425,7 @@ impl TensorOp {
             }
             TensorOp::Clamp { lo, hi } => {
                 let a = &inputs[0];
-                if a.dtype.is_complex() {
+                if !a.dtype.is_float() && !a.dtype.is_integer() {
                     return Err(TensorError::Unsupported {
                         op: "clamp",
                         dtype: a.dtype,
@@ -394,13 +445,13 @@ impl TensorOp {
             }
             TensorOp::BinaryScalar { op, value, .. } => {
                 let a = &inputs[0];
-                value.check(a.dtype)?;
                 if !op.supports(a.dtype) {
                     return Err(TensorError::Unsupported {
                         op: op.name(),
                         dtype: a.dtype,
                     });
                 }
+                value.check(a.dtype)?;
                 Ok(a.clone())
             }
             TensorOp::Cast(dtype) => Ok(Meta {
@@ -524,6 +575,49 @@ impl TensorOp {
             }
         }
     }
+}
+
+/// The first value and step of an integer `arange`, checked: both whole
+/// numbers and every value `start + step·i`, `i < len`, in `dtype`'s range.
+///
+/// # Errors
+///
+/// [`TensorError::Argument`] naming the argument or the value that does
+/// not fit.
+pub(crate) fn integer_range(
+    dtype: DType,
+    start: f64,
+    step: f64,
+    len: usize,
+) -> Result<(i64, i64), TensorError> {
+    let whole = |argument: &'static str, value: f64| {
+        Scalar::Real(value)
+            .check(dtype)
+            .map(|()| value as i64)
+            .map_err(|_| TensorError::Argument {
+                op: "arange",
+                argument,
+                value: value.to_string(),
+                must: "a whole number in the integer type's range",
+            })
+    };
+    let (first, by) = (whole("start", start)?, whole("step", step)?);
+    let last = i128::from(by)
+        .checked_mul(len.saturating_sub(1) as i128)
+        .and_then(|span| span.checked_add(i128::from(first)));
+    let (lo, hi) = match dtype {
+        DType::I32 => (i128::from(i32::MIN), i128::from(i32::MAX)),
+        _ => (i128::from(i64::MIN), i128::from(i64::MAX)),
+    };
+    if len > 0 && !last.is_some_and(|last| (lo..=hi).contains(&last)) {
+        return Err(TensorError::Argument {
+            op: "arange",
+            argument: "start + step·(len - 1)",
+            value: last.map_or("beyond i128".to_owned(), |last| last.to_string()),
+            must: "in the integer type's range",
+        });
+    }
+    Ok((first, by))
 }
 
 /// The bytes of a tensor of this type and shape, if they fit in `isize`

@@ -3,17 +3,27 @@
 //! way to run the whole vocabulary on an engine.
 
 use super::{
-    BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis, TensorOp,
-    UnaryOp,
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis,
+    TensorOp, UnaryOp,
 };
 use crate::tensor::DType;
 
 /// Every op, for element type `dtype` where the op names one, with the
 /// types and shapes of inputs it accepts (inputs of `dtype`; a select's
-/// mask of its real type). [`TensorOp::infer`] may still refuse the
-/// element type (maximum of complex tensors): that is the vocabulary's
-/// answer, not a backend's.
+/// mask `bool`), and scalar arguments of `dtype`'s kind (whole for the
+/// integers). [`TensorOp::infer`] may still refuse the element type
+/// (maximum of complex tensors): that is the vocabulary's answer, not a
+/// backend's.
 pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
+    let (value, step, distribution) = match dtype {
+        DType::I32 | DType::I64 => (
+            Scalar::Int(3),
+            2.0,
+            Distribution::Integers { low: -5, high: 5 },
+        ),
+        DType::Bool => (Scalar::Bool(true), 1.0, Distribution::Bits),
+        _ => (Scalar::Real(1.5), 0.5, Distribution::Normal),
+    };
     let mut ops: Vec<TensorOp> = Vec::new();
     ops.extend(BinaryOp::ALL.map(TensorOp::Binary));
     ops.extend(UnaryOp::ALL.map(TensorOp::Unary));
@@ -27,13 +37,18 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
         axes: vec![1],
         keep_dims: false,
     }));
+    ops.extend([ArgOp::Max, ArgOp::Min].map(|op| TensorOp::ArgReduce {
+        op,
+        axis: 1,
+        keep_dims: false,
+    }));
     ops.extend([
         TensorOp::Reshape(vec![3, 2]),
         TensorOp::Permute(vec![1, 0]),
         TensorOp::Full {
             dtype,
             shape: vec![2, 3],
-            value: Scalar::Real(1.5),
+            value,
         },
         TensorOp::Eye {
             dtype,
@@ -43,13 +58,13 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
         TensorOp::Arange {
             dtype,
             start: 1.0,
-            step: 0.5,
+            step,
             len: 4,
         },
         TensorOp::Random {
             dtype,
             shape: vec![2, 3],
-            distribution: Distribution::Normal,
+            distribution,
             seed: 7,
         },
     ]);
@@ -111,6 +126,7 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         | TensorOp::Random { .. } => Vec::new(),
         TensorOp::Unary(_)
         | TensorOp::Reduce { .. }
+        | TensorOp::ArgReduce { .. }
         | TensorOp::Reshape(_)
         | TensorOp::Permute(_)
         | TensorOp::Clamp { .. }
@@ -127,7 +143,7 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         TensorOp::Concatenate { inputs, .. } => vec![matrix; *inputs],
         TensorOp::Select => vec![
             Meta {
-                dtype: dtype.real(),
+                dtype: DType::Bool,
                 shape: vec![2, 3],
             },
             matrix.clone(),
@@ -146,7 +162,7 @@ mod tests {
 
     #[test]
     fn every_sample_names_a_distinct_op_with_inputs_of_its_arity() {
-        for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+        for dtype in DType::ALL {
             let all = samples(dtype);
             let mut seen = std::collections::HashSet::new();
             for (op, inputs) in &all {

@@ -31,11 +31,13 @@ pub enum UnaryOp {
     Cos,
     /// Hyperbolic tangent.
     Tanh,
+    /// Logical (`bool`) or bitwise (integers) not.
+    Not,
 }
 
 impl UnaryOp {
     /// Every unary op, for tests and tables.
-    pub const ALL: [UnaryOp; 13] = [
+    pub const ALL: [UnaryOp; 14] = [
         UnaryOp::Neg,
         UnaryOp::Abs,
         UnaryOp::Sign,
@@ -49,6 +51,7 @@ impl UnaryOp {
         UnaryOp::Sin,
         UnaryOp::Cos,
         UnaryOp::Tanh,
+        UnaryOp::Not,
     ];
 
     /// The op's name in errors and traces.
@@ -67,6 +70,21 @@ impl UnaryOp {
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Tanh => "tanh",
+            UnaryOp::Not => "not",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`: `neg`, `abs`, `sign` and
+    /// `conj` for numbers (integers wrapping: `-i32::MIN` is `i32::MIN`,
+    /// as in NumPy), `not` for integers and `bool`, the functions for the
+    /// floats and complexes (cast an integer tensor first).
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign | UnaryOp::Conj => {
+                dtype.is_field() || dtype.is_integer()
+            }
+            UnaryOp::Not => dtype.is_integer() || dtype == DType::Bool,
+            _ => dtype.is_field(),
         }
     }
 
@@ -74,12 +92,17 @@ impl UnaryOp {
     ///
     /// # Errors
     ///
-    /// None today; kept fallible for ops defined on some types only.
+    /// [`TensorError::Unsupported`] where the op is not defined.
     pub fn output_dtype(self, dtype: DType) -> Result<DType, TensorError> {
-        Ok(match (self, dtype) {
-            (UnaryOp::Abs, DType::C32) => DType::F32,
-            (UnaryOp::Abs, DType::C64) => DType::F64,
-            (_, dtype) => dtype,
+        if !self.supports(dtype) {
+            return Err(TensorError::Unsupported {
+                op: self.name(),
+                dtype,
+            });
+        }
+        Ok(match self {
+            UnaryOp::Abs => dtype.real(),
+            _ => dtype,
         })
     }
 }
