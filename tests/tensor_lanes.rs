@@ -738,8 +738,8 @@ fn masks_selects_and_structural_ops_through_a_lane() {
     let zero = lane.zeros(DType::F64, &[]).unwrap();
     let pos = lane.compare(CmpOp::Gt, &x, &zero).unwrap();
     assert_eq!(
-        get(&pos).as_slice::<f64>().unwrap(),
-        &[0.0, 0.0, 0.0, 1.0, 1.0]
+        get(&pos).as_slice::<bool>().unwrap(),
+        &[false, false, false, true, true]
     );
     let relu = lane.select(&pos, &x, &zero).unwrap();
     assert_eq!(

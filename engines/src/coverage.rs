@@ -99,7 +99,10 @@ fn coverage_table() {
     };
     let engine = CpuEngine::new(config).unwrap();
     let per_dtype: Vec<Vec<(TensorOp, Vec<Meta>)>> = DTYPES.iter().map(|&d| samples(d)).collect();
-    let names: String = DTYPES.iter().map(|d| format!("{:>5}", d.to_string())).collect();
+    let names: String = DTYPES
+        .iter()
+        .map(|d| format!("{:>5}", d.to_string()))
+        .collect();
     let mut table = format!("op              cpu:{names}   cuda:{names}\n");
     #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
     let mut cuda_missing: Vec<&'static str> = Vec::new();

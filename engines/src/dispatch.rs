@@ -102,7 +102,10 @@ macro_rules! by_data2_wrapped {
 
 macro_rules! for_dtype {
     ($dtype:expr, |$t:ident| $body:expr) => {
-        family!(all, by_dtype!($dtype, |$t| $body, unreachable!("every type has an arm")))
+        family!(
+            all,
+            by_dtype!($dtype, |$t| $body, unreachable!("every type has an arm"))
+        )
     };
 }
 
@@ -114,13 +117,19 @@ macro_rules! for_field {
 
 macro_rules! with_data {
     ($data:expr, |$v:ident| $body:expr) => {
-        family!(all, by_data!($data, |$v| $body, unreachable!("every type has an arm")))
+        family!(
+            all,
+            by_data!($data, |$v| $body, unreachable!("every type has an arm"))
+        )
     };
 }
 
 macro_rules! map_data {
     ($data:expr, |$v:ident| $body:expr) => {
-        family!(all, by_data_wrapped!($data, |$v| $body, unreachable!("every type has an arm")))
+        family!(
+            all,
+            by_data_wrapped!($data, |$v| $body, unreachable!("every type has an arm"))
+        )
     };
 }
 

@@ -151,9 +151,7 @@ mod sealed {
 
 /// An element type a tensor holds: `f32`, `f64`, [`c32`], [`c64`], `i32`,
 /// `i64`, `bool`. Sealed: the seven are [`DType`]'s.
-pub trait Element:
-    sealed::Sealed + Copy + PartialEq + fmt::Debug + Send + Sync + 'static
-{
+pub trait Element: sealed::Sealed + Copy + PartialEq + fmt::Debug + Send + Sync + 'static {
     /// The tag of this type.
     const DTYPE: DType;
     /// Zero (`false`).
@@ -268,8 +266,17 @@ macro_rules! float_from {
     };
 }
 
-storage!(f32, F32, 0.0, 1.0, |x| Scalar::Real(f64::from(x)), |v| float_from!(f32, v));
-storage!(f64, F64, 0.0, 1.0, |x| Scalar::Real(x), |v| float_from!(f64, v));
+storage!(
+    f32,
+    F32,
+    0.0,
+    1.0,
+    |x| Scalar::Real(f64::from(x)),
+    |v| float_from!(f32, v)
+);
+storage!(f64, F64, 0.0, 1.0, |x| Scalar::Real(x), |v| float_from!(
+    f64, v
+));
 storage!(
     c32,
     C32,
@@ -292,8 +299,17 @@ storage!(
         other => c64::new(float_from!(f64, other), 0.0),
     }
 );
-storage!(i32, I32, 0, 1, |i| Scalar::Int(i64::from(i)), |v| integer_from!(i32, v));
-storage!(i64, I64, 0, 1, |i| Scalar::Int(i), |v| integer_from!(i64, v));
+storage!(
+    i32,
+    I32,
+    0,
+    1,
+    |i| Scalar::Int(i64::from(i)),
+    |v| integer_from!(i32, v)
+);
+storage!(i64, I64, 0, 1, |i| Scalar::Int(i), |v| integer_from!(
+    i64, v
+));
 storage!(bool, Bool, false, true, |b| Scalar::Bool(b), |v| match v {
     Scalar::Bool(b) => b,
     Scalar::Int(i) => i != 0,
@@ -327,7 +343,14 @@ macro_rules! field {
     };
 }
 
-field!(f32, powf, f32, |x| (f64::from(x), 0.0), |re, _im| re as f32, |x| x);
+field!(
+    f32,
+    powf,
+    f32,
+    |x| (f64::from(x), 0.0),
+    |re, _im| re as f32,
+    |x| x
+);
 field!(f64, powf, f64, |x| (x, 0.0), |re, _im| re, |x| x);
 field!(
     c32,

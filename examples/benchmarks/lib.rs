@@ -97,7 +97,7 @@ pub fn faer_gemm(
 /// OpenBLAS single-threaded inside the domain's pool instead).
 #[cfg(feature = "blas")]
 pub mod openblas {
-    use weft::Element;
+    use weft::Field;
     use weft_engines::blas;
 
     /// Runs `f` with OpenBLAS on `threads` threads of its own, then sets it
@@ -110,7 +110,7 @@ pub mod openblas {
     }
 
     /// `c = a @ b` of row-major `n × n` matrices, one CBLAS call.
-    pub fn gemm<T: Element>(c: &mut [T], a: &[T], b: &[T], n: usize) {
+    pub fn gemm<T: Field>(c: &mut [T], a: &[T], b: &[T], n: usize) {
         blas::gemm(
             faer::MatMut::from_row_major_slice_mut(c, n, n),
             faer::MatRef::from_row_major_slice(a, n, n),

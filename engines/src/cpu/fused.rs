@@ -131,7 +131,13 @@ impl Chain {
     /// Computes the chain into `out`, block by block: each block first
     /// copied from operand 0 when `copy_start` (else `out` already holds
     /// it), then every link applied to it.
-    fn typed<T: Math + Field>(&self, out: &mut [T], operands: &[&[T]], copy_start: bool, parallel: bool) {
+    fn typed<T: Math + Field>(
+        &self,
+        out: &mut [T],
+        operands: &[&[T]],
+        copy_start: bool,
+        parallel: bool,
+    ) {
         let links: smallvec::SmallVec<[Typed<T>; 8]> =
             self.links.iter().map(|&l| Typed::of(l)).collect();
         let run = |start: usize, dst: &mut [T]| {

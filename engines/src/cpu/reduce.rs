@@ -29,7 +29,9 @@ pub(super) fn reduce(
         (_, Data::I32(v)) => exact(op, v, &plan, parallel, i64::from),
         (_, Data::I64(v)) => exact(op, v, &plan, parallel, |x| x),
         (_, Data::Bool(v)) => exact(op, v, &plan, parallel, i64::from),
-        (_, data) => with_field!(data, |v| fold(op, v, &plan, parallel), else unreachable!("every type has an arm")),
+        (_, data) => {
+            with_field!(data, |v| fold(op, v, &plan, parallel), else unreachable!("every type has an arm"))
+        }
     };
     Tensor::from_data(data, &out_shape)
 }
@@ -487,7 +489,9 @@ mod tests {
     #[test]
     fn every_reduction_over_every_axis_set() {
         let shapes: &[&[usize]] = &[&[7], &[3, 5], &[2, 3, 4], &[2, 1, 3, 2]];
-        let ops = ReduceOp::ALL.into_iter().filter(|&op| op.output_dtype(DType::F64) == Some(DType::F64) || op == ReduceOp::Norm);
+        let ops = ReduceOp::ALL
+            .into_iter()
+            .filter(|&op| op.output_dtype(DType::F64) == Some(DType::F64) || op == ReduceOp::Norm);
         for shape in shapes {
             let t = tensor(shape);
             let rank = shape.len();

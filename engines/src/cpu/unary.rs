@@ -217,7 +217,10 @@ mod tests {
             &[50_000],
         )
         .unwrap();
-        for op in UnaryOp::ALL.into_iter().filter(|op| op.supports(DType::F64)) {
+        for op in UnaryOp::ALL
+            .into_iter()
+            .filter(|op| op.supports(DType::F64))
+        {
             let got = apply(op, &t, false).unwrap();
             assert_eq!(got.shape(), &[2, 4]);
             for (g, &x) in got.as_slice::<f64>().unwrap().iter().zip(&xs) {

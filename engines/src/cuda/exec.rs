@@ -162,11 +162,7 @@ impl Exec<'_> {
                 .rows(&mut out, src, [rows, len, 1], reduce(code))?;
         } else {
             // Partials per part (a mean's are sums), then one per row.
-            let first = if op == ReduceOp::Mean {
-                SUM
-            } else {
-                code
-            };
+            let first = if op == ReduceOp::Mean { SUM } else { code };
             let mut partial = self.alloc(a.dtype, &[rows * parts])?;
             self.launch
                 .rows(&mut partial, src, [rows, len, parts], reduce(first))?;

@@ -179,7 +179,9 @@ fn prelude(dtype: DType) -> String {
         DType::F64 => ("double", "double", "f64"),
         DType::C32 => ("cx<float>", "float", "c32"),
         DType::C64 => ("cx<double>", "double", "c64"),
-        other => unreachable!("kernels are compiled for the field types only (checked), not {other}"),
+        other => {
+            unreachable!("kernels are compiled for the field types only (checked), not {other}")
+        }
     };
     format!("#define SUFFIX {suffix}\n#define ELEMENT {t}\n#define REAL {r}\n")
 }

@@ -591,9 +591,7 @@ impl TensorEngine for CudaEngine {
                 | TensorOp::DiagEmbed
                 | TensorOp::Triangle { .. }
                 | TensorOp::Dot { .. }
-                | TensorOp::ArgReduce { .. } => {
-                    return Err(unsupported(missing(op, input_dtype)))
-                }
+                | TensorOp::ArgReduce { .. } => return Err(unsupported(missing(op, input_dtype))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

@@ -179,7 +179,9 @@ impl Distribution {
                     must: "a nonempty interval (low < high)",
                 });
             }
-            if dtype == DType::I32 && (i32::try_from(low).is_err() || i32::try_from(high - 1).is_err()) {
+            if dtype == DType::I32
+                && (i32::try_from(low).is_err() || i32::try_from(high - 1).is_err())
+            {
                 return Err(TensorError::Argument {
                     op: "random",
                     argument: "low..high",

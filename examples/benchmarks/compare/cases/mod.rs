@@ -17,7 +17,7 @@ mod round_trip;
 mod small;
 mod small_gemm;
 
-use weft::Element;
+use weft::Field;
 
 use crate::case::Case;
 
@@ -44,7 +44,7 @@ pub(crate) const CASES: [Case; 16] = [
 
 /// Whether `got` is `want` to a relative `tol` of the whole's norm: how
 /// the cases check weft's result against their baseline's.
-fn close<T: Element>(got: &[T], want: &[T], tol: f64) -> Result<(), String> {
+fn close<T: Field>(got: &[T], want: &[T], tol: f64) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!("{} elements, not {}", got.len(), want.len()));
     }

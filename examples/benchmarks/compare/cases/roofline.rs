@@ -23,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use weft::{c64, Element, Lane, Tensor};
+use weft::{c64, Field, Lane, Tensor};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
@@ -90,7 +90,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
 }
 
 /// `len` values of type `T` (both parts random for a complex type).
-fn values<T: Element>(len: usize, seed: u64) -> Vec<T> {
+fn values<T: Field>(len: usize, seed: u64) -> Vec<T> {
     random(len, seed)
         .into_iter()
         .zip(random(len, seed + 1000))
@@ -99,7 +99,7 @@ fn values<T: Element>(len: usize, seed: u64) -> Vec<T> {
 }
 
 /// Real flops of one multiply-add of `T`.
-fn flops_per_multiply_add<T: Element>() -> f64 {
+fn flops_per_multiply_add<T: Field>() -> f64 {
     if T::DTYPE.is_complex() {
         8.0
     } else {
@@ -118,13 +118,13 @@ fn products(lane: &Lane, runs: usize, product: impl Fn() -> weft::TensorHandle) 
 
 /// Whether `got` is the baseline's `want` to a relative `1e-4` of the
 /// whole's norm (f32 products of length 2048 round that far).
-fn check<T: Element>(got: &[T], want: &[T], what: &str) -> Result<(), BoxError> {
+fn check<T: Field>(got: &[T], want: &[T], what: &str) -> Result<(), BoxError> {
     super::close(got, want, 1e-4).map_err(|e| {
         format!("roofline {what}: weft's result differs from the baseline's: {e}").into()
     })
 }
 
-fn gemm_rows<T: Element>(
+fn gemm_rows<T: Field>(
     domain: &Domain<'_>,
     peak: f64,
     rows: &mut Vec<Row>,
@@ -218,7 +218,7 @@ fn gemm_rows<T: Element>(
 }
 
 /// `c = a @ b` of `n × n` matrices through faer, called directly in `pool`.
-fn faer_direct<T: Element>(
+fn faer_direct<T: Field>(
     pool: &rayon::ThreadPool,
     c: &mut [T],
     a: &[T],
@@ -240,7 +240,7 @@ fn faer_direct<T: Element>(
 
 /// `bij,bjk->bik` of `batch` products of `n × n` through `lane.einsum`,
 /// against faer per product with rayon over the batch.
-fn batched_rows<T: Element>(
+fn batched_rows<T: Field>(
     domain: &Domain<'_>,
     [batch, n]: [usize; 2],
     peak: f64,

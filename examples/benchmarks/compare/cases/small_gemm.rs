@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use weft::{c64, Element, Lane, Program, Tensor, TensorEngine, TensorId};
+use weft::{c64, Field, Lane, Program, Tensor, TensorEngine, TensorId};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
@@ -56,7 +56,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
 }
 
 /// 64 independent products `b×2b · 2b×b` as one einsum, per product.
-fn batched_rows<T: Element>(
+fn batched_rows<T: Field>(
     domain: &Domain<'_>,
     b: usize,
     values: &dyn Fn(usize, u64) -> Vec<T>,
@@ -159,7 +159,7 @@ fn batched_rows<T: Element>(
 
 /// The two operands at bond `b`: `p` of `b×2b`, `q` of `2b×b`, scaled so
 /// that 64 products neither overflow nor vanish.
-fn operands<T: Element>(b: usize, values: &dyn Fn(usize, u64) -> Vec<T>) -> [Vec<T>; 2] {
+fn operands<T: Field>(b: usize, values: &dyn Fn(usize, u64) -> Vec<T>) -> [Vec<T>; 2] {
     let scale = T::from_parts(2.0 / ((2 * b) as f64).sqrt(), 0.0);
     let scaled = |v: Vec<T>| v.into_iter().map(|x| x * scale).collect();
     [
@@ -177,7 +177,7 @@ fn dims(i: usize, b: usize) -> [usize; 3] {
     }
 }
 
-fn shape_rows<T: Element>(
+fn shape_rows<T: Field>(
     lane: &Lane,
     b: usize,
     reps: usize,
@@ -281,7 +281,7 @@ type Product<T> = fn(&mut [T], &[T], &[T], [usize; 3]);
 
 /// The chain of products of `p` and `q` at bond `b`, each by `product`
 /// into a buffer of its own (two, used in turn).
-fn chain<T: Element>(p: &[T], q: &[T], b: usize, product: Product<T>) -> Vec<T> {
+fn chain<T: Field>(p: &[T], q: &[T], b: usize, product: Product<T>) -> Vec<T> {
     let mut x = p.to_vec();
     let mut next = vec![T::ZERO; 2 * b * b];
     for i in 0..PRODUCTS {
@@ -295,7 +295,7 @@ fn chain<T: Element>(p: &[T], q: &[T], b: usize, product: Product<T>) -> Vec<T> 
     x
 }
 
-fn faer_product<T: Element>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3]) {
+fn faer_product<T: Field>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3]) {
     faer::linalg::matmul::matmul(
         faer::MatMut::from_row_major_slice_mut(c, m, n),
         faer::Accum::Replace,
@@ -307,7 +307,7 @@ fn faer_product<T: Element>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3]
 }
 
 /// The plain loop: each row of `c` accumulated from the rows of `b`.
-fn plain_product<T: Element>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3]) {
+fn plain_product<T: Field>(c: &mut [T], a: &[T], b: &[T], [m, k, n]: [usize; 3]) {
     for i in 0..m {
         let row = &mut c[i * n..(i + 1) * n];
         row.fill(T::ZERO);
