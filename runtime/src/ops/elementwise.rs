@@ -67,7 +67,68 @@ impl<E: TensorEngine> Lane<E> {
         self.binary(BinaryOp::Div, lhs, rhs)
     }
 
-    /// `lhs op rhs` as a 0/1 mask of the real type; see [`Lane::apply`].
+    /// `floor(lhs / rhs)` elementwise, broadcast (real floats, integers);
+    /// see [`Lane::binary`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`]; an integer divisor with a zero fails the op on
+    /// the actor with [`TensorError::DivisionByZero`](crate::TensorError).
+    pub fn floor_div(
+        &self,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::FloorDiv, lhs, rhs)
+    }
+
+    /// `lhs mod rhs` with the divisor's sign (NumPy's `remainder`),
+    /// broadcast; see [`Lane::floor_div`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::floor_div`].
+    pub fn rem(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Rem, lhs, rhs)
+    }
+
+    /// Logical (`bool`) or bitwise (integers) `lhs & rhs`, broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn and(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::And, lhs, rhs)
+    }
+
+    /// Logical (`bool`) or bitwise (integers) `lhs | rhs`, broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn or(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Or, lhs, rhs)
+    }
+
+    /// Logical (`bool`) or bitwise (integers) `lhs ^ rhs`, broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::binary`].
+    pub fn xor(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.binary(BinaryOp::Xor, lhs, rhs)
+    }
+
+    /// Logical (`bool`) or bitwise (integers) not.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::unary`].
+    pub fn not(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.unary(UnaryOp::Not, x)
+    }
+
+    /// `lhs op rhs` as a `bool` tensor; see [`Lane::apply`].
     ///
     /// # Errors
     ///
@@ -81,11 +142,13 @@ impl<E: TensorEngine> Lane<E> {
         self.apply(TensorOp::Compare(op), &[lhs, rhs])
     }
 
-    /// Where `mask` is nonzero `a`, else `b`, all three broadcast.
+    /// Where `mask` (a `bool` tensor) is `true` `a`, else `b`, all three
+    /// broadcast.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
+    /// As [`Lane::apply`]: a mask of another type (cast a 0/1 mask to
+    /// [`DType::Bool`] first).
     pub fn select(
         &self,
         mask: &TensorHandle,
@@ -95,7 +158,8 @@ impl<E: TensorEngine> Lane<E> {
         self.apply(TensorOp::Select, &[mask, a, b])
     }
 
-    /// Every element limited to `[lo, hi]` (real types).
+    /// Every element limited to `[lo, hi]` (real floats; integers, to the
+    /// whole numbers in `[lo, hi]`).
     ///
     /// # Errors
     ///
@@ -108,7 +172,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a complex value for a real tensor.
+    /// As [`Lane::apply`]: a complex value for a real tensor, a value an
+    /// integer or `bool` tensor's type cannot hold exactly.
     pub fn binary_scalar(
         &self,
         op: BinaryOp,
@@ -134,7 +199,10 @@ impl<E: TensorEngine> Lane<E> {
         self.binary(BinaryOp::Pow, x, exponent)
     }
 
-    /// The elements converted to `dtype`.
+    /// The elements converted to `dtype`, as Rust's `as` converts: floats
+    /// to integers truncate toward zero and saturate (NaN gives 0),
+    /// integers to narrower ones wrap, complex to real drops the imaginary
+    /// part, numbers to `bool` are whether they are nonzero.
     ///
     /// # Errors
     ///
