@@ -91,6 +91,35 @@ fn cuda_cell(op: &TensorOp, metas: &[Meta], dtype: DType) -> Cell {
     }
 }
 
+/// The README's table (between its `coverage` markers) is this one: all
+/// of it when the CUDA column is built, the CPU columns otherwise.
+fn check_readme(table: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).expect("the README");
+    let (begin, end) = ("<!-- coverage table -->\n```text\n", "```\n<!-- end of coverage table -->");
+    let start = readme.find(begin).expect("the README has the coverage table") + begin.len();
+    let stop = start + readme[start..].find(end).expect("the table ends");
+    let shown = &readme[start..stop];
+    // Op name and CPU columns: the width of the header up to `cuda:`.
+    let cpu_width = table.find("cuda:").expect("a CUDA column");
+    let lines = |t: &str| -> Vec<String> {
+        t.lines()
+            .map(|l| {
+                if cfg!(feature = "cuda") {
+                    l.trim_end().to_owned()
+                } else {
+                    l.chars().take(cpu_width).collect::<String>().trim_end().to_owned()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        lines(shown),
+        lines(table),
+        "the README's coverage table differs: paste the printed one (built with --features cuda)"
+    );
+}
+
 #[test]
 fn coverage_table() {
     let config = CpuEngineConfig {
@@ -152,6 +181,7 @@ fn coverage_table() {
         table += &format!("{shown:<16}    {}        {cuda}\n", cells(&cpu));
     }
     println!("{table}");
+    check_readme(&table);
     #[cfg(feature = "cuda")]
     assert_eq!(
         cuda_missing,
