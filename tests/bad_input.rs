@@ -1015,6 +1015,116 @@ fn bad_input_catalog() {
                 Ok(())
             },
         ),
+        // ---- tensors: integers and bool ----
+        row(
+            "an integer fill that is not whole",
+            "1.5, which must be a whole number in i32's range",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Argument { .. }))),
+            || {
+                lane.full(DType::I32, &[2], Scalar::Real(1.5))?;
+                Ok(())
+            },
+        ),
+        row(
+            "a bool fill of 2",
+            "2, which must be true, false, 0 or 1",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Argument { .. }))),
+            || {
+                lane.full(DType::Bool, &[2], Scalar::Int(2))?;
+                Ok(())
+            },
+        ),
+        row(
+            "an integer range past i32",
+            "2147483650",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Argument { .. }))),
+            || {
+                lane.arange(DType::I32, 2147483640.0, 5.0, 3)?;
+                Ok(())
+            },
+        ),
+        row(
+            "integer division by zero",
+            "element [1] of the divisor [2] is 0",
+            |r| matches!(r, R::Ticket(TicketError::DependencyFailed(f)) if f.op == "floor_div"),
+            || {
+                // Refused on the actor, before any element is computed.
+                let a = lane.upload(Tensor::from_vec(vec![4i64, 5], &[2])?)?;
+                let b = lane.upload(Tensor::from_vec(vec![2i64, 0], &[2])?)?;
+                wait(lane.download(&lane.floor_div(&a, &b)?)?)?;
+                Ok(())
+            },
+        ),
+        row(
+            "a negative integer exponent",
+            "exponent is -2",
+            |r| matches!(r, R::Ticket(TicketError::DependencyFailed(f)) if f.op == "pow"),
+            || {
+                let a = lane.upload(Tensor::from_vec(vec![4i32, 5], &[2])?)?;
+                let e = lane.upload(Tensor::from_vec(vec![1i32, -2], &[2])?)?;
+                wait(lane.download(&lane.pow(&a, &e)?)?)?;
+                Ok(())
+            },
+        ),
+        row(
+            "div of integers",
+            "div is not defined for i64 tensors",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Unsupported { op: "div", .. }))),
+            || {
+                let a = lane.upload(Tensor::from_vec(vec![4i64, 5], &[2])?)?;
+                lane.div(&a, &a)?;
+                Ok(())
+            },
+        ),
+        row(
+            "a select mask of floats",
+            "expected a bool tensor, got f64",
+            |r| {
+                matches!(
+                    r,
+                    R::Op(OpError::Tensor(T::DType {
+                        expected: DType::Bool,
+                        ..
+                    }))
+                )
+            },
+            || {
+                lane.select(&keep, &keep, &keep)?;
+                Ok(())
+            },
+        ),
+        row(
+            "logical and of floats",
+            "and is not defined for f64 tensors",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Unsupported { op: "and", .. }))),
+            || {
+                lane.and(&keep, &keep)?;
+                Ok(())
+            },
+        ),
+        row(
+            "argmax along an axis out of range",
+            "axis 2 of a rank-2 tensor",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Axis { axis: 2, .. }))),
+            || {
+                lane.argmax(&keep, 2)?;
+                Ok(())
+            },
+        ),
+        row(
+            "random integers of an empty interval",
+            "3..3",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Argument { .. }))),
+            || {
+                lane.random(
+                    DType::I64,
+                    &[2],
+                    weft::Distribution::Integers { low: 3, high: 3 },
+                    1,
+                )?;
+                Ok(())
+            },
+        ),
         // ---- tensors: einsum ----
         row(
             "einsum with an ellipsis",

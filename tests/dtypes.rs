@@ -85,7 +85,9 @@ fn integer_and_bool_tensors_round_trip_through_a_lane() {
         assert_eq!(h.dtype(), t.dtype());
         // Reversed and back: the data movement of every type.
         let axes: Vec<usize> = (0..t.shape().len()).collect();
-        let p = lane.reverse(&lane.reverse(&h, &axes).unwrap(), &axes).unwrap();
+        let p = lane
+            .reverse(&lane.reverse(&h, &axes).unwrap(), &axes)
+            .unwrap();
         assert_eq!(&wait_ok(lane.download(&p).unwrap()), t);
     }
     assert_eq!(DType::Bool.size(), 1);

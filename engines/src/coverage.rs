@@ -96,8 +96,14 @@ fn cuda_cell(op: &TensorOp, metas: &[Meta], dtype: DType) -> Cell {
 fn check_readme(table: &str) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
     let readme = std::fs::read_to_string(path).expect("the README");
-    let (begin, end) = ("<!-- coverage table -->\n```text\n", "```\n<!-- end of coverage table -->");
-    let start = readme.find(begin).expect("the README has the coverage table") + begin.len();
+    let (begin, end) = (
+        "<!-- coverage table -->\n```text\n",
+        "```\n<!-- end of coverage table -->",
+    );
+    let start = readme
+        .find(begin)
+        .expect("the README has the coverage table")
+        + begin.len();
     let stop = start + readme[start..].find(end).expect("the table ends");
     let shown = &readme[start..stop];
     // Op name and CPU columns: the width of the header up to `cuda:`.
@@ -108,7 +114,11 @@ fn check_readme(table: &str) {
                 if cfg!(feature = "cuda") {
                     l.trim_end().to_owned()
                 } else {
-                    l.chars().take(cpu_width).collect::<String>().trim_end().to_owned()
+                    l.chars()
+                        .take(cpu_width)
+                        .collect::<String>()
+                        .trim_end()
+                        .to_owned()
                 }
             })
             .collect()

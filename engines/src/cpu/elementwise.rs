@@ -135,8 +135,8 @@ pub(crate) fn floor_divmod<T: Real>(a: T, b: T) -> (T, T) {
     let mut div = (a - rem) / b;
     if rem != T::ZERO {
         if (b < T::ZERO) != (rem < T::ZERO) {
-            rem = rem + b;
-            div = div - T::ONE;
+            rem += b;
+            div -= T::ONE;
         }
     } else {
         rem = T::ZERO.copysign(b);
@@ -155,7 +155,7 @@ pub(crate) fn floor_divmod<T: Real>(a: T, b: T) -> (T, T) {
 }
 
 /// The real floats' own functions, for the ordered ops.
-pub(crate) trait Real: Field + PartialOrd {
+pub(crate) trait Real: Field + PartialOrd + std::ops::SubAssign {
     fn is_nan(self) -> bool;
     fn nan() -> Self;
     fn floor(self) -> Self;
