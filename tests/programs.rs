@@ -538,3 +538,60 @@ fn shutdown_now_while_programs_run_loses_nothing_and_hangs_nothing() {
     }
     assert_eq!(done + cancelled, 200);
 }
+
+#[test]
+fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
+    let rt = runtime();
+    let lane = rt.lane(0).expect("lane");
+    // A chain of elementwise integer steps (not fused: an integer kernel
+    // checks its divisors), a comparison and a select on its mask.
+    let program = Program::record(|p| {
+        let a = p.input(DType::I64, &[5]);
+        let b = p.input(DType::I64, &[5]);
+        let q = p.binary(BinaryOp::FloorDiv, a, b)?;
+        let r = p.binary(BinaryOp::Rem, q, b)?;
+        let s = p.add(r, a)?;
+        let m = p.apply(TensorOp::Compare(weft::CmpOp::Gt), &[s, b])?;
+        let out = p.apply(TensorOp::Select, &[m, s, b])?;
+        p.output(out)
+    })
+    .expect("recorded")
+    .labelled("integers");
+    let av = [7i64, -7, 20, i64::MIN, 3];
+    let bv = [2i64, 3, -6, -1, 5];
+    let a = lane.upload(Tensor::from_vec(av.to_vec(), &[5]).unwrap()).unwrap();
+    let b = lane.upload(Tensor::from_vec(bv.to_vec(), &[5]).unwrap()).unwrap();
+    let got = lane.run_program(&program, &[&a, &b]).expect("submitted");
+    let got = wait_ok(lane.download(&got[0]).expect("download"));
+    // The plain loop, Python's signs.
+    let want: Vec<i64> = av
+        .iter()
+        .zip(&bv)
+        .map(|(&x, &y)| {
+            let q = x.wrapping_div(y) - i64::from(x.wrapping_rem(y) != 0 && (x < 0) != (y < 0));
+            let r = q.wrapping_rem(y);
+            let r = if r != 0 && (r < 0) != (y < 0) { r + y } else { r };
+            let s = r.wrapping_add(x);
+            if s > y {
+                s
+            } else {
+                y
+            }
+        })
+        .collect();
+    assert_eq!(got.as_slice::<i64>().unwrap(), &want[..]);
+    // A zero divisor fails the step, not the actor.
+    let zero = lane.upload(Tensor::from_vec(vec![1i64, 1, 0, 1, 1], &[5]).unwrap()).unwrap();
+    let outs = lane.run_program(&program, &[&a, &zero]).expect("submitted");
+    let err = wait(lane.download(&outs[0]).expect("download")).expect_err("fails");
+    let TicketError::DependencyFailed(failure) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        failure
+            .to_string()
+            .contains("step 0 (floor_div): floor_div: integer division by zero (element [2]"),
+        "{failure}"
+    );
+    rt.shutdown().expect("shutdown");
+}
