@@ -559,8 +559,12 @@ fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
     .labelled("integers");
     let av = [7i64, -7, 20, i64::MIN, 3];
     let bv = [2i64, 3, -6, -1, 5];
-    let a = lane.upload(Tensor::from_vec(av.to_vec(), &[5]).unwrap()).unwrap();
-    let b = lane.upload(Tensor::from_vec(bv.to_vec(), &[5]).unwrap()).unwrap();
+    let a = lane
+        .upload(Tensor::from_vec(av.to_vec(), &[5]).unwrap())
+        .unwrap();
+    let b = lane
+        .upload(Tensor::from_vec(bv.to_vec(), &[5]).unwrap())
+        .unwrap();
     let got = lane.run_program(&program, &[&a, &b]).expect("submitted");
     let got = wait_ok(lane.download(&got[0]).expect("download"));
     // The plain loop, Python's signs.
@@ -570,7 +574,11 @@ fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
         .map(|(&x, &y)| {
             let q = x.wrapping_div(y) - i64::from(x.wrapping_rem(y) != 0 && (x < 0) != (y < 0));
             let r = q.wrapping_rem(y);
-            let r = if r != 0 && (r < 0) != (y < 0) { r + y } else { r };
+            let r = if r != 0 && (r < 0) != (y < 0) {
+                r + y
+            } else {
+                r
+            };
             let s = r.wrapping_add(x);
             if s > y {
                 s
@@ -581,7 +589,9 @@ fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
         .collect();
     assert_eq!(got.as_slice::<i64>().unwrap(), &want[..]);
     // A zero divisor fails the step, not the actor.
-    let zero = lane.upload(Tensor::from_vec(vec![1i64, 1, 0, 1, 1], &[5]).unwrap()).unwrap();
+    let zero = lane
+        .upload(Tensor::from_vec(vec![1i64, 1, 0, 1, 1], &[5]).unwrap())
+        .unwrap();
     let outs = lane.run_program(&program, &[&a, &zero]).expect("submitted");
     let err = wait(lane.download(&outs[0]).expect("download")).expect_err("fails");
     let TicketError::DependencyFailed(failure) = &err else {

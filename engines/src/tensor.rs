@@ -561,6 +561,30 @@ pub enum TensorError {
         /// What it must be.
         must: &'static str,
     },
+    /// An index outside its axis (`-extent..extent`): the op fails, and
+    /// no output exists.
+    #[error("{op}: index {index} (element {position:?} of the indices) is out of range for axis {axis} of extent {extent}")]
+    Index {
+        /// `gather` or `scatter`.
+        op: &'static str,
+        /// The index.
+        index: i64,
+        /// Its place in the index tensor.
+        position: Vec<usize>,
+        /// The axis indexed.
+        axis: usize,
+        /// The axis's extent.
+        extent: usize,
+    },
+    /// A mask with another number of `true` elements than a compression
+    /// asked for.
+    #[error("compress: the mask has {got} true elements, the op was made for {expected}")]
+    MaskCount {
+        /// The length the op was made for.
+        expected: usize,
+        /// The mask's true elements.
+        got: usize,
+    },
     /// An integer division or remainder by zero: the op fails, and no
     /// output exists.
     #[error("{op}: integer division by zero (element {index:?} of the divisor {shape:?} is 0)")]

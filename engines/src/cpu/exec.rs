@@ -4,7 +4,7 @@
 
 use super::einsum::EinsumPlan;
 use super::gemm::Compute;
-use super::{create, einsum, elementwise, gemm, linalg, reduce, structural, unary};
+use super::{create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
 use crate::ops::{EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 
@@ -136,6 +136,15 @@ fn kernel(
         TensorOp::Diagonal => one(structural::diagonal(inputs[0])),
         TensorOp::DiagEmbed => one(structural::diag_embed(inputs[0])),
         TensorOp::Triangle { k, upper } => one(structural::triangle(inputs[0], *k, *upper)),
+        TensorOp::Gather { axis } => one(index::gather(inputs[0], inputs[1], *axis)),
+        TensorOp::Scatter { axis, mode } => one(index::scatter(
+            inputs[0], inputs[1], inputs[2], *axis, *mode,
+        )),
+        TensorOp::DynamicSlice { sizes } => one(index::dynamic_slice(inputs[0], inputs[1], sizes)),
+        TensorOp::DynamicUpdateSlice => {
+            one(index::dynamic_update_slice(inputs[0], inputs[1], inputs[2]))
+        }
+        TensorOp::Compress { len } => one(index::compress(inputs[0], inputs[1], *len)),
         TensorOp::Dot { conjugate } => {
             let conj;
             let a = if *conjugate {

@@ -13,6 +13,7 @@ mod elementwise;
 mod exec;
 mod fused;
 mod gemm;
+mod index;
 mod linalg;
 mod pool;
 mod program;

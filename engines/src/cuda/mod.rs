@@ -438,7 +438,12 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::DiagEmbed
         | TensorOp::Triangle { .. }
         | TensorOp::Dot { .. }
-        | TensorOp::ArgReduce { .. } => Some("no kernel yet"),
+        | TensorOp::ArgReduce { .. }
+        | TensorOp::Gather { .. }
+        | TensorOp::Scatter { .. }
+        | TensorOp::DynamicSlice { .. }
+        | TensorOp::DynamicUpdateSlice
+        | TensorOp::Compress { .. } => Some("no kernel yet"),
         TensorOp::Binary(op) | TensorOp::BinaryScalar { op, .. } => {
             exec::binary_code(*op).is_none().then_some("no kernel yet")
         }
@@ -591,7 +596,12 @@ impl TensorEngine for CudaEngine {
                 | TensorOp::DiagEmbed
                 | TensorOp::Triangle { .. }
                 | TensorOp::Dot { .. }
-                | TensorOp::ArgReduce { .. } => return Err(unsupported(missing(op, input_dtype))),
+                | TensorOp::ArgReduce { .. }
+                | TensorOp::Gather { .. }
+                | TensorOp::Scatter { .. }
+                | TensorOp::DynamicSlice { .. }
+                | TensorOp::DynamicUpdateSlice
+                | TensorOp::Compress { .. } => return Err(unsupported(missing(op, input_dtype))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

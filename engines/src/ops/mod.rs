@@ -6,6 +6,7 @@
 mod create;
 mod einsum;
 mod elementwise;
+mod index;
 mod linalg;
 mod matmul;
 mod reduce;
@@ -18,6 +19,8 @@ pub use create::{Distribution, Scalar};
 pub(crate) use einsum::Contraction;
 pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
+pub(crate) use index::clamp_start;
+pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};
 pub use linalg::Linalg;
 pub use matmul::matmul_shape;
 pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
@@ -174,6 +177,41 @@ pub enum TensorOp {
         /// Whether the first vector is conjugated.
         conjugate: bool,
     },
+    /// `x` taken along `axis` at an integer index tensor (NumPy's
+    /// `take`): the output has `x`'s axes before `axis`, the indices',
+    /// then `x`'s after it. Inputs: `x`, indices.
+    Gather {
+        /// The axis indexed.
+        axis: usize,
+    },
+    /// `x` with the slices along `axis` at the indices set to, or
+    /// increased by, the updates (shaped as the gather of the same indices
+    /// would be). Inputs: `x`, indices, updates.
+    Scatter {
+        /// The axis indexed.
+        axis: usize,
+        /// Set or add.
+        mode: ScatterMode,
+    },
+    /// The window of `sizes` at start offsets read from a 1-D integer
+    /// tensor, each clamped (as XLA's) so that the window fits. Inputs:
+    /// `x`, starts.
+    DynamicSlice {
+        /// The window's extent per axis.
+        sizes: Vec<usize>,
+    },
+    /// `x` with `update` written at start offsets read from a 1-D integer
+    /// tensor, clamped as [`TensorOp::DynamicSlice`]'s. Inputs: `x`,
+    /// update, starts.
+    DynamicUpdateSlice,
+    /// The elements of `x` where `mask` (a `bool` tensor of `x`'s shape)
+    /// is `true`, in row-major order, as a 1-D tensor of `len` elements:
+    /// the count is the caller's (a `sum` of the mask), checked on the
+    /// actor, since a handle's shape is known when it is made.
+    Compress {
+        /// The number of `true` elements of the mask.
+        len: usize,
+    },
     /// A seeded random tensor: the same seed gives the same data anywhere.
     Random {
         /// Element type.
@@ -218,6 +256,18 @@ impl TensorOp {
             TensorOp::DiagEmbed => "diag_embed",
             TensorOp::Triangle { upper: false, .. } => "tril",
             TensorOp::Triangle { upper: true, .. } => "triu",
+            TensorOp::Gather { .. } => "gather",
+            TensorOp::Scatter {
+                mode: ScatterMode::Set,
+                ..
+            } => "scatter",
+            TensorOp::Scatter {
+                mode: ScatterMode::Add,
+                ..
+            } => "scatter_add",
+            TensorOp::DynamicSlice { .. } => "dynamic_slice",
+            TensorOp::DynamicUpdateSlice => "dynamic_update_slice",
+            TensorOp::Compress { .. } => "compress",
             TensorOp::Dot { conjugate: false } => "dot",
             TensorOp::Dot { conjugate: true } => "vdot",
         }
@@ -248,8 +298,11 @@ impl TensorOp {
             TensorOp::Binary(_)
             | TensorOp::Matmul
             | TensorOp::Compare(_)
+            | TensorOp::Gather { .. }
+            | TensorOp::DynamicSlice { .. }
+            | TensorOp::Compress { .. }
             | TensorOp::Dot { .. } => 2,
-            TensorOp::Select => 3,
+            TensorOp::Select | TensorOp::Scatter { .. } | TensorOp::DynamicUpdateSlice => 3,
             TensorOp::Concatenate { inputs, .. } => *inputs,
             TensorOp::Linalg(op) => op.arity(),
             TensorOp::Einsum(spec) => spec.arity(),
@@ -551,6 +604,64 @@ impl TensorOp {
                 let mut shape = a.shape.clone();
                 shape.push(n);
                 created(a.dtype, shape)
+            }
+            TensorOp::Gather { axis } => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: gather_meta(&inputs[0], &inputs[1], *axis)?,
+            }),
+            TensorOp::Scatter { axis, mode } => {
+                scatter_meta(&inputs[0], &inputs[1], &inputs[2], *axis, *mode)?;
+                Ok(inputs[0].clone())
+            }
+            TensorOp::DynamicSlice { sizes } => {
+                let x = &inputs[0];
+                check_window("dynamic_slice", &x.shape, sizes)?;
+                check_starts("dynamic_slice", &x.shape, &inputs[1])?;
+                Ok(Meta {
+                    dtype: x.dtype,
+                    shape: sizes.clone(),
+                })
+            }
+            TensorOp::DynamicUpdateSlice => {
+                let (x, update) = (&inputs[0], &inputs[1]);
+                if update.dtype != x.dtype {
+                    return Err(TensorError::MixedDTypes {
+                        op: "dynamic_update_slice",
+                        lhs: x.dtype,
+                        rhs: update.dtype,
+                    });
+                }
+                check_window("dynamic_update_slice", &x.shape, &update.shape)?;
+                check_starts("dynamic_update_slice", &x.shape, &inputs[2])?;
+                Ok(x.clone())
+            }
+            TensorOp::Compress { len } => {
+                let (x, mask) = (&inputs[0], &inputs[1]);
+                if mask.dtype != DType::Bool {
+                    return Err(TensorError::DType {
+                        expected: DType::Bool,
+                        got: mask.dtype,
+                    });
+                }
+                if mask.shape != x.shape {
+                    return Err(TensorError::Slice {
+                        op: "compress",
+                        shape: x.shape.clone(),
+                        reason: format!("a mask of shape {:?}", mask.shape),
+                    });
+                }
+                let n = element_count(&x.shape).unwrap_or(usize::MAX);
+                if *len > n {
+                    return Err(TensorError::Slice {
+                        op: "compress",
+                        shape: x.shape.clone(),
+                        reason: format!("{len} elements asked of {n}"),
+                    });
+                }
+                Ok(Meta {
+                    dtype: x.dtype,
+                    shape: vec![*len],
+                })
             }
             TensorOp::Dot { .. } => {
                 let (a, b) = (&inputs[0], &inputs[1]);

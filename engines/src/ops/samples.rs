@@ -3,8 +3,8 @@
 //! way to run the whole vocabulary on an engine.
 
 use super::{
-    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, SliceAxis,
-    TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, ScatterMode,
+    SliceAxis, TensorOp, UnaryOp,
 };
 use crate::tensor::DType;
 
@@ -102,6 +102,18 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
         TensorOp::Triangle { k: 0, upper: true },
         TensorOp::Dot { conjugate: false },
         TensorOp::Dot { conjugate: true },
+        TensorOp::Gather { axis: 1 },
+        TensorOp::Scatter {
+            axis: 1,
+            mode: ScatterMode::Set,
+        },
+        TensorOp::Scatter {
+            axis: 1,
+            mode: ScatterMode::Add,
+        },
+        TensorOp::DynamicSlice { sizes: vec![1, 2] },
+        TensorOp::DynamicUpdateSlice,
+        TensorOp::Compress { len: 6 },
     ]);
     ops.into_iter()
         .map(|op| {
@@ -116,6 +128,10 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
 fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
     let meta = |shape: &[usize]| Meta {
         dtype,
+        shape: shape.to_vec(),
+    };
+    let index = |shape: &[usize]| Meta {
+        dtype: DType::I64,
         shape: shape.to_vec(),
     };
     let matrix = meta(&[2, 3]);
@@ -153,6 +169,18 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         TensorOp::Linalg(Linalg::Solve) => vec![meta(&[3, 3]), meta(&[3])],
         TensorOp::Linalg(_) => vec![meta(&[3, 3])],
         TensorOp::Dot { .. } => vec![meta(&[4]), meta(&[4])],
+        // Indices and starts are i64, whatever the data's type.
+        TensorOp::Gather { .. } => vec![matrix, index(&[2])],
+        TensorOp::Scatter { .. } => vec![matrix, index(&[2]), meta(&[2, 2])],
+        TensorOp::DynamicSlice { .. } => vec![matrix, index(&[2])],
+        TensorOp::DynamicUpdateSlice => vec![matrix, meta(&[1, 2]), index(&[2])],
+        TensorOp::Compress { .. } => vec![
+            matrix,
+            Meta {
+                dtype: DType::Bool,
+                shape: vec![2, 3],
+            },
+        ],
     }
 }
 

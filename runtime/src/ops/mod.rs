@@ -8,6 +8,7 @@
 
 mod create;
 mod elementwise;
+mod index;
 mod linalg;
 mod program;
 mod reduce;

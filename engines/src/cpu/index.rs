@@ -1,0 +1,263 @@
+//! Indexing kernels: gather and scatter along an axis, dynamic slices and
+//! updates, compression by a mask. Every index is checked before any
+//! element is written.
+
+use super::elementwise::Integer;
+use crate::layout::unravel;
+use crate::ops::{clamp_start, Meta, ScatterMode, SliceAxis, TensorOp};
+use crate::tensor::{element_count, Data, Element, Field, Tensor, TensorError};
+
+/// The indices as positions along an axis of `extent`, negative ones
+/// counted from the end.
+///
+/// # Errors
+///
+/// [`TensorError::Index`] for the first index outside `-extent..extent`.
+fn positions(
+    op: &'static str,
+    indices: &Tensor,
+    axis: usize,
+    extent: usize,
+) -> Result<Vec<usize>, TensorError> {
+    let wide: Vec<i64> = match indices.data() {
+        Data::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
+        Data::I64(v) => v.clone(),
+        other => {
+            return Err(TensorError::Unsupported {
+                op: "indices",
+                dtype: other.dtype(),
+            })
+        }
+    };
+    let n = extent as i128;
+    wide.iter()
+        .enumerate()
+        .map(|(at, &i)| {
+            let wide = i128::from(i);
+            let p = if wide < 0 { wide + n } else { wide };
+            if (0..n).contains(&p) {
+                Ok(p as usize)
+            } else {
+                Err(TensorError::Index {
+                    op,
+                    index: i,
+                    position: unravel(at, indices.shape()),
+                    axis,
+                    extent,
+                })
+            }
+        })
+        .collect()
+}
+
+/// `(outer, extent, inner)`: the elements before, along and after `axis`.
+fn split(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product();
+    (outer, shape[axis], inner)
+}
+
+/// `x` taken along `axis` at `indices`.
+///
+/// # Errors
+///
+/// As [`crate::ops::gather_meta`]; [`TensorError::Index`].
+pub(super) fn gather(x: &Tensor, indices: &Tensor, axis: usize) -> Result<Tensor, TensorError> {
+    let shape = crate::ops::gather_meta(&Meta::of(x), &Meta::of(indices), axis)?;
+    let (outer, extent, inner) = split(x.shape(), axis);
+    let at = positions("gather", indices, axis, extent)?;
+    fn take<T: Copy>(v: &[T], at: &[usize], outer: usize, extent: usize, inner: usize) -> Vec<T> {
+        let mut out = Vec::with_capacity(outer * at.len() * inner);
+        for o in 0..outer {
+            for &p in at {
+                let start = (o * extent + p) * inner;
+                out.extend_from_slice(&v[start..start + inner]);
+            }
+        }
+        out
+    }
+    let data = map_data!(x.data(), |v| take(v, &at, outer, extent, inner));
+    Tensor::from_data(data, &shape)
+}
+
+/// `x` with the slices along `axis` at `indices` set to, or increased by,
+/// `updates`.
+///
+/// # Errors
+///
+/// As [`crate::ops::scatter_meta`]; [`TensorError::Index`].
+pub(super) fn scatter(
+    x: &Tensor,
+    indices: &Tensor,
+    updates: &Tensor,
+    axis: usize,
+    mode: ScatterMode,
+) -> Result<Tensor, TensorError> {
+    crate::ops::scatter_meta(
+        &Meta::of(x),
+        &Meta::of(indices),
+        &Meta::of(updates),
+        axis,
+        mode,
+    )?;
+    let (outer, extent, inner) = split(x.shape(), axis);
+    let at = positions("scatter", indices, axis, extent)?;
+    /// Each update slice into its place, in the indices' order, combined
+    /// by `f` with what is there.
+    fn put<T: Copy>(
+        out: &mut [T],
+        updates: &[T],
+        at: &[usize],
+        [outer, extent, inner]: [usize; 3],
+        f: impl Fn(T, T) -> T,
+    ) {
+        let m = at.len();
+        for o in 0..outer {
+            for (j, &p) in at.iter().enumerate() {
+                let dst = (o * extent + p) * inner;
+                let src = (o * m + j) * inner;
+                for k in 0..inner {
+                    out[dst + k] = f(out[dst + k], updates[src + k]);
+                }
+            }
+        }
+    }
+    let dims = [outer, extent, inner];
+    let mut out = x.data().clone();
+    fn field<T: Field>(mode: ScatterMode) -> fn(T, T) -> T {
+        match mode {
+            ScatterMode::Set => |_, u| u,
+            ScatterMode::Add => |a, u| a + u,
+        }
+    }
+    fn integer<T: Integer>(mode: ScatterMode) -> fn(T, T) -> T {
+        match mode {
+            ScatterMode::Set => |_, u| u,
+            ScatterMode::Add => |a, u| a.wrapping_add(u),
+        }
+    }
+    match (&mut out, updates.data()) {
+        (Data::F32(o), Data::F32(u)) => put(o, u, &at, dims, field(mode)),
+        (Data::F64(o), Data::F64(u)) => put(o, u, &at, dims, field(mode)),
+        (Data::C32(o), Data::C32(u)) => put(o, u, &at, dims, field(mode)),
+        (Data::C64(o), Data::C64(u)) => put(o, u, &at, dims, field(mode)),
+        (Data::I32(o), Data::I32(u)) => put(o, u, &at, dims, integer(mode)),
+        (Data::I64(o), Data::I64(u)) => put(o, u, &at, dims, integer(mode)),
+        // Checked: an add into bool is refused.
+        (Data::Bool(o), Data::Bool(u)) => put(o, u, &at, dims, |_, u| u),
+        _ => {
+            return Err(TensorError::MixedDTypes {
+                op: "scatter",
+                lhs: x.dtype(),
+                rhs: updates.dtype(),
+            })
+        }
+    }
+    Tensor::from_data(out, x.shape())
+}
+
+/// The start offsets, clamped so that a window of `sizes` fits.
+fn starts(starts: &Tensor, shape: &[usize], sizes: &[usize]) -> Result<Vec<usize>, TensorError> {
+    let wide: Vec<i64> = match starts.data() {
+        Data::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
+        Data::I64(v) => v.clone(),
+        other => {
+            return Err(TensorError::Unsupported {
+                op: "starts",
+                dtype: other.dtype(),
+            })
+        }
+    };
+    Ok((0..shape.len())
+        .map(|a| clamp_start(wide[a], shape[a], sizes[a]))
+        .collect())
+}
+
+/// The window of `sizes` at the clamped starts.
+///
+/// # Errors
+///
+/// As [`crate::ops::check_window`] and [`crate::ops::check_starts`].
+pub(super) fn dynamic_slice(
+    x: &Tensor,
+    at: &Tensor,
+    sizes: &[usize],
+) -> Result<Tensor, TensorError> {
+    let op = TensorOp::DynamicSlice {
+        sizes: sizes.to_vec(),
+    };
+    op.infer(&[Meta::of(x), Meta::of(at)])?;
+    let first = starts(at, x.shape(), sizes)?;
+    let axes: Vec<SliceAxis> = first
+        .iter()
+        .zip(sizes)
+        .map(|(&start, &size)| SliceAxis {
+            start,
+            stop: start + size,
+            step: 1,
+        })
+        .collect();
+    super::structural::slice(x, &axes)
+}
+
+/// `x` with `update` written at the clamped starts.
+///
+/// # Errors
+///
+/// As [`TensorOp::infer`] of [`TensorOp::DynamicUpdateSlice`].
+pub(super) fn dynamic_update_slice(
+    x: &Tensor,
+    update: &Tensor,
+    at: &Tensor,
+) -> Result<Tensor, TensorError> {
+    TensorOp::DynamicUpdateSlice.infer(&[Meta::of(x), Meta::of(update), Meta::of(at)])?;
+    let (shape, window) = (x.shape(), update.shape());
+    let first = starts(at, shape, window)?;
+    let rank = shape.len();
+    let mut strides = vec![1usize; rank];
+    for a in (0..rank.saturating_sub(1)).rev() {
+        strides[a] = strides[a + 1] * shape[a + 1];
+    }
+    let n = element_count(window).unwrap_or(0);
+    fn write<T: Copy>(out: &mut [T], update: &[T], offsets: &[usize]) {
+        for (&o, &u) in offsets.iter().zip(update) {
+            out[o] = u;
+        }
+    }
+    // The destination of each update element, in its row-major order.
+    let offsets: Vec<usize> = (0..n)
+        .map(|k| {
+            unravel(k, window)
+                .iter()
+                .enumerate()
+                .map(|(a, &i)| (first[a] + i) * strides[a])
+                .sum()
+        })
+        .collect();
+    let mut out = x.data().clone();
+    with_data2!(&mut out, update.data(), |o, u| write(o, u, &offsets), else unreachable!("checked: one type"));
+    Tensor::from_data(out, shape)
+}
+
+/// The elements of `x` where `mask` is `true`, `len` of them.
+///
+/// # Errors
+///
+/// As [`TensorOp::infer`] of [`TensorOp::Compress`];
+/// [`TensorError::MaskCount`] when the mask has another count.
+pub(super) fn compress(x: &Tensor, mask: &Tensor, len: usize) -> Result<Tensor, TensorError> {
+    TensorOp::Compress { len }.infer(&[Meta::of(x), Meta::of(mask)])?;
+    let flags = mask.as_slice::<bool>()?;
+    let got = flags.iter().filter(|&&f| f).count();
+    if got != len {
+        return Err(TensorError::MaskCount { expected: len, got });
+    }
+    fn keep<T: Element>(v: &[T], flags: &[bool]) -> Vec<T> {
+        v.iter()
+            .zip(flags)
+            .filter(|(_, &f)| f)
+            .map(|(&x, _)| x)
+            .collect()
+    }
+    Tensor::from_data(map_data!(x.data(), |v| keep(v, flags)), &[len])
+}
