@@ -1127,11 +1127,11 @@ fn bad_input_catalog() {
         ),
         // ---- tensors: einsum ----
         row(
-            "einsum with an ellipsis",
-            "ellipsis",
+            "einsum with broadcast axes and no ellipsis in the output",
+            "1 axes under `...` but the output has no `...`",
             |r| matches!(r, R::Op(OpError::Tensor(T::Einsum { .. }))),
             || {
-                lane.einsum("...i->i", &[&vec3])?;
+                lane.einsum("...i->i", &[&keep])?;
                 Ok(())
             },
         ),

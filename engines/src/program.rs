@@ -305,7 +305,19 @@ impl Recorder {
     /// As [`Recorder::apply`]; a bad specification is named as step
     /// `einsum`'s error.
     pub fn einsum(&mut self, spec: &str, operands: &[Value]) -> Result<Value, RecordError> {
-        let spec = EinsumSpec::parse(spec).map_err(|source| RecordError::Op {
+        // A stray operand is refused by `apply`, in its own words: the
+        // shapes here are of the operands this recorder knows.
+        let shapes: Vec<&[usize]> = operands
+            .iter()
+            .filter_map(|&v| self.meta(v).ok())
+            .map(|m| &m.shape[..])
+            .collect();
+        let parsed = if shapes.len() == operands.len() {
+            EinsumSpec::parse_for(spec, &shapes)
+        } else {
+            EinsumSpec::parse(spec)
+        };
+        let spec = parsed.map_err(|source| RecordError::Op {
             step: self.steps.len(),
             op: "einsum",
             source,

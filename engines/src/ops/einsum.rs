@@ -32,6 +32,55 @@ thread_local! {
 /// bounds that planning (a few milliseconds at this limit).
 pub const MAX_EINSUM_OPERANDS: usize = 64;
 
+/// One part of a subscript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Label(char),
+    Ellipsis,
+}
+
+/// The subscripts of `text` as tokens: one list per operand, and the
+/// output's if it has `->`.
+fn tokens(text: &str) -> Result<(Vec<Vec<Token>>, Option<Vec<Token>>), TensorError> {
+    let bad = |reason: String| TensorError::Einsum {
+        spec: text.to_owned(),
+        reason,
+    };
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match compact.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (&compact[..], None),
+    };
+    let list = |s: &str| -> Result<Vec<Token>, TensorError> {
+        let mut out = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("...") {
+                if out.contains(&Token::Ellipsis) {
+                    return Err(bad(format!("`{s}` has two ellipses")));
+                }
+                out.push(Token::Ellipsis);
+                rest = after;
+            } else if c.is_ascii_alphabetic() {
+                out.push(Token::Label(c));
+                rest = &rest[1..];
+            } else {
+                return Err(bad(format!("`{c}` is not a label (labels are a-z, A-Z)")));
+            }
+        }
+        Ok(out)
+    };
+    let operands = lhs.split(',').count();
+    if operands > MAX_EINSUM_OPERANDS {
+        return Err(bad(format!(
+            "{operands} operands; at most {MAX_EINSUM_OPERANDS} are taken"
+        )));
+    }
+    let inputs = lhs.split(',').map(list).collect::<Result<Vec<_>, _>>()?;
+    let output = rhs.map(list).transpose()?;
+    Ok((inputs, output))
+}
+
 impl Spec {
     /// Parses `"ij,jk->ik"`; without `->`, the output is every label that
     /// appears once, in alphabetical order (NumPy's implicit mode).
@@ -60,48 +109,176 @@ impl Spec {
     }
 
     fn parse_new(text: &str) -> Result<Spec, TensorError> {
+        let (inputs, output) = tokens(text)?;
+        let plain = |list: Vec<Token>| -> Result<Vec<char>, TensorError> {
+            list.into_iter()
+                .map(|t| match t {
+                    Token::Label(c) => Ok(c),
+                    Token::Ellipsis => Err(TensorError::Einsum {
+                        spec: text.to_owned(),
+                        reason: "an ellipsis (`...`) needs the operands' shapes: parse with \
+                                 `EinsumSpec::parse_for` (lanes and programs do)"
+                            .into(),
+                    }),
+                })
+                .collect()
+        };
+        let inputs = inputs
+            .into_iter()
+            .map(plain)
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = output.map(plain).transpose()?;
+        Spec::build(text, inputs, output)
+    }
+
+    /// Parses `text` for operands of these shapes, as NumPy does: an
+    /// ellipsis (`...`) stands for the axes an operand has beyond its
+    /// labels, broadcast across the operands right-aligned (an operand may
+    /// have fewer of them, or none), and an axis of extent 1 broadcasts
+    /// against the same label's extent in another operand (`ij,ij->j` of
+    /// `[1, 3]` and `[4, 3]`). The result is an ordinary specification
+    /// whose labels are those axes made explicit; its text is `text`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::parse`]; [`TensorError::Einsum`] for an operand with
+    /// fewer axes than labels, an explicit output without `...` while the
+    /// operands have broadcast axes, or more axes than there are labels.
+    pub fn parse_for(text: &str, shapes: &[&[usize]]) -> Result<Spec, TensorError> {
+        if !text.contains("...") {
+            let spec = Spec::parse(text)?;
+            // The common case: nothing to broadcast (or an arity or rank
+            // mismatch, which `infer` reports in its own words).
+            let fits = spec.inputs.len() != shapes.len()
+                || spec
+                    .inputs
+                    .iter()
+                    .zip(shapes)
+                    .any(|(l, s)| l.len() != s.len())
+                || spec.extents(shapes.iter().copied()).is_ok();
+            if fits {
+                return Ok(spec);
+            }
+        }
         let bad = |reason: String| TensorError::Einsum {
             spec: text.to_owned(),
             reason,
         };
-        let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let (lhs, rhs) = match compact.split_once("->") {
-            Some((l, r)) => (l, Some(r)),
-            None => (&compact[..], None),
+        let (inputs, output) = tokens(text)?;
+        if inputs.len() != shapes.len() {
+            return Err(bad(format!(
+                "{} operands in the subscripts, {} given",
+                inputs.len(),
+                shapes.len()
+            )));
+        }
+        let mut unused = ('A'..='Z')
+            .chain('a'..='z')
+            .filter(|c| !text.contains(*c))
+            .collect::<Vec<char>>()
+            .into_iter();
+        let mut fresh = || {
+            unused
+                .next()
+                .ok_or_else(|| bad("more axes than the 52 labels".into()))
         };
-        let label_list = |s: &str| -> Result<Vec<char>, TensorError> {
-            if s.contains("...") {
-                return Err(bad("ellipsis (`...`) is not supported".into()));
-            }
-            s.chars()
-                .map(|c| {
-                    if c.is_ascii_alphabetic() {
-                        Ok(c)
-                    } else {
-                        Err(bad(format!("`{c}` is not a label (labels are a-z, A-Z)")))
-                    }
+        // Broadcast axes per operand, and the most of any.
+        let mut ranks = Vec::with_capacity(inputs.len());
+        for (i, (list, shape)) in inputs.iter().zip(shapes).enumerate() {
+            let labels = list.iter().filter(|t| matches!(t, Token::Label(_))).count();
+            let has = list.contains(&Token::Ellipsis);
+            ranks.push(match (has, shape.len().checked_sub(labels)) {
+                (true, Some(r)) => r,
+                (true, None) => {
+                    return Err(bad(format!(
+                        "operand {i} has {} axes but {labels} labels besides `...`",
+                        shape.len()
+                    )))
+                }
+                (false, _) => 0,
+            });
+        }
+        let broadcast = ranks.iter().copied().max().unwrap_or(0);
+        let ellipsis: Vec<char> = (0..broadcast).map(|_| fresh()).collect::<Result<_, _>>()?;
+        let expand = |list: &[Token], rank: usize| -> Vec<char> {
+            list.iter()
+                .flat_map(|t| match t {
+                    Token::Label(c) => vec![*c],
+                    Token::Ellipsis => ellipsis[broadcast - rank..].to_vec(),
                 })
                 .collect()
         };
-        let operands = lhs.split(',').count();
-        if operands > MAX_EINSUM_OPERANDS {
-            return Err(bad(format!(
-                "{operands} operands; at most {MAX_EINSUM_OPERANDS} are taken"
-            )));
+        let mut labels: Vec<Vec<char>> = inputs
+            .iter()
+            .zip(&ranks)
+            .map(|(list, &r)| expand(list, r))
+            .collect();
+        let output = match output {
+            Some(out) => {
+                if broadcast > 0 && !out.contains(&Token::Ellipsis) {
+                    return Err(bad(format!(
+                        "the operands have {broadcast} axes under `...` but the output has no `...`"
+                    )));
+                }
+                expand(&out, broadcast)
+            }
+            // NumPy's implicit output: the broadcast axes, then the labels
+            // that appear once, in order.
+            None => {
+                let mut count: BTreeMap<char, usize> = BTreeMap::new();
+                for &c in labels.iter().flatten() {
+                    *count.entry(c).or_default() += 1;
+                }
+                let once = count
+                    .iter()
+                    .filter(|&(c, &n)| n == 1 && !ellipsis.contains(c))
+                    .map(|(&c, _)| c);
+                ellipsis.iter().copied().chain(once).collect()
+            }
+        };
+        // An axis of extent 1 against a longer one of its label is that
+        // operand's own label, summed over its one element.
+        let mut longest: BTreeMap<char, usize> = BTreeMap::new();
+        for (list, shape) in labels.iter().zip(shapes) {
+            if list.len() == shape.len() {
+                for (&c, &d) in list.iter().zip(shape.iter()) {
+                    let e = longest.entry(c).or_insert(d);
+                    *e = (*e).max(d);
+                }
+            }
         }
-        let inputs = lhs
-            .split(',')
-            .map(label_list)
-            .collect::<Result<Vec<_>, _>>()?;
+        for (list, shape) in labels.iter_mut().zip(shapes) {
+            if list.len() != shape.len() {
+                continue; // `infer` names it
+            }
+            for (c, &d) in list.iter_mut().zip(shape.iter()) {
+                if d == 1 && longest[c] > 1 {
+                    *c = fresh()?;
+                }
+            }
+        }
+        Spec::build(text, labels, Some(output))
+    }
+
+    /// The specification of these labels; the output, if not given, is
+    /// every label that appears once, in alphabetical order.
+    fn build(
+        text: &str,
+        inputs: Vec<Vec<char>>,
+        output: Option<Vec<char>>,
+    ) -> Result<Spec, TensorError> {
+        let bad = |reason: String| TensorError::Einsum {
+            spec: text.to_owned(),
+            reason,
+        };
         let mut count: BTreeMap<char, usize> = BTreeMap::new();
         for labels in &inputs {
             for &c in labels {
                 *count.entry(c).or_default() += 1;
             }
         }
-        let output = match rhs {
-            Some(r) => {
-                let out = label_list(r)?;
+        let output = match output {
+            Some(out) => {
                 for (i, c) in out.iter().enumerate() {
                     if out[..i].contains(c) {
                         return Err(bad(format!("output label `{c}` appears twice")));

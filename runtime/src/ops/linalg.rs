@@ -23,14 +23,19 @@ impl<E: TensorEngine> Lane<E> {
     /// `einsum` with NumPy subscripts (`"ij,jk->ik"`, traces and repeated
     /// labels included), lowered to permutations and batched GEMM with a
     /// greedy contraction order. The spec is parsed and checked against the
-    /// operands here, at the call site.
+    /// operands here, at the call site, as NumPy's: `...` and extent-1
+    /// axes broadcast (see [`EinsumSpec::parse_for`]).
     ///
     /// # Errors
     ///
     /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
     /// as [`Lane::apply`].
     pub fn einsum(&self, spec: &str, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Einsum(EinsumSpec::parse(spec)?), inputs)
+        let shapes: Vec<&[usize]> = inputs.iter().map(|h| h.shape()).collect();
+        self.apply(
+            TensorOp::Einsum(EinsumSpec::parse_for(spec, &shapes)?),
+            inputs,
+        )
     }
 
     /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
