@@ -331,3 +331,40 @@ fn a_bad_index_fails_the_op_on_the_actor_and_loses_nothing() {
     assert!(f64s(&positive).iter().all(|&v| v > 0.0));
     assert_eq!(f64s(&wait_ok(lane.download(&x).unwrap())), f64s(&self::x()));
 }
+
+#[test]
+fn broadcast_in_dim_maps_each_axis_and_repeats_the_others() {
+    let x = Tensor::from_vec((0..6i32).collect(), &[2, 3]).unwrap();
+    // x[i, j] lands at out[j, k, i] for every k.
+    let got = run(
+        TensorOp::BroadcastInDim {
+            shape: vec![3, 4, 2],
+            dims: vec![2, 0],
+        },
+        &[&x],
+    )
+    .unwrap();
+    let g = got.as_slice::<i32>().unwrap();
+    for j in 0..3 {
+        for k in 0..4 {
+            for i in 0..2 {
+                assert_eq!(g[(j * 4 + k) * 2 + i], (i * 3 + j) as i32);
+            }
+        }
+    }
+    // An extent-1 axis broadcasts; a mismatch and a repeated dimension are refused.
+    let row = Tensor::from_vec(vec![7.0f64, 8.0], &[1, 2]).unwrap();
+    let op = |shape: Vec<usize>, dims: Vec<usize>| TensorOp::BroadcastInDim { shape, dims };
+    let b = run(op(vec![2, 3, 2], vec![0, 2]), &[&row]).unwrap();
+    assert_eq!(
+        f64s(&b),
+        [7.0, 8.0, 7.0, 8.0, 7.0, 8.0, 7.0, 8.0, 7.0, 8.0, 7.0, 8.0]
+    );
+    let err = run(op(vec![2, 3], vec![0, 1]), &[&row]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "broadcast_in_dim of shape [1, 2]: axis 1 of extent 2 cannot become axis 1 of extent 3"
+    );
+    let err = run(op(vec![2, 2], vec![1, 1]), &[&row]).unwrap_err();
+    assert!(err.to_string().contains("given twice"), "{err}");
+}

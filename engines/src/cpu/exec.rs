@@ -131,6 +131,12 @@ fn kernel(
         TensorOp::Slice(axes) => one(structural::slice(inputs[0], axes)),
         TensorOp::Reverse(axes) => one(structural::reverse(inputs[0], axes)),
         TensorOp::BroadcastTo(shape) => one(structural::broadcast_to(inputs[0], shape)),
+        TensorOp::BroadcastInDim { shape, dims } => {
+            one(
+                crate::ops::broadcast_in_dim_view(inputs[0].shape(), shape, dims)
+                    .and_then(|v| structural::view(inputs[0], &v)),
+            )
+        }
         TensorOp::Concatenate { axis, .. } => one(structural::concatenate(inputs, *axis)),
         TensorOp::Pad { widths, value } => one(structural::pad(inputs[0], widths, *value)),
         TensorOp::Diagonal => one(structural::diagonal(inputs[0])),

@@ -71,7 +71,10 @@ use crate::engine::{
     DeviceError, EngineMemory, ExecError, NotResident, Place, TensorEngine, TensorId, Unsupported,
 };
 use crate::layout::View;
-use crate::ops::{broadcast_view, diagonal_view, permute_view, reverse_view, slice_view, TensorOp};
+use crate::ops::{
+    broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
+    TensorOp,
+};
 use crate::tensor::{DType, Data, Tensor, TensorError};
 use access::Tracker;
 use exec::{Exec, Value};
@@ -457,6 +460,7 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::Slice(_)
         | TensorOp::Reverse(_)
         | TensorOp::BroadcastTo(_)
+        | TensorOp::BroadcastInDim { .. }
         | TensorOp::Diagonal
         | TensorOp::Concatenate { .. }
         | TensorOp::Matmul
@@ -576,6 +580,10 @@ impl TensorEngine for CudaEngine {
                 TensorOp::BroadcastTo(shape) => {
                     gather(&mut x, broadcast_view(&resident[0].shape, shape))?
                 }
+                TensorOp::BroadcastInDim { shape, dims } => gather(
+                    &mut x,
+                    broadcast_in_dim_view(&resident[0].shape, shape, dims),
+                )?,
                 TensorOp::Diagonal => gather(&mut x, diagonal_view(&resident[0].shape))?,
                 TensorOp::Concatenate { axis, .. } => x.concatenate(&resident, *axis, out_shape)?,
                 TensorOp::Matmul => x.matmul(resident[0], resident[1], out_shape)?,

@@ -26,10 +26,11 @@ pub use matmul::matmul_shape;
 pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
 pub use samples::samples;
 pub use structural::{
-    broadcast_to_meta, check_axes, concat_meta, permute_meta, reshape_meta, slice_meta, SliceAxis,
+    broadcast_in_dim_meta, broadcast_to_meta, check_axes, concat_meta, permute_meta, reshape_meta,
+    slice_meta, SliceAxis,
 };
 pub(crate) use structural::{
-    broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
+    broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
 };
 pub use unary::UnaryOp;
 
@@ -145,6 +146,15 @@ pub enum TensorOp {
     Reverse(Vec<usize>),
     /// Repeated along broadcast axes to this shape.
     BroadcastTo(Vec<usize>),
+    /// The input's axis `i` as output axis `dims[i]` of `shape` (of the
+    /// same extent, or from extent 1), the other axes repeated
+    /// (StableHLO's `broadcast_in_dim`).
+    BroadcastInDim {
+        /// The output's shape.
+        shape: Vec<usize>,
+        /// The output axis of each input axis.
+        dims: Vec<usize>,
+    },
     /// The inputs (this many) joined along `axis`.
     Concatenate {
         /// The axis.
@@ -250,6 +260,7 @@ impl TensorOp {
             TensorOp::Slice(_) => "slice",
             TensorOp::Reverse(_) => "reverse",
             TensorOp::BroadcastTo(_) => "broadcast_to",
+            TensorOp::BroadcastInDim { .. } => "broadcast_in_dim",
             TensorOp::Concatenate { .. } => "concatenate",
             TensorOp::Pad { .. } => "pad",
             TensorOp::Diagonal => "diagonal",
@@ -291,6 +302,7 @@ impl TensorOp {
             | TensorOp::Slice(_)
             | TensorOp::Reverse(_)
             | TensorOp::BroadcastTo(_)
+            | TensorOp::BroadcastInDim { .. }
             | TensorOp::Pad { .. }
             | TensorOp::Diagonal
             | TensorOp::DiagEmbed
@@ -523,6 +535,13 @@ impl TensorOp {
                 dtype: inputs[0].dtype,
                 shape: broadcast_to_meta(&inputs[0].shape, shape)?,
             }),
+            TensorOp::BroadcastInDim { shape, dims } => {
+                broadcast_in_dim_meta(&inputs[0].shape, shape, dims)?;
+                Ok(Meta {
+                    dtype: inputs[0].dtype,
+                    shape: shape.clone(),
+                })
+            }
             TensorOp::Concatenate { axis, .. } => {
                 if inputs.is_empty() {
                     return Err(TensorError::Concat {

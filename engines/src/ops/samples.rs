@@ -92,6 +92,10 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
         ]),
         TensorOp::Reverse(vec![1]),
         TensorOp::BroadcastTo(vec![4, 2, 3]),
+        TensorOp::BroadcastInDim {
+            shape: vec![3, 4, 2],
+            dims: vec![2, 0],
+        },
         TensorOp::Concatenate { axis: 0, inputs: 2 },
         TensorOp::Pad {
             widths: vec![(1, 0), (0, 2)],
@@ -151,6 +155,7 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         | TensorOp::Slice(_)
         | TensorOp::Reverse(_)
         | TensorOp::BroadcastTo(_)
+        | TensorOp::BroadcastInDim { .. }
         | TensorOp::Pad { .. }
         | TensorOp::Diagonal
         | TensorOp::DiagEmbed

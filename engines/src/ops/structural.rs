@@ -220,6 +220,74 @@ pub(crate) fn broadcast_view(from: &[usize], shape: &[usize]) -> Result<View, Te
     })
 }
 
+/// Checks `broadcast_in_dim` of `from` to `shape`: input axis `i` becomes
+/// output axis `dims[i]` (each once), of the same extent or from extent
+/// 1; the other output axes repeat.
+///
+/// # Errors
+///
+/// [`TensorError::Broadcast`] naming the axes that do not fit.
+pub fn broadcast_in_dim_meta(
+    from: &[usize],
+    shape: &[usize],
+    dims: &[usize],
+) -> Result<(), TensorError> {
+    let bad = |reason: String| TensorError::Slice {
+        op: "broadcast_in_dim",
+        shape: from.to_vec(),
+        reason,
+    };
+    if dims.len() != from.len() {
+        return Err(bad(format!(
+            "{} dimensions for a rank-{} tensor",
+            dims.len(),
+            from.len()
+        )));
+    }
+    let mut seen = vec![false; shape.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if d >= shape.len() || std::mem::replace(&mut seen[d], true) {
+            return Err(bad(format!(
+                "dimension {d} of axis {i} is out of range or given twice for a rank-{} result",
+                shape.len()
+            )));
+        }
+        if from[i] != 1 && from[i] != shape[d] {
+            return Err(bad(format!(
+                "axis {i} of extent {} cannot become axis {d} of extent {}",
+                from[i], shape[d]
+            )));
+        }
+    }
+    if element_count(shape).is_none() {
+        return Err(TensorError::TooLarge {
+            shape: shape.to_vec(),
+        });
+    }
+    Ok(())
+}
+
+/// The view that `broadcast_in_dim` copies out.
+pub(crate) fn broadcast_in_dim_view(
+    from: &[usize],
+    shape: &[usize],
+    dims: &[usize],
+) -> Result<View, TensorError> {
+    broadcast_in_dim_meta(from, shape, dims)?;
+    let own = row_major(from);
+    let mut strides = vec![0; shape.len()];
+    for (i, &d) in dims.iter().enumerate() {
+        if from[i] != 1 {
+            strides[d] = own[i];
+        }
+    }
+    Ok(View {
+        shape: shape.to_vec(),
+        strides,
+        base: 0,
+    })
+}
+
 /// The view that [`diagonal`] copies out.
 pub(crate) fn diagonal_view(shape: &[usize]) -> Result<View, TensorError> {
     let r = shape.len();

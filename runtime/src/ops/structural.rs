@@ -70,6 +70,27 @@ impl<E: TensorEngine> Lane<E> {
         self.apply(TensorOp::BroadcastTo(shape.to_vec()), &[x])
     }
 
+    /// `x`'s axis `i` as axis `dims[i]` of a tensor of `shape` (of the
+    /// same extent, or from extent 1), the other axes repeated
+    /// (StableHLO's `broadcast_in_dim`; `dims` need not be sorted).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a dimension out of range or given twice, an
+    /// extent that does not fit.
+    pub fn broadcast_in_dim(
+        &self,
+        x: &TensorHandle,
+        shape: &[usize],
+        dims: &[usize],
+    ) -> Result<TensorHandle, OpError> {
+        let op = TensorOp::BroadcastInDim {
+            shape: shape.to_vec(),
+            dims: dims.to_vec(),
+        };
+        self.apply(op, &[x])
+    }
+
     /// The tensors joined along `axis`.
     ///
     /// # Errors
