@@ -39,9 +39,12 @@ enum Token {
     Ellipsis,
 }
 
+/// The subscripts of one operand or of the output.
+type Subscript = Vec<Token>;
+
 /// The subscripts of `text` as tokens: one list per operand, and the
 /// output's if it has `->`.
-fn tokens(text: &str) -> Result<(Vec<Vec<Token>>, Option<Vec<Token>>), TensorError> {
+fn tokens(text: &str) -> Result<(Vec<Subscript>, Option<Subscript>), TensorError> {
     let bad = |reason: String| TensorError::Einsum {
         spec: text.to_owned(),
         reason,
