@@ -900,3 +900,76 @@ fn structural_ops_move_every_type() {
     let r = run(&TensorOp::Reverse(vec![1]), &[&i]).unwrap();
     assert_eq!(values::<i64>(&r), [3, 2, 1, 6, 5, 4]);
 }
+
+#[test]
+fn accumulating_products_and_axpby_against_plain_loops() {
+    use weft::{c32, MatOp};
+    // a [2, 3, 4] read transposed or as its adjoint, b [2, 3, 5], c [2, 4, 5].
+    let value =
+        |i: usize, seed: f32| c32::new((i as f32 * 0.37 + seed).sin(), (i as f32 * 0.11).cos());
+    let av: Vec<c32> = (0..24).map(|i| value(i, 0.1)).collect();
+    let bv: Vec<c32> = (0..30).map(|i| value(i, 0.7)).collect();
+    let cv: Vec<c32> = (0..40).map(|i| value(i, 1.3)).collect();
+    let a = Tensor::from_vec(av.clone(), &[2, 3, 4]).unwrap();
+    let b = Tensor::from_vec(bv.clone(), &[2, 3, 5]).unwrap();
+    let c = Tensor::from_vec(cv.clone(), &[2, 4, 5]).unwrap();
+    let (alpha, beta) = (c32::new(0.5, -2.0), c32::new(-1.5, 0.25));
+    for a_op in [MatOp::T, MatOp::H] {
+        let op = TensorOp::Gemm {
+            alpha: Scalar::Complex(c64::new(0.5, -2.0)),
+            beta: Scalar::Complex(c64::new(-1.5, 0.25)),
+            a: a_op,
+            b: MatOp::NONE,
+        };
+        let got = values::<c32>(&run(&op, &[&a, &b, &c]).unwrap());
+        for n in 0..2 {
+            for i in 0..4 {
+                for j in 0..5 {
+                    let mut sum = c32::new(0.0, 0.0);
+                    for k in 0..3 {
+                        let x = av[n * 12 + k * 4 + i];
+                        let x = if a_op.conjugate { x.conj() } else { x };
+                        sum += x * bv[n * 15 + k * 5 + j];
+                    }
+                    let want = alpha * sum + beta * cv[n * 20 + i * 5 + j];
+                    let g = got[n * 20 + i * 5 + j];
+                    assert!(
+                        (g - want).norm() < 1e-5,
+                        "{a_op:?} [{n}, {i}, {j}]: {g} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+    // beta = 0 does not read c: its NaNs do not reach the result.
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let nan = Tensor::from_vec(vec![f64::NAN; 4], &[2, 2]).unwrap();
+    let op = TensorOp::Gemm {
+        alpha: Scalar::Real(1.0),
+        beta: Scalar::Real(0.0),
+        a: MatOp::NONE,
+        b: MatOp::T,
+    };
+    assert_eq!(
+        values::<f64>(&run(&op, &[&x, &x, &nan]).unwrap()),
+        [5.0, 11.0, 11.0, 25.0]
+    );
+    let wrong = Tensor::from_vec(vec![0.0f64; 2], &[1, 2]).unwrap();
+    let err = run(&op, &[&x, &x, &wrong]).unwrap_err();
+    assert!(matches!(err, TensorError::MatmulShapes { .. }), "{err}");
+    // axpby, broadcast.
+    let y = Tensor::from_vec(vec![10.0f64, 20.0], &[2]).unwrap();
+    let op = TensorOp::Axpby {
+        alpha: Scalar::Real(2.0),
+        beta: Scalar::Real(-0.5),
+    };
+    assert_eq!(
+        values::<f64>(&run(&op, &[&x, &y]).unwrap()),
+        [-3.0, -6.0, 1.0, -2.0]
+    );
+    let i = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+    assert!(matches!(
+        run(&op, &[&i, &i]),
+        Err(TensorError::Unsupported { .. })
+    ));
+}

@@ -217,6 +217,8 @@ fn coverage_table() {
         [
             "floor_div",
             "rem",
+            "gemm",
+            "axpby",
             "qr",
             "svd",
             "eigh",

@@ -78,7 +78,7 @@ pub use ops::DomainMemory;
 pub use weft_engines::ops::MAX_EINSUM_OPERANDS;
 pub use weft_engines::{
     c32, c64, ArgOp, BinaryOp, CmpOp, DType, Data, Distribution, EinsumSpec, Element, Field,
-    Linalg, Meta, NotResident, Place, ReduceOp, Scalar, ScatterMode, SliceAxis, Tensor,
+    Linalg, MatOp, Meta, NotResident, Place, ReduceOp, Scalar, ScatterMode, SliceAxis, Tensor,
     TensorError, TensorId, TensorOp, UnaryOp,
 };
 // Programs: a computation recorded once and run as one op.

@@ -81,6 +81,22 @@ fn kernel(
         TensorOp::Binary(op) => one(elementwise::binary(*op, inputs[0], inputs[1], parallel)),
         TensorOp::Unary(op) => one(unary::apply(*op, inputs[0], parallel)),
         TensorOp::Matmul => one(gemm::matmul(inputs[0], inputs[1], compute)),
+        TensorOp::Gemm { alpha, beta, a, b } => {
+            one(gemm::accumulate(inputs, [*a, *b], [*alpha, *beta], compute))
+        }
+        TensorOp::Axpby { alpha, beta } => {
+            let scaled = |x: &Tensor, s: crate::ops::Scalar| {
+                let s = create::full(x.dtype(), &[], s)?;
+                elementwise::binary(crate::ops::BinaryOp::Mul, x, &s, parallel)
+            };
+            let (x, y) = (scaled(inputs[0], *alpha)?, scaled(inputs[1], *beta)?);
+            one(elementwise::binary(
+                crate::ops::BinaryOp::Add,
+                &x,
+                &y,
+                parallel,
+            ))
+        }
         TensorOp::Reduce {
             op,
             axes,

@@ -47,6 +47,60 @@ pub(super) fn matmul(lhs: &Tensor, rhs: &Tensor, compute: Compute) -> Result<Ten
     matmul_as(lhs, lhs.shape(), rhs, rhs.shape(), compute)
 }
 
+/// `alpha · op(a) @ op(b) + beta · c` of `inputs = [a, b, c]`: the
+/// operands read as `ops` say (a transpose is a permuting copy, a
+/// conjugate a map), `c` not read when `beta` is 0.
+///
+/// # Errors
+///
+/// As [`TensorOp::infer`](crate::TensorOp::infer) of a gemm.
+pub(super) fn accumulate(
+    inputs: &[&Tensor],
+    ops: [crate::ops::MatOp; 2],
+    [alpha, beta]: [crate::ops::Scalar; 2],
+    compute: Compute,
+) -> Result<Tensor, TensorError> {
+    use super::{create, elementwise, structural, unary};
+    use crate::ops::{BinaryOp, UnaryOp};
+    let parallel = compute.parallel();
+    let read = |t: &Tensor, op: crate::ops::MatOp| -> Result<Option<Tensor>, TensorError> {
+        let mut out: Option<Tensor> = None;
+        if op.transpose && t.shape().len() >= 2 {
+            let r = t.shape().len();
+            let mut perm: Vec<usize> = (0..r).collect();
+            perm.swap(r - 2, r - 1);
+            out = Some(structural::permute(t, &perm, parallel)?);
+        }
+        if op.conjugate && t.dtype().is_complex() {
+            out = Some(unary::apply(
+                UnaryOp::Conj,
+                out.as_ref().unwrap_or(t),
+                parallel,
+            )?);
+        }
+        Ok(out)
+    };
+    let (a, b) = (read(inputs[0], ops[0])?, read(inputs[1], ops[1])?);
+    let product = matmul(
+        a.as_ref().unwrap_or(inputs[0]),
+        b.as_ref().unwrap_or(inputs[1]),
+        compute,
+    )?;
+    let scale = |x: &Tensor, s| {
+        let s = create::full(x.dtype(), &[], s)?;
+        elementwise::binary(BinaryOp::Mul, x, &s, parallel)
+    };
+    let scaled = if alpha.parts() == (1.0, 0.0) {
+        product
+    } else {
+        scale(&product, alpha)?
+    };
+    if beta.parts() == (0.0, 0.0) {
+        return Ok(scaled);
+    }
+    elementwise::binary(BinaryOp::Add, &scaled, &scale(inputs[2], beta)?, parallel)
+}
+
 /// [`matmul`] of `lhs` and `rhs` read as tensors of shapes `lhs_shape` and
 /// `rhs_shape` (same element counts): a reshape that copies nothing.
 ///

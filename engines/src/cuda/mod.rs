@@ -446,7 +446,9 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::Scatter { .. }
         | TensorOp::DynamicSlice { .. }
         | TensorOp::DynamicUpdateSlice
-        | TensorOp::Compress { .. } => Some("no kernel yet"),
+        | TensorOp::Compress { .. }
+        | TensorOp::Gemm { .. }
+        | TensorOp::Axpby { .. } => Some("no kernel yet"),
         TensorOp::Binary(op) | TensorOp::BinaryScalar { op, .. } => {
             exec::binary_code(*op).is_none().then_some("no kernel yet")
         }
@@ -609,7 +611,9 @@ impl TensorEngine for CudaEngine {
                 | TensorOp::Scatter { .. }
                 | TensorOp::DynamicSlice { .. }
                 | TensorOp::DynamicUpdateSlice
-                | TensorOp::Compress { .. } => return Err(unsupported(missing(op, input_dtype))),
+                | TensorOp::Compress { .. }
+                | TensorOp::Gemm { .. }
+                | TensorOp::Axpby { .. } => return Err(unsupported(missing(op, input_dtype))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

@@ -1,4 +1,5 @@
-//! The product vocabulary: the shape rule of batched matrix products.
+//! The product vocabulary: the shape rule of batched matrix products, and
+//! how an accumulating product reads its operands.
 
 use crate::layout::broadcast_shapes;
 use crate::tensor::{element_count, TensorError};
@@ -31,4 +32,43 @@ pub fn matmul_shape(lhs: &[usize], rhs: &[usize]) -> Result<Vec<usize>, TensorEr
         return Err(TensorError::TooLarge { shape: out });
     }
     Ok(out)
+}
+
+/// How an accumulating product reads an operand: as it is, transposed
+/// (its last two axes swapped), conjugated, or both (the adjoint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MatOp {
+    /// Swap the last two axes.
+    pub transpose: bool,
+    /// Conjugate each element (nothing for real types).
+    pub conjugate: bool,
+}
+
+impl MatOp {
+    /// The operand as it is.
+    pub const NONE: MatOp = MatOp {
+        transpose: false,
+        conjugate: false,
+    };
+    /// The operand transposed.
+    pub const T: MatOp = MatOp {
+        transpose: true,
+        conjugate: false,
+    };
+    /// The operand's adjoint (conjugate transpose).
+    pub const H: MatOp = MatOp {
+        transpose: true,
+        conjugate: true,
+    };
+
+    /// The shape the product sees: `shape` with its last two axes
+    /// swapped when transposed.
+    pub fn shape(self, shape: &[usize]) -> Vec<usize> {
+        let mut s = shape.to_vec();
+        let r = s.len();
+        if self.transpose && r >= 2 {
+            s.swap(r - 2, r - 1);
+        }
+        s
+    }
 }

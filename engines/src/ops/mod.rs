@@ -22,7 +22,7 @@ pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, 
 pub(crate) use index::clamp_start;
 pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};
 pub use linalg::Linalg;
-pub use matmul::matmul_shape;
+pub use matmul::{matmul_shape, MatOp};
 pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
 pub use samples::samples;
 pub use structural::{
@@ -57,6 +57,26 @@ pub enum TensorOp {
     Unary(UnaryOp),
     /// `a @ b`, batched, batch axes broadcast.
     Matmul,
+    /// `alpha · op(a) @ op(b) + beta · c` (BLAS's `gemm`, batched as
+    /// matmul): `c` has the product's shape and is not read when `beta`
+    /// is 0 (its NaNs do not reach the result). Inputs: `a`, `b`, `c`.
+    Gemm {
+        /// The product's scale.
+        alpha: Scalar,
+        /// `c`'s scale.
+        beta: Scalar,
+        /// How `a` is read.
+        a: MatOp,
+        /// How `b` is read.
+        b: MatOp,
+    },
+    /// `alpha · x + beta · y`, broadcast (floats and complexes).
+    Axpby {
+        /// `x`'s scale.
+        alpha: Scalar,
+        /// `y`'s scale.
+        beta: Scalar,
+    },
     /// A decomposition or solve through faer.
     Linalg(Linalg),
     /// `einsum` over the operands, as the parsed specification says.
@@ -242,6 +262,8 @@ impl TensorOp {
             TensorOp::Binary(op) => op.name(),
             TensorOp::Unary(op) => op.name(),
             TensorOp::Matmul => "matmul",
+            TensorOp::Gemm { .. } => "gemm",
+            TensorOp::Axpby { .. } => "axpby",
             TensorOp::Linalg(op) => op.name(),
             TensorOp::Einsum(_) => "einsum",
             TensorOp::Reduce { op, .. } => op.name(),
@@ -308,13 +330,17 @@ impl TensorOp {
             | TensorOp::DiagEmbed
             | TensorOp::Triangle { .. } => 1,
             TensorOp::Binary(_)
+            | TensorOp::Axpby { .. }
             | TensorOp::Matmul
             | TensorOp::Compare(_)
             | TensorOp::Gather { .. }
             | TensorOp::DynamicSlice { .. }
             | TensorOp::Compress { .. }
             | TensorOp::Dot { .. } => 2,
-            TensorOp::Select | TensorOp::Scatter { .. } | TensorOp::DynamicUpdateSlice => 3,
+            TensorOp::Select
+            | TensorOp::Scatter { .. }
+            | TensorOp::DynamicUpdateSlice
+            | TensorOp::Gemm { .. } => 3,
             TensorOp::Concatenate { inputs, .. } => *inputs,
             TensorOp::Linalg(op) => op.arity(),
             TensorOp::Einsum(spec) => spec.arity(),
@@ -338,7 +364,12 @@ impl TensorOp {
         // Products and decompositions compute in a field (faer's).
         if matches!(
             self,
-            TensorOp::Matmul | TensorOp::Einsum(_) | TensorOp::Linalg(_) | TensorOp::Dot { .. }
+            TensorOp::Matmul
+                | TensorOp::Gemm { .. }
+                | TensorOp::Axpby { .. }
+                | TensorOp::Einsum(_)
+                | TensorOp::Linalg(_)
+                | TensorOp::Dot { .. }
         ) {
             if let Some(m) = inputs.iter().find(|m| !m.dtype.is_field()) {
                 return Err(TensorError::Unsupported {
@@ -394,6 +425,39 @@ impl TensorOp {
                 Ok(Meta {
                     dtype: a.dtype,
                     shape: matmul_shape(&a.shape, &b.shape)?,
+                })
+            }
+            TensorOp::Gemm { alpha, beta, a, b } => {
+                let (x, y, c) = (&inputs[0], &inputs[1], &inputs[2]);
+                for m in [y, c] {
+                    if m.dtype != x.dtype {
+                        return Err(TensorError::MixedDTypes {
+                            op: "gemm",
+                            lhs: x.dtype,
+                            rhs: m.dtype,
+                        });
+                    }
+                }
+                alpha.check(x.dtype)?;
+                beta.check(x.dtype)?;
+                let shape = matmul_shape(&a.shape(&x.shape), &b.shape(&y.shape))?;
+                if c.shape != shape {
+                    return Err(TensorError::MatmulShapes {
+                        lhs: c.shape.clone(),
+                        rhs: shape,
+                        reason: "the accumulated tensor must have the product's shape",
+                    });
+                }
+                Ok(c.clone())
+            }
+            TensorOp::Axpby { alpha, beta } => {
+                let (x, y) = (&inputs[0], &inputs[1]);
+                alpha.check(x.dtype)?;
+                beta.check(x.dtype)?;
+                let shape = check_binary_meta(BinaryOp::Add, x.dtype, &x.shape, y.dtype, &y.shape)?;
+                Ok(Meta {
+                    dtype: x.dtype,
+                    shape,
                 })
             }
             TensorOp::Reduce {

@@ -3,8 +3,8 @@
 //! way to run the whole vocabulary on an engine.
 
 use super::{
-    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, Meta, ReduceOp, Scalar, ScatterMode,
-    SliceAxis, TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, Meta, ReduceOp, Scalar,
+    ScatterMode, SliceAxis, TensorOp, UnaryOp,
 };
 use crate::tensor::DType;
 
@@ -28,6 +28,16 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
     ops.extend(BinaryOp::ALL.map(TensorOp::Binary));
     ops.extend(UnaryOp::ALL.map(TensorOp::Unary));
     ops.push(TensorOp::Matmul);
+    ops.push(TensorOp::Gemm {
+        alpha: Scalar::Real(2.0),
+        beta: Scalar::Real(-1.0),
+        a: MatOp::H,
+        b: MatOp::NONE,
+    });
+    ops.push(TensorOp::Axpby {
+        alpha: Scalar::Real(2.0),
+        beta: Scalar::Real(0.5),
+    });
     ops.extend(Linalg::ALL.map(TensorOp::Linalg));
     ops.push(TensorOp::Einsum(
         EinsumSpec::parse("ij,jk->ik").expect("a valid specification"),
@@ -160,7 +170,11 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         | TensorOp::Diagonal
         | TensorOp::DiagEmbed
         | TensorOp::Triangle { .. } => vec![matrix],
-        TensorOp::Binary(_) | TensorOp::Compare(_) => vec![matrix.clone(), matrix],
+        TensorOp::Binary(_) | TensorOp::Compare(_) | TensorOp::Axpby { .. } => {
+            vec![matrix.clone(), matrix]
+        }
+        // aᴴ [3, 2] @ b [2, 3] + c [3, 3].
+        TensorOp::Gemm { .. } => vec![matrix.clone(), matrix, meta(&[3, 3])],
         TensorOp::Concatenate { inputs, .. } => vec![matrix; *inputs],
         TensorOp::Select => vec![
             Meta {

@@ -3,7 +3,7 @@
 // The engines crate's one kernel-module path the runtime names: the axis
 // rule that `dot_general` shares with the structural ops.
 use weft_engines::ops::check_axes;
-use weft_engines::{EinsumSpec, Linalg, TensorEngine, TensorError, TensorOp};
+use weft_engines::{EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;
@@ -36,6 +36,50 @@ impl<E: TensorEngine> Lane<E> {
             TensorOp::Einsum(EinsumSpec::parse_for(spec, &shapes)?),
             inputs,
         )
+    }
+
+    /// `alpha · op(a) @ op(b) + beta · c`, batched as [`Lane::matmul`]
+    /// (BLAS's `gemm`: `MatOp::T` transposes, `MatOp::H` takes the
+    /// adjoint); `c` has the product's shape and is not read when `beta`
+    /// is 0. The result is a new tensor; `c` is unchanged.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: shapes that do not multiply, a `c` of another
+    /// shape, integer or `bool` operands.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        alpha: Scalar,
+        a: &TensorHandle,
+        a_op: MatOp,
+        b: &TensorHandle,
+        b_op: MatOp,
+        beta: Scalar,
+        c: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let op = TensorOp::Gemm {
+            alpha,
+            beta,
+            a: a_op,
+            b: b_op,
+        };
+        self.apply(op, &[a, b, c])
+    }
+
+    /// `alpha · x + beta · y`, broadcast.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`].
+    pub fn axpby(
+        &self,
+        alpha: Scalar,
+        x: &TensorHandle,
+        beta: Scalar,
+        y: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Axpby { alpha, beta }, &[x, y])
     }
 
     /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
