@@ -287,25 +287,34 @@ fn fold<T: Field>(op: ReduceOp, values: &[T], plan: &Plan, parallel: bool) -> Da
                     x
                 }
             };
-            T::wrap(
-                Fold {
-                    run: move |run: &[T]| {
-                        run.iter()
-                            .copied()
-                            .reduce(pick)
-                            .expect("checked: max/min over at least one element")
-                    },
-                    combine: pick,
-                    strided: move |visit: Visit<'_, T>| {
-                        let mut best: Option<T> = None;
-                        visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
-                        best.expect("checked: at least one element")
-                    },
-                }
-                .each(values, plan, parallel),
-            )
+            T::wrap(extremum(values, plan, parallel, pick))
         }
     }
+}
+
+/// The reduced elements of every output folded by `pick` (max or min),
+/// associative, so chunks of a run can be picked from in parallel.
+fn extremum<T: Element>(
+    values: &[T],
+    plan: &Plan,
+    parallel: bool,
+    pick: impl Fn(T, T) -> T + Copy + Sync,
+) -> Vec<T> {
+    Fold {
+        run: move |run: &[T]| {
+            run.iter()
+                .copied()
+                .reduce(pick)
+                .expect("checked: max/min over at least one element")
+        },
+        combine: pick,
+        strided: move |visit: Visit<'_, T>| {
+            let mut best: Option<T> = None;
+            visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
+            best.expect("checked: at least one element")
+        },
+    }
+    .each(values, plan, parallel)
 }
 
 /// Whether any (`Any`) or every (`All`) reduced element is nonzero.
@@ -371,23 +380,7 @@ fn exact<T: Element + Ord>(
             } else {
                 Ord::min
             };
-            T::wrap(
-                Fold {
-                    run: move |run: &[T]| {
-                        run.iter()
-                            .copied()
-                            .reduce(pick)
-                            .expect("checked: max/min over at least one element")
-                    },
-                    combine: pick,
-                    strided: move |visit: Visit<'_, T>| {
-                        let mut best: Option<T> = None;
-                        visit(&mut |x| best = Some(best.map_or(x, |a| pick(a, x))));
-                        best.expect("checked: at least one element")
-                    },
-                }
-                .each(values, plan, parallel),
-            )
+            T::wrap(extremum(values, plan, parallel, pick))
         }
         ReduceOp::Norm | ReduceOp::Any | ReduceOp::All => {
             unreachable!("checked: norm is of fields; any and all have their own fold")
