@@ -128,6 +128,15 @@ impl Data {
         self.len() == 0
     }
 
+    /// The elements widened to `i64`, if they are integers.
+    pub(crate) fn integers(&self) -> Option<Vec<i64>> {
+        match self {
+            Data::I32(v) => Some(v.iter().map(|&i| i64::from(i)).collect()),
+            Data::I64(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
     /// `len` zeros (`false` for `Bool`) of element type `dtype`.
     pub fn zeros(dtype: DType, len: usize) -> Data {
         for_dtype!(dtype, |T| T::wrap(vec![T::ZERO; len]))

@@ -66,6 +66,27 @@ pub(super) fn binary(
     Tensor::from_parts(out_shape, data)
 }
 
+/// `x op value` (or `value op x` when `scalar_first`), the scalar made a
+/// rank-0 tensor of `x`'s type and broadcast.
+///
+/// # Errors
+///
+/// As [`binary`], and as [`Scalar::check`].
+pub(super) fn with_scalar(
+    op: BinaryOp,
+    x: &Tensor,
+    value: Scalar,
+    scalar_first: bool,
+    parallel: bool,
+) -> Result<Tensor, TensorError> {
+    let s = super::create::full(x.dtype(), &[], value)?;
+    if scalar_first {
+        binary(op, &s, x, parallel)
+    } else {
+        binary(op, x, &s, parallel)
+    }
+}
+
 /// The operands of one elementwise kernel call.
 struct Operands<'a, T> {
     a: &'a [T],
@@ -275,14 +296,11 @@ pub(crate) fn wrapping_pow<T: Integer>(base: T, exponent: T) -> T {
 /// Refuses, before any element is computed, what an integer op cannot
 /// compute: a zero divisor of `floor_div` or `rem`, a negative exponent.
 fn check_integer_operands(op: BinaryOp, rhs: &Tensor) -> Result<(), TensorError> {
-    let values: Vec<i64> = match rhs.data() {
-        Data::I32(v) if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) => {
-            v.iter().map(|&x| i64::from(x)).collect()
-        }
-        Data::I64(v) if matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) => {
-            v.clone()
-        }
-        _ => return Ok(()),
+    if !matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) {
+        return Ok(());
+    }
+    let Some(values) = rhs.data().integers() else {
+        return Ok(());
     };
     let index = |flat: usize| crate::layout::unravel(flat, rhs.shape());
     match op {

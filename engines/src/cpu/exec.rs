@@ -5,7 +5,7 @@
 use super::einsum::EinsumPlan;
 use super::gemm::Compute;
 use super::{create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
-use crate::ops::{EinsumSpec, Meta, TensorOp, UnaryOp};
+use crate::ops::{BinaryOp, EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
 
 /// Below this many output elements (or multiply-adds, for a product) an op
@@ -85,17 +85,9 @@ fn kernel(
             one(gemm::accumulate(inputs, [*a, *b], [*alpha, *beta], compute))
         }
         TensorOp::Axpby { alpha, beta } => {
-            let scaled = |x: &Tensor, s: crate::ops::Scalar| {
-                let s = create::full(x.dtype(), &[], s)?;
-                elementwise::binary(crate::ops::BinaryOp::Mul, x, &s, parallel)
-            };
+            let scaled = |x, s| elementwise::with_scalar(BinaryOp::Mul, x, s, false, parallel);
             let (x, y) = (scaled(inputs[0], *alpha)?, scaled(inputs[1], *beta)?);
-            one(elementwise::binary(
-                crate::ops::BinaryOp::Add,
-                &x,
-                &y,
-                parallel,
-            ))
+            one(elementwise::binary(BinaryOp::Add, &x, &y, parallel))
         }
         TensorOp::Reduce {
             op,
@@ -134,15 +126,13 @@ fn kernel(
             op,
             value,
             scalar_first,
-        } => {
-            let s = create::full(inputs[0].dtype(), &[], *value)?;
-            let (a, b) = if *scalar_first {
-                (&s, inputs[0])
-            } else {
-                (inputs[0], &s)
-            };
-            one(elementwise::binary(*op, a, b, parallel))
-        }
+        } => one(elementwise::with_scalar(
+            *op,
+            inputs[0],
+            *value,
+            *scalar_first,
+            parallel,
+        )),
         TensorOp::Cast(dtype) => one(Ok(structural::cast(inputs[0], *dtype))),
         TensorOp::Slice(axes) => one(structural::slice(inputs[0], axes)),
         TensorOp::Reverse(axes) => one(structural::reverse(inputs[0], axes)),

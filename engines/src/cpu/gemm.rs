@@ -60,7 +60,7 @@ pub(super) fn accumulate(
     [alpha, beta]: [crate::ops::Scalar; 2],
     compute: Compute,
 ) -> Result<Tensor, TensorError> {
-    use super::{create, elementwise, structural, unary};
+    use super::{elementwise, structural, unary};
     use crate::ops::{BinaryOp, UnaryOp};
     let parallel = compute.parallel();
     let read = |t: &Tensor, op: crate::ops::MatOp| -> Result<Option<Tensor>, TensorError> {
@@ -86,10 +86,7 @@ pub(super) fn accumulate(
         b.as_ref().unwrap_or(inputs[1]),
         compute,
     )?;
-    let scale = |x: &Tensor, s| {
-        let s = create::full(x.dtype(), &[], s)?;
-        elementwise::binary(BinaryOp::Mul, x, &s, parallel)
-    };
+    let scale = |x, s| elementwise::with_scalar(BinaryOp::Mul, x, s, false, parallel);
     let scaled = if alpha.parts() == (1.0, 0.0) {
         product
     } else {

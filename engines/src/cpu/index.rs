@@ -19,16 +19,10 @@ fn positions(
     axis: usize,
     extent: usize,
 ) -> Result<Vec<usize>, TensorError> {
-    let wide: Vec<i64> = match indices.data() {
-        Data::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
-        Data::I64(v) => v.clone(),
-        other => {
-            return Err(TensorError::Unsupported {
-                op: "indices",
-                dtype: other.dtype(),
-            })
-        }
-    };
+    let wide = indices.data().integers().ok_or(TensorError::Unsupported {
+        op: "indices",
+        dtype: indices.dtype(),
+    })?;
     let n = extent as i128;
     wide.iter()
         .enumerate()
@@ -158,16 +152,10 @@ pub(super) fn scatter(
 
 /// The start offsets, clamped so that a window of `sizes` fits.
 fn starts(starts: &Tensor, shape: &[usize], sizes: &[usize]) -> Result<Vec<usize>, TensorError> {
-    let wide: Vec<i64> = match starts.data() {
-        Data::I32(v) => v.iter().map(|&i| i64::from(i)).collect(),
-        Data::I64(v) => v.clone(),
-        other => {
-            return Err(TensorError::Unsupported {
-                op: "starts",
-                dtype: other.dtype(),
-            })
-        }
-    };
+    let wide = starts.data().integers().ok_or(TensorError::Unsupported {
+        op: "starts",
+        dtype: starts.dtype(),
+    })?;
     Ok((0..shape.len())
         .map(|a| clamp_start(wide[a], shape[a], sizes[a]))
         .collect())

@@ -152,7 +152,10 @@ impl Spec {
             let spec = Spec::parse(text)?;
             // The common case: nothing to broadcast (or an arity or rank
             // mismatch, which `infer` reports in its own words).
-            let fits = spec.inputs.len() != shapes.len()
+            // Without an axis of extent 1 nothing broadcasts: the eager
+            // path pays no walk of the extents here (`infer` makes it).
+            let fits = !shapes.iter().any(|s| s.contains(&1))
+                || spec.inputs.len() != shapes.len()
                 || spec
                     .inputs
                     .iter()

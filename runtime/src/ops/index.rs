@@ -38,11 +38,7 @@ impl<E: TensorEngine> Lane<E> {
         updates: &TensorHandle,
         axis: usize,
     ) -> Result<TensorHandle, OpError> {
-        let op = TensorOp::Scatter {
-            axis,
-            mode: ScatterMode::Set,
-        };
-        self.apply(op, &[x, indices, updates])
+        self.scatter_mode(x, indices, updates, axis, ScatterMode::Set)
     }
 
     /// As [`Lane::scatter`], adding the updates (duplicate indices all
@@ -58,11 +54,18 @@ impl<E: TensorEngine> Lane<E> {
         updates: &TensorHandle,
         axis: usize,
     ) -> Result<TensorHandle, OpError> {
-        let op = TensorOp::Scatter {
-            axis,
-            mode: ScatterMode::Add,
-        };
-        self.apply(op, &[x, indices, updates])
+        self.scatter_mode(x, indices, updates, axis, ScatterMode::Add)
+    }
+
+    fn scatter_mode(
+        &self,
+        x: &TensorHandle,
+        indices: &TensorHandle,
+        updates: &TensorHandle,
+        axis: usize,
+        mode: ScatterMode,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::Scatter { axis, mode }, &[x, indices, updates])
     }
 
     /// The window of `sizes` of `x` at the offsets in `starts` (a 1-D
