@@ -156,7 +156,7 @@ fn bond_update() -> Result<Program, BoxError> {
         let norm = p.sum(squares, &[0])?;
         let norm = p.unary(UnaryOp::Sqrt, norm)?;
         let s = p.binary(weft::BinaryOp::Div, s, norm)?;
-        let sv = p.apply(TensorOp::DiagEmbed, &[s])?;
+        let sv = p.apply(TensorOp::DiagEmbed { axes: [0, 1] }, &[s])?;
         let sv = p.matmul(sv, vh)?;
         let a = p.reshape(u, &[BOND, PHYS, BOND])?;
         let b = p.reshape(sv, &[BOND, PHYS, BOND])?;

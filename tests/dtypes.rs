@@ -889,7 +889,7 @@ fn structural_ops_move_every_type() {
         values::<bool>(&p),
         [true, true, false, true, true, true, false, false, true, true, true, true]
     );
-    let d = run(&TensorOp::Diagonal, &[&i]).unwrap();
+    let d = run(&TensorOp::Diagonal { axes: [0, 1] }, &[&i]).unwrap();
     assert_eq!(values::<i64>(&d), [1, 5]);
     let tri = run(&TensorOp::Triangle { k: 0, upper: true }, &[&i]).unwrap();
     assert_eq!(values::<i64>(&tri), [1, 2, 3, 0, 5, 6]);
@@ -972,4 +972,55 @@ fn accumulating_products_and_axpby_against_plain_loops() {
         run(&op, &[&i, &i]),
         Err(TensorError::Unsupported { .. })
     ));
+}
+
+#[test]
+fn clamp_between_tensor_bounds_broadcasts_all_three() {
+    // x [2, 3], lo per column [3], hi one for all [] — and of integers.
+    let x = Tensor::from_vec(vec![-4.0f64, 0.5, 9.0, f64::NAN, 2.0, -1.0], &[2, 3]).unwrap();
+    let lo = Tensor::from_vec(vec![-1.0f64, 1.0, 3.0], &[3]).unwrap();
+    let hi = Tensor::scalar(2.5f64);
+    let got = run(&TensorOp::ClampBetween, &[&x, &lo, &hi]).unwrap();
+    let (xv, lv) = (values::<f64>(&x), values::<f64>(&lo));
+    let want: Vec<f64> = (0..6)
+        .map(|i| {
+            let (v, l) = (xv[i], lv[i % 3]);
+            // NaN stays NaN; lo > hi gives hi (column 2: lo 3 > hi 2.5).
+            if v.is_nan() {
+                v
+            } else {
+                v.max(l).min(2.5)
+            }
+        })
+        .collect();
+    let g = values::<f64>(&got);
+    assert_eq!(got.shape(), [2, 3]);
+    for (a, b) in g.iter().zip(&want) {
+        assert!(a == b || (a.is_nan() && b.is_nan()), "{g:?} vs {want:?}");
+    }
+    assert_eq!(g[2], 2.5, "hi wins where lo > hi");
+    let xi = Tensor::from_vec(vec![-7i32, 0, 7, 3], &[4, 1]).unwrap();
+    let loi = Tensor::from_vec(vec![-2i32, 1], &[1, 2]).unwrap();
+    let hii = Tensor::from_vec(vec![5i32, 2], &[2]).unwrap();
+    let gi = run(&TensorOp::ClampBetween, &[&xi, &loi, &hii]).unwrap();
+    assert_eq!(gi.shape(), [4, 2]);
+    let mut wanti = Vec::new();
+    for x in [-7, 0, 7, 3] {
+        for (l, h) in [(-2, 5), (1, 2)] {
+            wanti.push(i32::max(x, l).min(h));
+        }
+    }
+    assert_eq!(values::<i32>(&gi), wanti);
+    let err = run(&TensorOp::ClampBetween, &[&xi, &lo, &hi]).unwrap_err();
+    assert_eq!(
+        err,
+        TensorError::MixedDTypes {
+            op: "clamp_between",
+            lhs: DType::I32,
+            rhs: DType::F64
+        }
+    );
+    let flags = Tensor::from_vec(vec![true], &[1]).unwrap();
+    let err = run(&TensorOp::ClampBetween, &[&flags, &flags, &flags]).unwrap_err();
+    assert!(err.to_string().contains("clamp_between"), "{err}");
 }

@@ -163,7 +163,9 @@ fn random_op(rng: &mut Rng, rank: usize) -> TensorOp {
                 .collect(),
             value: Scalar::Real(rng.float()),
         },
-        20 => TensorOp::Diagonal,
+        20 => TensorOp::Diagonal {
+            axes: [rng.below(3), rng.below(3)],
+        },
         21 => TensorOp::Triangle {
             k: rng.below(5) as isize - 2,
             upper: rng.chance(50),

@@ -368,3 +368,100 @@ fn broadcast_in_dim_maps_each_axis_and_repeats_the_others() {
     let err = run(op(vec![2, 2], vec![1, 1]), &[&row]).unwrap_err();
     assert!(err.to_string().contains("given twice"), "{err}");
 }
+
+#[test]
+fn diagonals_of_every_axis_pair_and_their_embeddings() {
+    let x = x();
+    let xv = f64s(&x);
+    for a1 in 0..3 {
+        for a2 in 0..3 {
+            if a1 == a2 {
+                continue;
+            }
+            let got = run(TensorOp::Diagonal { axes: [a1, a2] }, &[&x]).unwrap();
+            // The plain loop: the remaining axis outer, the diagonal inner.
+            let other = 3 - a1 - a2;
+            let d = SHAPE[a1].min(SHAPE[a2]);
+            assert_eq!(got.shape(), [SHAPE[other], d], "axes {a1}, {a2}");
+            let mut want = Vec::new();
+            for o in 0..SHAPE[other] {
+                for i in 0..d {
+                    let mut idx = [0; 3];
+                    (idx[other], idx[a1], idx[a2]) = (o, i, i);
+                    want.push(at(&xv, idx));
+                }
+            }
+            assert_eq!(f64s(&got), want, "axes {a1}, {a2}");
+        }
+    }
+    // Embedding the rows of a [2, 3] on every pair of the output's 3 axes.
+    let v = Tensor::from_vec((1..=6).map(f64::from).collect(), &[2, 3]).unwrap();
+    let vv = f64s(&v);
+    for d1 in 0..3 {
+        for d2 in 0..3 {
+            if d1 == d2 {
+                continue;
+            }
+            let got = run(TensorOp::DiagEmbed { axes: [d1, d2] }, &[&v]).unwrap();
+            let other = 3 - d1 - d2;
+            let mut shape = [3; 3];
+            shape[other] = 2;
+            assert_eq!(got.shape(), shape, "axes {d1}, {d2}");
+            let g = f64s(&got);
+            for (flat, &value) in g.iter().enumerate() {
+                let idx = [
+                    flat / (shape[1] * shape[2]),
+                    (flat / shape[2]) % shape[1],
+                    flat % shape[2],
+                ];
+                let want = if idx[d1] == idx[d2] {
+                    vv[idx[other] * 3 + idx[d1]]
+                } else {
+                    0.0
+                };
+                assert_eq!(value, want, "axes {d1}, {d2} at {idx:?}");
+            }
+            // The diagonal of the same pair gives the rows back.
+            let back = run(TensorOp::Diagonal { axes: [d1, d2] }, &[&got]).unwrap();
+            assert_eq!(back, v, "axes {d1}, {d2}");
+        }
+    }
+    let message = |op: TensorOp, t: &Tensor| run(op, &[t]).unwrap_err().to_string();
+    assert_eq!(
+        message(TensorOp::Diagonal { axes: [1, 1] }, &x),
+        "diagonal: axis 1 of a rank-3 tensor is given twice"
+    );
+    assert_eq!(
+        message(TensorOp::DiagEmbed { axes: [0, 3] }, &v),
+        "diag_embed: axis 3 of a rank-3 tensor is out of range"
+    );
+    let line = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
+    assert!(message(TensorOp::Diagonal { axes: [0, 1] }, &line).contains("[2]"));
+}
+
+#[test]
+fn lane_diagonals_default_to_the_last_axes() {
+    let rt = weft::Runtime::builder().split(1).build().unwrap();
+    let lane = rt.lane(0).unwrap();
+    let x = lane.upload(x()).unwrap();
+    let last = wait_ok(lane.download(&lane.diagonal(&x).unwrap()).unwrap());
+    let named = lane.diagonal_axes(&x, 1, 2).unwrap();
+    assert_eq!(last, wait_ok(lane.download(&named).unwrap()));
+    let front = lane.diagonal_axes(&x, 0, 2).unwrap();
+    assert_eq!(front.shape(), [4, 3]);
+    let embedded = lane.diag_embed(&named).unwrap();
+    assert_eq!(embedded.shape(), [3, 4, 4]);
+    let inner = lane.diag_embed_axes(&named, 0, 2).unwrap();
+    assert_eq!(inner.shape(), [4, 3, 4]);
+    let back = lane.diagonal_axes(&inner, 0, 2).unwrap();
+    assert_eq!(wait_ok(lane.download(&back).unwrap()), last);
+    let err = lane.diagonal_axes(&x, 0, 3).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("axis 3 of a rank-3 tensor is out of range"),
+        "{err}"
+    );
+    let scalar = lane.upload(Tensor::scalar(1.0f64)).unwrap();
+    assert!(lane.diag_embed(&scalar).is_err());
+    assert!(wait(lane.download(&x).unwrap()).is_ok());
+}

@@ -237,6 +237,7 @@ fn coverage_table() {
             "ge",
             "select",
             "clamp",
+            "clamp_between",
             "cast",
             "pad",
             "diag_embed",

@@ -586,8 +586,8 @@ impl fmt::Display for Program {
                 | TensorOp::Matmul
                 | TensorOp::Linalg(_)
                 | TensorOp::Select
-                | TensorOp::Diagonal
-                | TensorOp::DiagEmbed => String::new(),
+                | TensorOp::ClampBetween => String::new(),
+                TensorOp::Diagonal { axes } | TensorOp::DiagEmbed { axes } => format!("{axes:?}"),
                 TensorOp::Reshape(v)
                 | TensorOp::Permute(v)
                 | TensorOp::BroadcastTo(v)

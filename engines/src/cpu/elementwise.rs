@@ -693,6 +693,25 @@ pub(super) fn select(mask: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor, Te
     Tensor::from_data(data, &out)
 }
 
+/// `minimum(maximum(x, lo), hi)`, the three broadcast: NaN in any gives
+/// NaN, and `hi` wins where `lo > hi` (NumPy's `clip`).
+///
+/// # Errors
+///
+/// As [`binary`] of `maximum`: mixed types, shapes that do not broadcast,
+/// complex and `bool` tensors.
+pub(super) fn clamp_between(
+    x: &Tensor,
+    lo: &Tensor,
+    hi: &Tensor,
+    parallel: bool,
+) -> Result<Tensor, TensorError> {
+    let raised = binary(BinaryOp::Maximum, x, lo, parallel)?;
+    let clamped = binary(BinaryOp::Minimum, &raised, hi, parallel);
+    buffer::recycle(raised);
+    clamped
+}
+
 /// Every element limited to `[lo, hi]` (real floats: NaN stays NaN, as in
 /// NumPy and JAX; integers: to the whole numbers in `[lo, hi]`, so the
 /// bounds round inward and saturate to the type's range).

@@ -122,6 +122,9 @@ fn kernel(
         TensorOp::Compare(op) => one(elementwise::compare(*op, inputs[0], inputs[1], parallel)),
         TensorOp::Select => one(elementwise::select(inputs[0], inputs[1], inputs[2])),
         TensorOp::Clamp { lo, hi } => one(elementwise::clamp(inputs[0], *lo, *hi)),
+        TensorOp::ClampBetween => one(elementwise::clamp_between(
+            inputs[0], inputs[1], inputs[2], parallel,
+        )),
         TensorOp::BinaryScalar {
             op,
             value,
@@ -145,8 +148,8 @@ fn kernel(
         }
         TensorOp::Concatenate { axis, .. } => one(structural::concatenate(inputs, *axis)),
         TensorOp::Pad { widths, value } => one(structural::pad(inputs[0], widths, *value)),
-        TensorOp::Diagonal => one(structural::diagonal(inputs[0])),
-        TensorOp::DiagEmbed => one(structural::diag_embed(inputs[0])),
+        TensorOp::Diagonal { axes } => one(structural::diagonal(inputs[0], *axes)),
+        TensorOp::DiagEmbed { axes } => one(structural::diag_embed(inputs[0], *axes)),
         TensorOp::Triangle { k, upper } => one(structural::triangle(inputs[0], *k, *upper)),
         TensorOp::Gather { axis } => one(index::gather(inputs[0], inputs[1], *axis)),
         TensorOp::Scatter { axis, mode } => one(index::scatter(

@@ -6,8 +6,8 @@ use super::buffer;
 use super::create::filled_data;
 use crate::layout::{row_major, View};
 use crate::ops::{
-    broadcast_view, concat_meta, diagonal_view, permute_view, reshape_meta, reverse_view,
-    slice_view, Scalar, SliceAxis,
+    broadcast_view, concat_meta, diag_embed_view, diagonal_view, permute_view, reshape_meta,
+    reverse_view, slice_view, Scalar, SliceAxis,
 };
 use crate::tensor::{element_count, DType, Element, Tensor, TensorError};
 
@@ -309,39 +309,32 @@ pub(super) fn broadcast_to(input: &Tensor, shape: &[usize]) -> Result<Tensor, Te
     view(input, &broadcast_view(input.shape(), shape)?)
 }
 
-/// The main diagonals of the last two axes: `[..., m, n]` → `[..., min(m, n)]`.
+/// The diagonals of `axes`: those two axes removed, the diagonal last.
 ///
 /// # Errors
 ///
-/// [`TensorError::NotMatrix`] for fewer than two axes.
-pub(super) fn diagonal(input: &Tensor) -> Result<Tensor, TensorError> {
-    view(input, &diagonal_view(input.shape())?)
+/// As [`diagonal_view`].
+pub(super) fn diagonal(input: &Tensor, axes: [usize; 2]) -> Result<Tensor, TensorError> {
+    view(input, &diagonal_view(input.shape(), axes)?)
 }
 
-/// Matrices with `[..., n]` on their diagonals: `[..., n]` → `[..., n, n]`.
+/// The last axis of `input` on the diagonals of output axes `axes`, zeros
+/// elsewhere (`[..., n]` → `[..., n, n]` for the last two).
 ///
 /// # Errors
 ///
-/// [`TensorError::NotMatrix`] for a scalar input.
-pub(super) fn diag_embed(input: &Tensor) -> Result<Tensor, TensorError> {
-    let shape = input.shape();
-    let Some(&n) = shape.last() else {
-        return Err(TensorError::NotMatrix {
-            op: "diag_embed",
-            shape: Vec::new(),
-        });
-    };
-    let mut out = shape.to_vec();
-    out.push(n);
-    fn embed<T: Element>(v: &[T], n: usize) -> Vec<T> {
-        let mut out = vec![T::ZERO; v.len() * n];
-        for (k, &x) in v.iter().enumerate() {
-            let (batch, i) = (k / n.max(1), k % n.max(1));
-            out[batch * n * n + i * n + i] = x;
-        }
+/// As [`diag_embed_view`].
+pub(super) fn diag_embed(input: &Tensor, axes: [usize; 2]) -> Result<Tensor, TensorError> {
+    let (out, placed) = diag_embed_view(input.shape(), axes)?;
+    let len = element_count(&out).ok_or_else(|| TensorError::TooLarge { shape: out.clone() })?;
+    fn embed<T: Element>(v: &[T], len: usize, placed: &View) -> Vec<T> {
+        let mut out = buffer::filled(len, T::ZERO);
+        let mut values = v.iter();
+        // The input, row-major, walks the output offsets it lands on.
+        placed.for_each_offset(|o| out[o] = *values.next().expect("one value per offset"));
         out
     }
-    Tensor::from_data(map_data!(input.data(), |v| embed(v, n)), &out)
+    Tensor::from_data(map_data!(input.data(), |v| embed(v, len, &placed)), &out)
 }
 
 /// Keeps the lower (`upper = false`: `j ≤ i + k`) or upper (`j ≥ i + k`)
@@ -565,11 +558,11 @@ mod view_tests {
             vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
         );
         assert!(broadcast_to(&iota(&[3]), &[3, 2]).is_err());
-        let d = diagonal(&iota(&[2, 3, 3])).unwrap();
+        let d = diagonal(&iota(&[2, 3, 3]), [1, 2]).unwrap();
         assert_eq!(values(&d), vec![0.0, 4.0, 8.0, 9.0, 13.0, 17.0]);
-        let back = diag_embed(&d).unwrap();
+        let back = diag_embed(&d, [1, 2]).unwrap();
         assert_eq!(back.shape(), &[2, 3, 3]);
-        assert_eq!(values(&diagonal(&back).unwrap()), values(&d));
+        assert_eq!(values(&diagonal(&back, [1, 2]).unwrap()), values(&d));
     }
 
     #[test]

@@ -436,9 +436,10 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         TensorOp::Compare(_)
         | TensorOp::Select
         | TensorOp::Clamp { .. }
+        | TensorOp::ClampBetween
         | TensorOp::Cast(_)
         | TensorOp::Pad { .. }
-        | TensorOp::DiagEmbed
+        | TensorOp::DiagEmbed { .. }
         | TensorOp::Triangle { .. }
         | TensorOp::Dot { .. }
         | TensorOp::ArgReduce { .. }
@@ -463,7 +464,7 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::Reverse(_)
         | TensorOp::BroadcastTo(_)
         | TensorOp::BroadcastInDim { .. }
-        | TensorOp::Diagonal
+        | TensorOp::Diagonal { .. }
         | TensorOp::Concatenate { .. }
         | TensorOp::Matmul
         | TensorOp::Einsum(_) => None,
@@ -586,7 +587,9 @@ impl TensorEngine for CudaEngine {
                     &mut x,
                     broadcast_in_dim_view(&resident[0].shape, shape, dims),
                 )?,
-                TensorOp::Diagonal => gather(&mut x, diagonal_view(&resident[0].shape))?,
+                TensorOp::Diagonal { axes } => {
+                    gather(&mut x, diagonal_view(&resident[0].shape, *axes))?
+                }
                 TensorOp::Concatenate { axis, .. } => x.concatenate(&resident, *axis, out_shape)?,
                 TensorOp::Matmul => x.matmul(resident[0], resident[1], out_shape)?,
                 TensorOp::Einsum(spec) => {
@@ -601,9 +604,10 @@ impl TensorEngine for CudaEngine {
                 | TensorOp::Compare(_)
                 | TensorOp::Select
                 | TensorOp::Clamp { .. }
+                | TensorOp::ClampBetween
                 | TensorOp::Cast(_)
                 | TensorOp::Pad { .. }
-                | TensorOp::DiagEmbed
+                | TensorOp::DiagEmbed { .. }
                 | TensorOp::Triangle { .. }
                 | TensorOp::Dot { .. }
                 | TensorOp::ArgReduce { .. }

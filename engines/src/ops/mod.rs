@@ -30,7 +30,8 @@ pub use structural::{
     slice_meta, SliceAxis,
 };
 pub(crate) use structural::{
-    broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
+    broadcast_in_dim_view, broadcast_view, diag_embed_view, diagonal_view, permute_view,
+    reverse_view, slice_view,
 };
 pub use unary::UnaryOp;
 
@@ -148,6 +149,11 @@ pub enum TensorOp {
         /// Upper bound.
         hi: f64,
     },
+    /// Every element of the first input limited to between the second's
+    /// and the third's, all three broadcast (NumPy's `clip` with tensor
+    /// bounds): `minimum(maximum(x, lo), hi)`, so a NaN anywhere gives NaN
+    /// and where `lo > hi` the result is `hi`. Real floats and integers.
+    ClampBetween,
     /// `a op value` (or `value op a` if `scalar_first`), broadcast.
     BinaryScalar {
         /// The op.
@@ -189,10 +195,21 @@ pub enum TensorOp {
         /// The fill value.
         value: Scalar,
     },
-    /// The main diagonals of the last two axes.
-    Diagonal,
-    /// Matrices with the last axis on their diagonals.
-    DiagEmbed,
+    /// The diagonals of a pair of axes (`a[…, i, …, i, …]`), as NumPy's
+    /// `diagonal`: the two axes removed, the diagonal (of extent the
+    /// smaller of theirs) last.
+    Diagonal {
+        /// The two axes, distinct.
+        axes: [usize; 2],
+    },
+    /// The last axis put on the diagonals of a pair of output axes, zeros
+    /// elsewhere, as PyTorch's `diag_embed`: the output has one more axis,
+    /// the pair of the last one's extent, and its other axes are the
+    /// input's leading ones, in order.
+    DiagEmbed {
+        /// The two output axes, distinct.
+        axes: [usize; 2],
+    },
     /// The lower (`j ≤ i + k`) or upper (`j ≥ i + k`) triangle of the last
     /// two axes.
     Triangle {
@@ -277,6 +294,7 @@ impl TensorOp {
             TensorOp::Compare(op) => op.name(),
             TensorOp::Select => "select",
             TensorOp::Clamp { .. } => "clamp",
+            TensorOp::ClampBetween => "clamp_between",
             TensorOp::BinaryScalar { op, .. } => op.name(),
             TensorOp::Cast(_) => "cast",
             TensorOp::Slice(_) => "slice",
@@ -285,8 +303,8 @@ impl TensorOp {
             TensorOp::BroadcastInDim { .. } => "broadcast_in_dim",
             TensorOp::Concatenate { .. } => "concatenate",
             TensorOp::Pad { .. } => "pad",
-            TensorOp::Diagonal => "diagonal",
-            TensorOp::DiagEmbed => "diag_embed",
+            TensorOp::Diagonal { .. } => "diagonal",
+            TensorOp::DiagEmbed { .. } => "diag_embed",
             TensorOp::Triangle { upper: false, .. } => "tril",
             TensorOp::Triangle { upper: true, .. } => "triu",
             TensorOp::Gather { .. } => "gather",
@@ -326,8 +344,8 @@ impl TensorOp {
             | TensorOp::BroadcastTo(_)
             | TensorOp::BroadcastInDim { .. }
             | TensorOp::Pad { .. }
-            | TensorOp::Diagonal
-            | TensorOp::DiagEmbed
+            | TensorOp::Diagonal { .. }
+            | TensorOp::DiagEmbed { .. }
             | TensorOp::Triangle { .. } => 1,
             TensorOp::Binary(_)
             | TensorOp::Axpby { .. }
@@ -338,6 +356,7 @@ impl TensorOp {
             | TensorOp::Compress { .. }
             | TensorOp::Dot { .. } => 2,
             TensorOp::Select
+            | TensorOp::ClampBetween
             | TensorOp::Scatter { .. }
             | TensorOp::DynamicUpdateSlice
             | TensorOp::Gemm { .. } => 3,
@@ -572,6 +591,27 @@ impl TensorOp {
                 }
                 Ok(a.clone())
             }
+            TensorOp::ClampBetween => {
+                let x = &inputs[0];
+                if !x.dtype.is_float() && !x.dtype.is_integer() {
+                    return Err(TensorError::Unsupported {
+                        op: "clamp_between",
+                        dtype: x.dtype,
+                    });
+                }
+                if let Some(bound) = inputs[1..].iter().find(|m| m.dtype != x.dtype) {
+                    return Err(TensorError::MixedDTypes {
+                        op: "clamp_between",
+                        lhs: x.dtype,
+                        rhs: bound.dtype,
+                    });
+                }
+                let shape = broadcast_shapes("clamp_between", &x.shape, &inputs[1].shape)?;
+                Ok(Meta {
+                    dtype: x.dtype,
+                    shape: broadcast_shapes("clamp_between", &shape, &inputs[2].shape)?,
+                })
+            }
             TensorOp::BinaryScalar { op, value, .. } => {
                 let a = &inputs[0];
                 if !op.supports(a.dtype) {
@@ -657,36 +697,22 @@ impl TensorOp {
                     })?;
                 created(a.dtype, shape)
             }
-            TensorOp::Diagonal | TensorOp::Triangle { .. } => {
+            TensorOp::Triangle { .. } => {
                 let a = &inputs[0];
-                let r = a.shape.len();
-                if r < 2 {
+                if a.shape.len() < 2 {
                     return Err(TensorError::NotMatrix {
                         op: self.name(),
                         shape: a.shape.clone(),
                     });
                 }
-                if matches!(self, TensorOp::Triangle { .. }) {
-                    return Ok(a.clone());
-                }
-                let mut shape = a.shape[..r - 2].to_vec();
-                shape.push(a.shape[r - 2].min(a.shape[r - 1]));
-                Ok(Meta {
-                    dtype: a.dtype,
-                    shape,
-                })
+                Ok(a.clone())
             }
-            TensorOp::DiagEmbed => {
-                let a = &inputs[0];
-                let Some(&n) = a.shape.last() else {
-                    return Err(TensorError::NotMatrix {
-                        op: "diag_embed",
-                        shape: Vec::new(),
-                    });
-                };
-                let mut shape = a.shape.clone();
-                shape.push(n);
-                created(a.dtype, shape)
+            TensorOp::Diagonal { axes } => Ok(Meta {
+                dtype: inputs[0].dtype,
+                shape: diagonal_view(&inputs[0].shape, *axes)?.shape,
+            }),
+            TensorOp::DiagEmbed { axes } => {
+                created(inputs[0].dtype, diag_embed_view(&inputs[0].shape, *axes)?.0)
             }
             TensorOp::Gather { axis } => Ok(Meta {
                 dtype: inputs[0].dtype,

@@ -82,6 +82,7 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
     ops.extend([
         TensorOp::Select,
         TensorOp::Clamp { lo: -0.5, hi: 0.5 },
+        TensorOp::ClampBetween,
         TensorOp::BinaryScalar {
             op: BinaryOp::Mul,
             value: Scalar::Real(2.0),
@@ -111,8 +112,8 @@ pub fn samples(dtype: DType) -> Vec<(TensorOp, Vec<Meta>)> {
             widths: vec![(1, 0), (0, 2)],
             value: Scalar::Real(0.0),
         },
-        TensorOp::Diagonal,
-        TensorOp::DiagEmbed,
+        TensorOp::Diagonal { axes: [0, 1] },
+        TensorOp::DiagEmbed { axes: [1, 2] },
         TensorOp::Triangle { k: 0, upper: true },
         TensorOp::Dot { conjugate: false },
         TensorOp::Dot { conjugate: true },
@@ -167,12 +168,14 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         | TensorOp::BroadcastTo(_)
         | TensorOp::BroadcastInDim { .. }
         | TensorOp::Pad { .. }
-        | TensorOp::Diagonal
-        | TensorOp::DiagEmbed
+        | TensorOp::Diagonal { .. }
+        | TensorOp::DiagEmbed { .. }
         | TensorOp::Triangle { .. } => vec![matrix],
         TensorOp::Binary(_) | TensorOp::Compare(_) | TensorOp::Axpby { .. } => {
             vec![matrix.clone(), matrix]
         }
+        // Bounds per column and one for all.
+        TensorOp::ClampBetween => vec![matrix, meta(&[3]), meta(&[])],
         // aᴴ [3, 2] @ b [2, 3] + c [3, 3].
         TensorOp::Gemm { .. } => vec![matrix.clone(), matrix, meta(&[3, 3])],
         TensorOp::Concatenate { inputs, .. } => vec![matrix; *inputs],

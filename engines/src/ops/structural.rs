@@ -288,25 +288,74 @@ pub(crate) fn broadcast_in_dim_view(
     })
 }
 
-/// The view that [`diagonal`] copies out.
-pub(crate) fn diagonal_view(shape: &[usize]) -> Result<View, TensorError> {
-    let r = shape.len();
-    if r < 2 {
+/// The view that `diagonal` copies out: the diagonals of `axes`, the
+/// other axes first, in order.
+///
+/// # Errors
+///
+/// [`TensorError::NotMatrix`] for fewer than two axes; [`TensorError::Axis`]
+/// for an axis out of range or given twice.
+pub(crate) fn diagonal_view(shape: &[usize], axes: [usize; 2]) -> Result<View, TensorError> {
+    if shape.len() < 2 {
         return Err(TensorError::NotMatrix {
             op: "diagonal",
             shape: shape.to_vec(),
         });
     }
+    check_axes("diagonal", shape.len(), &axes)?;
     let strides = row_major(shape);
-    let mut v = View {
-        shape: shape[..r - 2].to_vec(),
-        strides: strides[..r - 2].to_vec(),
+    let mut v = View::axes_of(shape, |i| !axes.contains(&i));
+    v.shape.push(shape[axes[0]].min(shape[axes[1]]));
+    v.strides
+        .push(strides[axes[0]].saturating_add(strides[axes[1]]));
+    Ok(v)
+}
+
+/// The shape `diag_embed` makes of `shape` with the diagonals on output
+/// axes `axes`, and the view of that output which the input fills: its
+/// shape the input's, its strides those of the output axes each input
+/// axis lands on (the last one's, both of the pair's).
+///
+/// # Errors
+///
+/// [`TensorError::NotMatrix`] for a rank-0 input; [`TensorError::Axis`]
+/// for an axis past the output's rank or given twice.
+pub(crate) fn diag_embed_view(
+    shape: &[usize],
+    axes: [usize; 2],
+) -> Result<(Vec<usize>, View), TensorError> {
+    let Some((&n, lead)) = shape.split_last() else {
+        return Err(TensorError::NotMatrix {
+            op: "diag_embed",
+            shape: Vec::new(),
+        });
+    };
+    let rank = shape.len() + 1;
+    check_axes("diag_embed", rank, &axes)?;
+    let mut leading = lead.iter();
+    let out: Vec<usize> = (0..rank)
+        .map(|i| {
+            if axes.contains(&i) {
+                n
+            } else {
+                *leading
+                    .next()
+                    .expect("one leading axis per other output axis")
+            }
+        })
+        .collect();
+    let out_strides = row_major(&out);
+    let mut strides: Vec<isize> = (0..rank)
+        .filter(|i| !axes.contains(i))
+        .map(|i| out_strides[i])
+        .collect();
+    strides.push(out_strides[axes[0]].saturating_add(out_strides[axes[1]]));
+    let view = View {
+        shape: shape.to_vec(),
+        strides,
         base: 0,
     };
-    v.shape.push(shape[r - 2].min(shape[r - 1]));
-    v.strides
-        .push(strides[r - 2].saturating_add(strides[r - 1]));
-    Ok(v)
+    Ok((out, view))
 }
 
 /// The shape of the concatenation of `shapes` along `axis`.

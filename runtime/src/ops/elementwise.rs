@@ -168,6 +168,24 @@ impl<E: TensorEngine> Lane<E> {
         self.apply(TensorOp::Clamp { lo, hi }, &[x])
     }
 
+    /// Every element of `x` limited to between `lo`'s and `hi`'s, the
+    /// three broadcast (NumPy's `clip` with tensor bounds):
+    /// `minimum(maximum(x, lo), hi)`, so NaN in any gives NaN and `hi`
+    /// wins where `lo > hi`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: mixed types, shapes that do not broadcast,
+    /// complex or `bool` tensors.
+    pub fn clamp_between(
+        &self,
+        x: &TensorHandle,
+        lo: &TensorHandle,
+        hi: &TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::ClampBetween, &[x, lo, hi])
+    }
+
     /// `x op value`, the scalar broadcast; see [`Lane::apply`].
     ///
     /// # Errors

@@ -126,22 +126,64 @@ impl<E: TensorEngine> Lane<E> {
         )
     }
 
-    /// The main diagonals of the last two axes.
+    /// The main diagonals of the last two axes: `[…, m, n]` →
+    /// `[…, min(m, n)]`.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
+    /// As [`Lane::apply`]: `x` of rank below 2.
     pub fn diagonal(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Diagonal, &[x])
+        let r = x.shape().len().max(2);
+        self.diagonal_axes(x, r - 2, r - 1)
     }
 
-    /// Matrices with the last axis of `x` on their diagonals.
+    /// The diagonals of axes `axis1` and `axis2` (NumPy's `diagonal`):
+    /// the two axes removed, the diagonal last.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
+    /// As [`Lane::apply`]: `x` of rank below 2, an axis out of range, the
+    /// same axis twice.
+    pub fn diagonal_axes(
+        &self,
+        x: &TensorHandle,
+        axis1: usize,
+        axis2: usize,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(
+            TensorOp::Diagonal {
+                axes: [axis1, axis2],
+            },
+            &[x],
+        )
+    }
+
+    /// Matrices with the last axis of `x` on their diagonals: `[…, n]` →
+    /// `[…, n, n]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a rank-0 `x`.
     pub fn diag_embed(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::DiagEmbed, &[x])
+        let r = x.shape().len().max(1);
+        self.diag_embed_axes(x, r - 1, r)
+    }
+
+    /// The last axis of `x` on the diagonals of output axes `dim1` and
+    /// `dim2`, zeros elsewhere (PyTorch's `diag_embed`): the output has one
+    /// more axis than `x`, and its other axes are `x`'s leading ones.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`]: a rank-0 `x`, an axis past the output's rank,
+    /// the same axis twice.
+    pub fn diag_embed_axes(
+        &self,
+        x: &TensorHandle,
+        dim1: usize,
+        dim2: usize,
+    ) -> Result<TensorHandle, OpError> {
+        self.apply(TensorOp::DiagEmbed { axes: [dim1, dim2] }, &[x])
     }
 
     /// The lower triangle (`j ≤ i + k`) of the last two axes.
