@@ -979,6 +979,51 @@ fn bad_input_catalog() {
             },
         ),
         row(
+            "diagonal of one axis twice",
+            "axis 1",
+            |r| {
+                matches!(
+                    r,
+                    R::Op(OpError::Tensor(T::Axis {
+                        op: "diagonal",
+                        axis: 1,
+                        ..
+                    }))
+                )
+            },
+            || {
+                lane.diagonal_axes(&keep, 1, 1)?;
+                Ok(())
+            },
+        ),
+        row(
+            "clamp_between with bounds of another type",
+            "f32",
+            |r| {
+                matches!(
+                    r,
+                    R::Op(OpError::Tensor(T::MixedDTypes {
+                        op: "clamp_between",
+                        ..
+                    }))
+                )
+            },
+            || {
+                lane.clamp_between(&keep, &f32s, &keep)?;
+                Ok(())
+            },
+        ),
+        row(
+            "writing into a tensor of another shape",
+            "shape [3]",
+            |r| matches!(r, R::Op(OpError::Tensor(T::Into { op: "add", .. }))),
+            || {
+                let out = lane.zeros(DType::F64, &[3])?;
+                lane.apply_into(TensorOp::Binary(weft::BinaryOp::Add), &[&keep, &keep], out)?;
+                Ok(())
+            },
+        ),
+        row(
             "slice starting past the extent",
             "start 3",
             |r| matches!(r, R::Op(OpError::Tensor(T::Slice { op: "slice", .. }))),

@@ -219,6 +219,41 @@ pub trait TensorEngine: 'static {
         lane: u64,
     ) -> Result<(), ExecError>;
 
+    /// [`TensorEngine::execute_into`] with the resident tensor `donated`
+    /// given up: it has the one output's type and shape, and no handle
+    /// names it once the op has run (its caller gave the last one), so the
+    /// engine may put the output in its memory instead of fresh memory,
+    /// and frees it in any case. It may be one of `inputs` (an
+    /// accumulation, `c ← α·a·b + β·c`), or not be resident at all (its
+    /// producer has not run: the output is then fresh).
+    ///
+    /// The default frees it before the op when the op does not read it
+    /// (so the memory is free for the output: a buffer pool or a
+    /// stream-ordered allocator hands it out again), after the op when it
+    /// does. The CPU engine puts the output in the very buffer, and
+    /// accumulates a `gemm` or `axpby` into it in place.
+    ///
+    /// # Errors
+    ///
+    /// As [`TensorEngine::execute_into`]; `donated` is freed even then.
+    fn execute_donating(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[(TensorId, DType, &[usize])],
+        donated: TensorId,
+        lane: u64,
+    ) -> Result<(), ExecError> {
+        if inputs.contains(&donated) {
+            let result = self.execute_into(op, inputs, outputs, lane);
+            self.free(donated);
+            result
+        } else {
+            self.free(donated);
+            self.execute_into(op, inputs, outputs, lane)
+        }
+    }
+
     /// Runs `program` on the resident `inputs` (checked against its
     /// placeholders) and makes its outputs resident under `outputs`, in
     /// one call: the intermediates are the engine's own, with no id or

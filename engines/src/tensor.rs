@@ -530,6 +530,21 @@ pub enum TensorError {
         /// What is wrong.
         reason: String,
     },
+    /// A tensor given to an op to write its result into is not of the
+    /// result's type and shape.
+    #[error("{op} into a {into_dtype} tensor of shape {into_shape:?}: its result is {dtype} of shape {shape:?}")]
+    Into {
+        /// The op.
+        op: &'static str,
+        /// The result's element type.
+        dtype: DType,
+        /// The result's shape.
+        shape: Vec<usize>,
+        /// The given tensor's element type.
+        into_dtype: DType,
+        /// The given tensor's shape.
+        into_shape: Vec<usize>,
+    },
     /// An op with several outputs was submitted where one was expected.
     #[error("{op} has {outputs} outputs; submit it with apply_many")]
     Outputs {

@@ -260,6 +260,13 @@ impl TensorHandle {
             .clone()
     }
 
+    /// Whether this is the last clone of the handle but for `held` more
+    /// that the caller holds itself: then nothing else can read the tensor
+    /// through it, now or later (nobody else has one to clone).
+    pub(crate) fn is_last(&self, held: usize) -> bool {
+        Arc::strong_count(&self.inner) == 1 + held
+    }
+
     /// Sets the producing op's completion, once, right after the op is
     /// submitted (see [`DomainTensors::new_handle`]).
     pub(crate) fn set_ready(&self, event: Event) {

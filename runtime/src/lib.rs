@@ -74,7 +74,7 @@ pub use weft_actors::{
 // element types, the ops a lane names, and where a tensor lives.
 pub use error::OpError;
 pub use handle::{RuntimeId, TensorHandle};
-pub use ops::DomainMemory;
+pub use ops::{DomainMemory, DotGeneral};
 pub use weft_engines::ops::MAX_EINSUM_OPERANDS;
 pub use weft_engines::{
     c32, c64, ArgOp, BinaryOp, CmpOp, DType, Data, Distribution, EinsumSpec, Element, Field,

@@ -94,6 +94,9 @@ pub struct BufferPool {
     /// Each class is a stack of buffers with the tick they were given at:
     /// the most recent last, the oldest first.
     free: Vec<Vec<(u64, Data)>>,
+    /// A donated tensor's buffer (see [`BufferPool::donate`]), served to
+    /// the next request of its type that fits, before any pooled one.
+    donated: Option<Data>,
     /// Counts gives: the age of a pooled buffer.
     tick: u64,
     stats: BufferStats,
@@ -104,6 +107,7 @@ impl BufferPool {
     pub fn new(cap_bytes: usize) -> BufferPool {
         BufferPool {
             free: Vec::new(),
+            donated: None,
             tick: 0,
             stats: BufferStats {
                 cap_bytes,
@@ -162,9 +166,37 @@ impl BufferPool {
         buffer
     }
 
+    /// Holds `data` (a donated tensor's buffer) for the next request of
+    /// its element type it has room for, whatever its size and the cap:
+    /// the op run next gets it for its output when that is the first
+    /// buffer of the type it asks for. What no request took goes to the
+    /// pool with [`BufferPool::settle`].
+    pub fn donate(&mut self, data: Data) {
+        self.settle();
+        self.donated = Some(data);
+    }
+
+    /// Gives the donated buffer no request took, if any, to the pool;
+    /// whether one was left.
+    pub fn settle(&mut self) -> bool {
+        let left = self.donated.take();
+        let any = left.is_some();
+        if let Some(data) = left {
+            self.give(data);
+        }
+        any
+    }
+
     /// A pooled buffer for `len` elements as it was given back, or a new
     /// empty one with room for them.
     fn pooled<T: Element>(&mut self, len: usize) -> Vec<T> {
+        if let Some(data) = self.donated.take_if(|_| len > 0) {
+            match T::unwrap(data) {
+                Ok(buffer) if buffer.capacity() >= len => return buffer,
+                Ok(buffer) => self.donated = Some(T::wrap(buffer)),
+                Err(data) => self.donated = Some(data),
+            }
+        }
         let size = std::mem::size_of::<T>();
         if len == 0 || self.stats.cap_bytes == 0 {
             return Vec::with_capacity(len);

@@ -87,6 +87,52 @@ pub(super) fn with_scalar(
     }
 }
 
+/// `y ← x · alpha + y · beta` in `y`'s own buffer (`y` has the result's
+/// shape; `x` broadcasts to it): each element as the fresh `axpby`
+/// computes it, bit for bit.
+///
+/// # Errors
+///
+/// [`TensorError::MixedDTypes`], [`TensorError::Unsupported`] for a type
+/// that is not a field, and as [`Scalar::check`] (the caller has checked
+/// the operands against the op).
+pub(super) fn axpby_in_place(
+    y: Tensor,
+    x: &Tensor,
+    [alpha, beta]: [Scalar; 2],
+) -> Result<Tensor, TensorError> {
+    fn typed<T: Field>(
+        y: &mut [T],
+        x: &Tensor,
+        out: &[usize],
+        [alpha, beta]: [Scalar; 2],
+    ) -> Result<(), TensorError> {
+        let xs = x.as_slice::<T>()?;
+        let (alpha, beta) = (T::from_scalar(alpha), T::from_scalar(beta));
+        if xs.len() == y.len() {
+            for (v, &u) in y.iter_mut().zip(xs) {
+                *v = u * alpha + *v * beta;
+            }
+        } else {
+            let mut at = y.iter_mut();
+            crate::ops::broadcast_view(x.shape(), out)?.for_each_offset(|o| {
+                let v = at.next().expect("one output element per offset");
+                *v = xs[o] * alpha + *v * beta;
+            });
+        }
+        Ok(())
+    }
+    alpha.check(y.dtype())?;
+    beta.check(y.dtype())?;
+    let refused = TensorError::Unsupported {
+        op: "axpby",
+        dtype: y.dtype(),
+    };
+    let (shape, mut data) = y.into_parts();
+    with_field!(&mut data, |v| typed(v, x, &shape, [alpha, beta])?, else return Err(refused));
+    Tensor::from_parts(shape, data)
+}
+
 /// The operands of one elementwise kernel call.
 struct Operands<'a, T> {
     a: &'a [T],

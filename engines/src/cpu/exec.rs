@@ -203,9 +203,60 @@ fn work(op: &TensorOp, inputs: &[&Tensor], outputs: &[(DType, &[usize])]) -> usi
         .fold(0, usize::saturating_add);
     match op {
         TensorOp::Matmul => elements.saturating_mul(inputs[0].shape().last().copied().unwrap_or(1)),
+        TensorOp::Gemm { a, .. } => {
+            elements.saturating_mul(a.shape(inputs[0].shape()).last().copied().unwrap_or(1))
+        }
         TensorOp::Linalg(_) | TensorOp::Einsum(_) => usize::MAX,
         TensorOp::Reduce { .. } => inputs[0].len(),
         _ => elements,
+    }
+}
+
+/// The input an op accumulates into, when it is donated: `gemm`'s `c`
+/// (input 2) and `axpby`'s `y` (input 1). Other ops write a donated
+/// tensor's buffer only as a fresh output.
+pub(super) fn accumulator(op: &TensorOp) -> Option<usize> {
+    match op {
+        TensorOp::Gemm { .. } => Some(2),
+        TensorOp::Axpby { .. } => Some(1),
+        _ => None,
+    }
+}
+
+/// Runs an op of [`accumulator`] in place: `target` is the accumulated
+/// input, moved out of the store, `others` the op's other inputs in
+/// order; inline for small work, over `pool` above [`PARALLEL_THRESHOLD`].
+///
+/// # Errors
+///
+/// As the op's kernel.
+pub(super) fn accumulate_in_place(
+    pool: &rayon::ThreadPool,
+    compute: Compute,
+    op: &TensorOp,
+    others: &[&Tensor],
+    target: Tensor,
+) -> Result<Tensor, TensorError> {
+    let work = match op {
+        TensorOp::Gemm { a, .. } => {
+            let k = a.shape(others[0].shape()).last().copied().unwrap_or(1);
+            target.len().saturating_mul(k)
+        }
+        _ => target.len(),
+    };
+    let run = |compute: Compute| match *op {
+        TensorOp::Gemm { alpha, beta, a, b } => {
+            gemm::accumulate_in_place(target, others[0], others[1], [a, b], [alpha, beta], compute)
+        }
+        TensorOp::Axpby { alpha, beta } => {
+            elementwise::axpby_in_place(target, others[0], [alpha, beta])
+        }
+        _ => unreachable!("only the accumulators run in place"),
+    };
+    if compute.parallel() && work >= PARALLEL_THRESHOLD {
+        pool.install(|| run(compute))
+    } else {
+        run(compute.serial())
     }
 }
 

@@ -159,34 +159,164 @@ fn typed<T: Field>(lhs: &Tensor, rhs: &Tensor, x: &Operands<'_>, compute: Comput
     let (m, k, n) = (ls[ls.len() - 2], ls[ls.len() - 1], rs[rs.len() - 1]);
     let batch_shape = &out[..out.len() - 2];
     let batches: usize = batch_shape.iter().product();
-    let strides = |shape: &[usize], matrix: usize| {
-        // Matrix strides of each batch axis, 0 where it is broadcast.
-        let shape = &shape[..shape.len() - 2];
-        let lead = batch_shape.len() - shape.len();
-        let mut strides = vec![0; batch_shape.len()];
-        let mut step = matrix;
-        for i in (0..shape.len()).rev() {
-            if shape[i] != 1 {
-                strides[lead + i] = step;
-            }
-            step *= shape[i];
-        }
-        strides
-    };
-    let (sa, sb) = (strides(ls, m * k), strides(rs, k * n));
+    let strides = [
+        batch_strides(ls, batch_shape, m * k),
+        batch_strides(rs, batch_shape, k * n),
+    ];
     batched([batches, m, k, n], compute, |batch| {
-        let (mut oa, mut ob, mut rest) = (0, 0, batch);
-        for axis in (0..batch_shape.len()).rev() {
-            let i = rest % batch_shape[axis];
-            rest /= batch_shape[axis];
-            oa += i * sa[axis];
-            ob += i * sb[axis];
-        }
+        let [oa, ob] = batch_offsets(batch, batch_shape, &strides);
         (
             MatRef::from_row_major_slice(&a[oa..oa + m * k], m, k),
             MatRef::from_row_major_slice(&b[ob..ob + k * n], k, n),
         )
     })
+}
+
+/// The element strides of each batch axis of `batch_shape` in an operand
+/// of `shape` whose matrices hold `matrix` elements: 0 where the operand
+/// broadcasts the axis (extent 1, or missing in front).
+fn batch_strides(shape: &[usize], batch_shape: &[usize], matrix: usize) -> Vec<usize> {
+    let shape = &shape[..shape.len() - 2];
+    let lead = batch_shape.len() - shape.len();
+    let mut strides = vec![0; batch_shape.len()];
+    let mut step = matrix;
+    for i in (0..shape.len()).rev() {
+        if shape[i] != 1 {
+            strides[lead + i] = step;
+        }
+        step *= shape[i];
+    }
+    strides
+}
+
+/// The offsets of product `batch`'s matrices in the two operands.
+fn batch_offsets(batch: usize, batch_shape: &[usize], strides: &[Vec<usize>; 2]) -> [usize; 2] {
+    let (mut offsets, mut rest) = ([0, 0], batch);
+    for axis in (0..batch_shape.len()).rev() {
+        let i = rest % batch_shape[axis];
+        rest /= batch_shape[axis];
+        offsets[0] += i * strides[0][axis];
+        offsets[1] += i * strides[1][axis];
+    }
+    offsets
+}
+
+/// `c ← alpha · op(a) @ op(b) + beta · c` in `c`'s own buffer: `c` has the
+/// product's shape (the batch axes of `a` and `b` broadcast to it) and is
+/// not read when `beta` is 0. Each product is one faer call that reads a
+/// transposed operand as a transposed view and a conjugated one through
+/// its conjugation flag, so nothing is copied; faer computes it whatever
+/// the domain's provider.
+///
+/// # Errors
+///
+/// As [`TensorOp::infer`](crate::TensorOp::infer) of a gemm (the caller
+/// has checked the operands against it).
+pub(super) fn accumulate_in_place(
+    c: Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    ops: [crate::ops::MatOp; 2],
+    [alpha, beta]: [crate::ops::Scalar; 2],
+    compute: Compute,
+) -> Result<Tensor, TensorError> {
+    let refused = TensorError::Unsupported {
+        op: "gemm",
+        dtype: c.dtype(),
+    };
+    let (shape, mut data) = c.into_parts();
+    let out = shape.clone();
+    with_field!(&mut data, |dst| typed_in_place(
+        dst,
+        [a, b],
+        ops,
+        [alpha, beta],
+        &out,
+        compute
+    )?, else return Err(refused));
+    Tensor::from_parts(shape, data)
+}
+
+fn typed_in_place<T: Field>(
+    c: &mut [T],
+    [a, b]: [&Tensor; 2],
+    ops: [crate::ops::MatOp; 2],
+    [alpha, beta]: [crate::ops::Scalar; 2],
+    out: &[usize],
+    compute: Compute,
+) -> Result<(), TensorError> {
+    let (av, bv) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
+    let (alpha, beta) = (T::from_scalar(alpha), T::from_scalar(beta));
+    let (ash, bsh) = (a.shape(), b.shape());
+    // The operands' stored matrices, before op() reads them.
+    let (am, ak) = (ash[ash.len() - 2], ash[ash.len() - 1]);
+    let (bk, bn) = (bsh[bsh.len() - 2], bsh[bsh.len() - 1]);
+    let (m, n) = (out[out.len() - 2], out[out.len() - 1]);
+    let k = if ops[0].transpose { am } else { ak };
+    let batch_shape = &out[..out.len() - 2];
+    let strides = [
+        batch_strides(ash, batch_shape, am * ak),
+        batch_strides(bsh, batch_shape, bk * bn),
+    ];
+    let conj = |op: crate::ops::MatOp| {
+        if op.conjugate {
+            faer::Conj::Yes
+        } else {
+            faer::Conj::No
+        }
+    };
+    let each = if real_multiply_adds::<T>(m, k, n) < SMALL_PRODUCT {
+        compute.serial()
+    } else {
+        compute
+    };
+    let par = if each.parallel() {
+        Par::rayon(each.threads)
+    } else {
+        Par::Seq
+    };
+    if m * n == 0 {
+        return Ok(());
+    }
+    for (batch, dst) in c.chunks_mut(m * n).enumerate() {
+        // β = 0 does not read c: its NaNs do not survive, as BLAS's.
+        let accum = if beta == T::ZERO {
+            Accum::Replace
+        } else {
+            if beta != T::ONE {
+                for x in dst.iter_mut() {
+                    *x *= beta;
+                }
+            }
+            Accum::Add
+        };
+        if k == 0 {
+            if accum == Accum::Replace {
+                dst.fill(T::ZERO);
+            }
+            continue;
+        }
+        let [oa, ob] = batch_offsets(batch, batch_shape, &strides);
+        let mut x = MatRef::from_row_major_slice(&av[oa..oa + am * ak], am, ak);
+        let mut y = MatRef::from_row_major_slice(&bv[ob..ob + bk * bn], bk, bn);
+        if ops[0].transpose {
+            x = x.transpose();
+        }
+        if ops[1].transpose {
+            y = y.transpose();
+        }
+        faer::linalg::matmul::matmul_with_conj(
+            MatMut::from_row_major_slice_mut(dst, m, n),
+            accum,
+            x,
+            conj(ops[0]),
+            y,
+            conj(ops[1]),
+            alpha,
+            par,
+        );
+    }
+    Ok(())
 }
 
 /// Products below this many multiply-adds run on one thread each: the

@@ -438,6 +438,45 @@ impl TensorEngine for CpuEngine {
         Ok(())
     }
 
+    fn execute_donating(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[(TensorId, DType, &[usize])],
+        donated: TensorId,
+        lane: u64,
+    ) -> Result<(), ExecError> {
+        let reads = inputs.iter().filter(|&&id| id == donated).count();
+        let accumulates = exec::accumulator(op).is_some_and(|at| inputs[at] == donated);
+        if reads > 0 && !(accumulates && reads == 1) {
+            // Read as an operand: the output needs memory of its own.
+            let result = self.execute_into(op, inputs, outputs, lane);
+            self.free(donated);
+            return result;
+        }
+        let Some(tensor) = self.store.remove(donated) else {
+            return self.execute_into(op, inputs, outputs, lane);
+        };
+        if accumulates {
+            let result = {
+                let others = inputs
+                    .iter()
+                    .filter(|&&id| id != donated)
+                    .map(|&id| self.store.get(id))
+                    .collect::<Result<smallvec::SmallVec<[&Tensor; 2]>, _>>()?;
+                let compute = self.domain.compute();
+                exec::accumulate_in_place(&self.pool.rayon, compute, op, &others, tensor)?
+            };
+            self.store.insert(outputs[0].0, result);
+            return Ok(());
+        }
+        // The output's kernel draws its buffer from the pool: this one first.
+        self.buffers.donate(tensor.into_parts().1);
+        let result = self.execute_into(op, inputs, outputs, lane);
+        self.buffers.settle();
+        result
+    }
+
     fn run_program(
         &mut self,
         program: &Program,

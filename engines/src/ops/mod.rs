@@ -473,10 +473,16 @@ impl TensorOp {
                 let (x, y) = (&inputs[0], &inputs[1]);
                 alpha.check(x.dtype)?;
                 beta.check(x.dtype)?;
-                let shape = check_binary_meta(BinaryOp::Add, x.dtype, &x.shape, y.dtype, &y.shape)?;
+                if x.dtype != y.dtype {
+                    return Err(TensorError::MixedDTypes {
+                        op: "axpby",
+                        lhs: x.dtype,
+                        rhs: y.dtype,
+                    });
+                }
                 Ok(Meta {
                     dtype: x.dtype,
-                    shape,
+                    shape: broadcast_shapes("axpby", &x.shape, &y.shape)?,
                 })
             }
             TensorOp::Reduce {

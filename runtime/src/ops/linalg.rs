@@ -3,9 +3,25 @@
 // The engines crate's one kernel-module path the runtime names: the axis
 // rule that `dot_general` shares with the structural ops.
 use weft_engines::ops::check_axes;
-use weft_engines::{EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp};
+use weft_engines::{
+    EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp, UnaryOp,
+};
 
 use crate::error::OpError;
+
+/// The axes of a [`Lane::dot_general_into`], and which operands it
+/// conjugates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DotGeneral {
+    /// Paired batch axes `(lhs, rhs)`, kept in front of the result.
+    pub batch: Vec<(usize, usize)>,
+    /// Paired contracted axes `(lhs, rhs)`.
+    pub contract: Vec<(usize, usize)>,
+    /// Whether `lhs` is conjugated (nothing for real types).
+    pub conj_lhs: bool,
+    /// Whether `rhs` is conjugated (nothing for real types).
+    pub conj_rhs: bool,
+}
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
 
@@ -65,6 +81,113 @@ impl<E: TensorEngine> Lane<E> {
             b: b_op,
         };
         self.apply(op, &[a, b, c])
+    }
+
+    /// `c ← alpha · op(a) @ op(b) + beta · c`: [`Lane::gemm`] written into
+    /// `c`'s memory, which is given up (the returned handle names the
+    /// result). When `c` is the last handle of its tensor as the op runs
+    /// (see [`Lane::apply_into`] for the rule), the CPU accumulates in
+    /// `c`'s buffer, each product one faer call reading transposes as views
+    /// and conjugates as flags; else `c`'s value stays for whoever still
+    /// reads it and the result is fresh.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::gemm`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_into(
+        &self,
+        alpha: Scalar,
+        a: &TensorHandle,
+        a_op: MatOp,
+        b: &TensorHandle,
+        b_op: MatOp,
+        beta: Scalar,
+        c: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let op = TensorOp::Gemm {
+            alpha,
+            beta,
+            a: a_op,
+            b: b_op,
+        };
+        let inputs = smallvec::smallvec![a.clone(), b.clone(), c.clone()];
+        self.donate(op, inputs, c)
+    }
+
+    /// `y ← alpha · x + beta · y` (BLAS's `axpby`, `x` broadcast to `y`'s
+    /// shape): [`Lane::axpby`] accumulated in `y`'s memory, which is given
+    /// up, under the rule of [`Lane::apply_into`].
+    ///
+    /// ```
+    /// use weft::{BinaryOp, DType, Scalar};
+    /// let rt = weft::Runtime::builder().split(1).build()?;
+    /// let lane = rt.lane(0)?;
+    /// let x = lane.arange(DType::F64, 0.0, 1.0, 256)?;
+    /// let mut acc = lane.zeros(DType::F64, &[256])?;
+    /// for _ in 0..3 {
+    ///     // acc ← x² + acc, in acc's buffer.
+    ///     let square = lane.binary(BinaryOp::Mul, &x, &x)?;
+    ///     acc = lane.axpby_into(Scalar::Real(1.0), &square, Scalar::Real(1.0), acc)?;
+    /// }
+    /// assert_eq!(lane.download(&acc)?.wait()?.as_slice::<f64>()?[2], 12.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::axpby`], and [`TensorError::Into`] when `x` broadcasts
+    /// `y` to a larger shape.
+    pub fn axpby_into(
+        &self,
+        alpha: Scalar,
+        x: &TensorHandle,
+        beta: Scalar,
+        y: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let inputs = smallvec::smallvec![x.clone(), y.clone()];
+        self.donate(TensorOp::Axpby { alpha, beta }, inputs, y)
+    }
+
+    /// `c ← alpha · dot_general(lhs, rhs) + beta · c`, either operand
+    /// conjugated first as `dims` says: the accumulating form of
+    /// [`Lane::dot_general`], lowered to its einsum (after a `conj` of an
+    /// operand to conjugate, for complex types) and one
+    /// [`Lane::axpby_into`] of `c`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::dot_general`] and [`Lane::axpby_into`]: a `c` not of the
+    /// contraction's shape is [`TensorError::Into`].
+    pub fn dot_general_into(
+        &self,
+        alpha: Scalar,
+        lhs: &TensorHandle,
+        rhs: &TensorHandle,
+        dims: &DotGeneral,
+        beta: Scalar,
+        c: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let read = |h: &TensorHandle, conjugate: bool| -> Result<TensorHandle, OpError> {
+            if conjugate && h.dtype().is_complex() {
+                self.unary(UnaryOp::Conj, h)
+            } else {
+                Ok(h.clone())
+            }
+        };
+        let (l, r) = (read(lhs, dims.conj_lhs)?, read(rhs, dims.conj_rhs)?);
+        let product = self.dot_general(&l, &r, &dims.batch, &dims.contract)?;
+        if product.shape() != c.shape() || product.dtype() != c.dtype() {
+            return Err(TensorError::Into {
+                op: "dot_general",
+                dtype: product.dtype(),
+                shape: product.shape().to_vec(),
+                into_dtype: c.dtype(),
+                into_shape: c.shape().to_vec(),
+            }
+            .into());
+        }
+        self.axpby_into(alpha, &product, beta, c)
     }
 
     /// `alpha · x + beta · y`, broadcast.

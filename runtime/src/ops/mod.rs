@@ -14,6 +14,8 @@ mod program;
 mod reduce;
 mod structural;
 
+pub use linalg::DotGeneral;
+
 use std::fmt;
 
 use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
@@ -91,6 +93,110 @@ impl<E: TensorEngine> Lane<E> {
         self.submit_tensor_op(op, inputs, outputs)
     }
 
+    /// Like [`Lane::apply`], writing the result into `out`'s memory when it
+    /// can: `out` (of the result's type and shape) is given up, and the
+    /// returned handle names the result. This is the `out=` form of every
+    /// one-output op; [`Lane::gemm_into`] and [`Lane::axpby_into`] are the
+    /// accumulating forms, which read the tensor they write into.
+    ///
+    /// # The rule
+    ///
+    /// Whether the memory is reused is decided on the actor when the op
+    /// runs, and never changes a value anyone reads: it is reused only if
+    /// `out` is then the last handle of its tensor (the op's own aside),
+    /// so no queued op still reads the old value and none can be
+    /// submitted. A clone kept elsewhere, or an op still queued that reads
+    /// the tensor, keeps the old value as it was, and the result gets
+    /// fresh memory. On the CPU a reused buffer holds the result (one the
+    /// op also reads as an input goes back to the pool instead, at once);
+    /// on a CUDA device `out`'s memory is freed for the result's
+    /// allocation. A clone of `out` among `inputs` is such a kept clone
+    /// until the caller drops it: reuse then depends on when the op runs.
+    ///
+    /// ```
+    /// use weft::{BinaryOp, DType, TensorOp};
+    /// let rt = weft::Runtime::builder().split(1).build()?;
+    /// let lane = rt.lane(0)?;
+    /// let a = lane.arange(DType::F64, 0.0, 1.0, 256)?;
+    /// let out = lane.zeros(DType::F64, &[256])?;
+    /// let sum = lane.apply_into(TensorOp::Binary(BinaryOp::Add), &[&a, &a], out)?;
+    /// assert_eq!(lane.download(&sum)?.wait()?.as_slice::<f64>()?[3], 6.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::apply`], and [`TensorError::Into`] when `out` is not of
+    /// the result's type and shape; `out` is dropped either way.
+    pub fn apply_into(
+        &self,
+        op: TensorOp,
+        inputs: &[&TensorHandle],
+        out: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let held = inputs.iter().map(|&h| h.clone()).collect();
+        self.donate(op, held, out)
+    }
+
+    /// [`Lane::apply_into`] of inputs the caller hands over: the
+    /// accumulating forms pass `out` among them, the op's own clone.
+    pub(crate) fn donate(
+        &self,
+        op: TensorOp,
+        inputs: Inputs<TensorHandle>,
+        out: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        self.check(op.name(), &out)?;
+        let outputs = {
+            let refs: Inputs<&TensorHandle> = inputs.iter().collect();
+            self.check_op(&op, &refs)?
+        };
+        match &outputs[..] {
+            [meta] if *meta == out.meta() => {}
+            [meta] => {
+                return Err(TensorError::Into {
+                    op: op.name(),
+                    dtype: meta.dtype,
+                    shape: meta.shape.clone(),
+                    into_dtype: out.dtype(),
+                    into_shape: out.shape().to_vec(),
+                }
+                .into())
+            }
+            _ => {
+                return Err(TensorError::Outputs {
+                    op: op.name(),
+                    outputs: outputs.len(),
+                }
+                .into())
+            }
+        }
+        let label = op.name();
+        let lane = self.actor_lane().id();
+        // The op's own clones of `out`: one per input it is.
+        let held = inputs.iter().filter(|h| h.id() == out.id()).count();
+        let spent = self.tensors().spent().clone();
+        let mut handles =
+            self.produce_owned(label, inputs, None, outputs, move |engine, ids, outs| {
+                let result = [(outs[0].id(), outs[0].dtype(), outs[0].shape())];
+                // Clones of finished ops wait in the spent bin: dropped, they
+                // may leave `out` the last one.
+                let last = out.is_last(held) || {
+                    spent.drop_all();
+                    out.is_last(held)
+                };
+                let done = if last {
+                    engine.execute_donating(&op, ids, &result, out.id(), lane)
+                } else {
+                    engine.execute_into(&op, ids, &result, lane)
+                };
+                // Dropped on a submitting thread, as the op's other handles.
+                spent.give((smallvec::smallvec![out], smallvec::SmallVec::new()));
+                Ok(done?)
+            })?;
+        Ok(handles.pop().expect("one output"))
+    }
+
     fn check_op(&self, op: &TensorOp, inputs: &[&TensorHandle]) -> Result<Vec<Meta>, OpError> {
         for input in inputs {
             self.check(op.name(), input)?;
@@ -135,12 +241,27 @@ impl<E: TensorEngine> Lane<E> {
     where
         F: FnOnce(&mut E, &[TensorId], &[TensorHandle]) -> Result<(), OpError> + Send + 'static,
     {
+        let held = inputs.iter().map(|&h| h.clone()).collect();
+        self.produce_owned(label, held, after, outputs, compute)
+    }
+
+    /// [`Lane::produce`] of input handles the caller hands over.
+    pub(crate) fn produce_owned<F>(
+        &self,
+        label: &'static str,
+        held: Inputs<TensorHandle>,
+        after: Option<(Event, Flow)>,
+        outputs: Vec<Meta>,
+        compute: F,
+    ) -> Result<Vec<TensorHandle>, OpError>
+    where
+        F: FnOnce(&mut E, &[TensorId], &[TensorHandle]) -> Result<(), OpError> + Send + 'static,
+    {
         let tensors = self.tensors();
         let outs: Outputs<TensorHandle> = outputs
             .into_iter()
             .map(|meta| tensors.new_handle(meta))
             .collect();
-        let held: Inputs<TensorHandle> = inputs.iter().map(|&h| h.clone()).collect();
         let (after, flow) = after.unzip();
         let events: Inputs<Event> = held.iter().map(TensorHandle::ready).chain(after).collect();
         let keep = outs.clone();
