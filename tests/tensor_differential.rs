@@ -3,7 +3,9 @@
 //! directly on the engine's kernels in this thread. The values are of
 //! several types (casts and comparisons make integers and masks of the
 //! floats); an op whose direct run fails (a zero integer divisor) is
-//! left out of the sequence.
+//! left out of the sequence. Some steps write into an earlier value
+//! (`apply_into`, the earlier handle given up), which later steps then
+//! read as the new value while ops still queued read the old one.
 
 use proptest::prelude::*;
 use weft::{
@@ -16,6 +18,8 @@ const N: usize = 4;
 #[derive(Debug, Clone)]
 enum Step {
     Op(TensorOp, usize, usize),
+    /// The op written into value `k` (given up: the result takes its place).
+    Into(TensorOp, usize, usize, usize),
     Transfer,
 }
 
@@ -50,12 +54,20 @@ fn step() -> impl Strategy<Value = Step> {
         Just(ReduceOp::Any),
         Just(ReduceOp::Mean)
     ];
+    let written = prop_oneof![
+        Just(TensorOp::Binary(BinaryOp::Add)),
+        Just(TensorOp::Binary(BinaryOp::Mul)),
+        Just(TensorOp::Unary(UnaryOp::Neg)),
+        Just(TensorOp::Matmul),
+    ];
     prop_oneof![
-        (binary, 0..8usize, 0..8usize).prop_map(|(op, i, j)| Step::Op(TensorOp::Binary(op), i, j)),
-        (unary, 0..8usize).prop_map(|(op, i)| Step::Op(TensorOp::Unary(op), i, 0)),
-        (0..8usize, 0..8usize).prop_map(|(i, j)| Step::Op(TensorOp::Matmul, i, j)),
-        (0..8usize).prop_map(|i| Step::Op(TensorOp::Permute(vec![1, 0]), i, 0)),
-        (reduce, 0..8usize).prop_map(|(op, i)| Step::Op(
+        4 => (written, 0..8usize, 0..8usize, 0..8usize)
+            .prop_map(|(op, i, j, k)| Step::Into(op, i, j, k)),
+        1 => (binary, 0..8usize, 0..8usize).prop_map(|(op, i, j)| Step::Op(TensorOp::Binary(op), i, j)),
+        1 => (unary, 0..8usize).prop_map(|(op, i)| Step::Op(TensorOp::Unary(op), i, 0)),
+        1 => (0..8usize, 0..8usize).prop_map(|(i, j)| Step::Op(TensorOp::Matmul, i, j)),
+        1 => (0..8usize).prop_map(|i| Step::Op(TensorOp::Permute(vec![1, 0]), i, 0)),
+        1 => (reduce, 0..8usize).prop_map(|(op, i)| Step::Op(
             TensorOp::Reduce {
                 op,
                 axes: vec![0],
@@ -64,9 +76,9 @@ fn step() -> impl Strategy<Value = Step> {
             i,
             0
         )),
-        (cast, 0..8usize).prop_map(|(dtype, i)| Step::Op(TensorOp::Cast(dtype), i, 0)),
-        (cmp, 0..8usize, 0..8usize).prop_map(|(op, i, j)| Step::Op(TensorOp::Compare(op), i, j)),
-        (0..8usize).prop_map(|i| Step::Op(
+        1 => (cast, 0..8usize).prop_map(|(dtype, i)| Step::Op(TensorOp::Cast(dtype), i, 0)),
+        1 => (cmp, 0..8usize, 0..8usize).prop_map(|(op, i, j)| Step::Op(TensorOp::Compare(op), i, j)),
+        1 => (0..8usize).prop_map(|i| Step::Op(
             TensorOp::ArgReduce {
                 op: ArgOp::Max,
                 axis: 0,
@@ -75,7 +87,7 @@ fn step() -> impl Strategy<Value = Step> {
             i,
             0
         )),
-        Just(Step::Transfer),
+        1 => Just(Step::Transfer),
     ]
 }
 
@@ -109,6 +121,29 @@ proptest! {
                     let moved: Vec<_> = handles.iter().map(|h| lanes[h.domain()].transfer(h, to).unwrap()).collect();
                     handles = moved;
                     here = to;
+                }
+                Step::Into(op, i, j, k) => {
+                    let (i, j, k) = (i % direct.len(), j % direct.len(), k % direct.len());
+                    let (a, b) = (Meta::of(&direct[i]), Meta::of(&direct[j]));
+                    if k == i || k == j || !runs(op, &a, &b) {
+                        continue;
+                    }
+                    let inputs: Vec<&Tensor> = if op.arity() == 1 { vec![&direct[i]] } else { vec![&direct[i], &direct[j]] };
+                    let Ok(mut want) = op.run(&inputs, 1) else {
+                        continue;
+                    };
+                    let want = want.remove(0);
+                    if Meta::of(&want) != Meta::of(&direct[k]) || handles[k].domain() != here {
+                        continue;
+                    }
+                    // Given up (this list held its last handle): value k is
+                    // the result from here on.
+                    let out = handles.remove(k);
+                    let at = |x: usize| if x > k { x - 1 } else { x };
+                    let hs: Vec<&weft::TensorHandle> = if op.arity() == 1 { vec![&handles[at(i)]] } else { vec![&handles[at(i)], &handles[at(j)]] };
+                    let got = lanes[here].apply_into(op.clone(), &hs, out).unwrap();
+                    handles.insert(k, got);
+                    direct[k] = want;
                 }
                 Step::Op(op, i, j) => {
                     let (i, j) = (i % direct.len(), j % direct.len());
