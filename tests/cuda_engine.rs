@@ -13,8 +13,9 @@
 use std::process::ExitCode;
 
 use weft::{
-    BinaryOp, BuildError, CudaEngine, CudaUnavailable, DType, Data, Distribution, Lane, Place,
-    ReduceOp, Runtime, RuntimeError, Scalar, SliceAxis, Tensor, TensorHandle, UnaryOp,
+    BinaryOp, BuildError, CmpOp, CudaEngine, CudaUnavailable, DType, Data, Distribution, Lane,
+    MatOp, Place, ReduceOp, Runtime, RuntimeError, Scalar, SliceAxis, Tensor, TensorHandle,
+    UnaryOp,
 };
 use weft_tests::{check, run_checks, wait_ok, Check, Outcome};
 
@@ -537,6 +538,231 @@ fn products_match_the_cpu() -> Result<Outcome, String> {
     })
 }
 
+/// The vocabulary the device gained with the integer and bool types:
+/// comparisons into `bool`, select by a `bool` mask, clamps, casts between
+/// the field types, pads, triangles, diagonals and their embeddings on any
+/// axes, dots, seeded random tensors (the host's generator: exactly the
+/// CPU's), and the accumulating products, fresh and written into.
+fn vocabulary_ops_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let e = |e: weft::OpError| e.to_string();
+        for (seed, dtype) in DTYPES.into_iter().enumerate() {
+            let s = 700 + 10 * seed as u64;
+            let tol = tolerance(dtype);
+            let a = random(cpu, dtype, &[5, 1, 7], s)?;
+            let b = random(cpu, dtype, &[4, 7], s + 1)?;
+            let m = random(cpu, dtype, &[3, 6, 5], s + 2)?;
+            let ops: &[CmpOp] = if dtype.is_complex() {
+                &[CmpOp::Eq, CmpOp::Ne]
+            } else {
+                &[
+                    CmpOp::Eq,
+                    CmpOp::Ne,
+                    CmpOp::Lt,
+                    CmpOp::Le,
+                    CmpOp::Gt,
+                    CmpOp::Ge,
+                ]
+            };
+            // Equal elements too: a compared with its own broadcast.
+            let twice = cpu.concatenate(&[&a, &a], 1).map_err(e)?;
+            for &op in ops {
+                same!(
+                    format!("{dtype} {op:?}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &[a.clone(), b.clone()],
+                    |l, x| l.compare(op, &x[0], &x[1])
+                );
+                same!(
+                    format!("{dtype} {op:?} of equals"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &[twice.clone(), a.clone()],
+                    |l, x| l.compare(op, &x[0], &x[1])
+                );
+            }
+            let re = |x: &TensorHandle| -> Result<TensorHandle, String> {
+                if dtype.is_complex() {
+                    cpu.cast(x, dtype.real()).map_err(e)
+                } else {
+                    Ok(x.clone())
+                }
+            };
+            let mask = cpu.compare(CmpOp::Gt, &re(&a)?, &re(&b)?).map_err(e)?;
+            same!(
+                format!("{dtype} select"),
+                0.0,
+                cpu,
+                gpu,
+                &[mask, a.clone(), b.clone()],
+                |l, x| l.select(&x[0], &x[1], &x[2])
+            );
+            if !dtype.is_complex() {
+                same!(
+                    format!("{dtype} clamp"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(&b),
+                    |l, x| l.clamp(&x[0], 0.2, 0.7)
+                );
+                let lo = random(cpu, dtype, &[7], s + 3)?;
+                let hi = cpu
+                    .binary_scalar(BinaryOp::Add, &lo, Scalar::Real(0.25))
+                    .map_err(e)?;
+                same!(
+                    format!("{dtype} clamp_between"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &[b.clone(), lo, hi],
+                    |l, x| l.clamp_between(&x[0], &x[1], &x[2])
+                );
+            }
+            for to in DTYPES {
+                same!(
+                    format!("{dtype} cast to {to}"),
+                    tolerance(to).max(tol),
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(&m),
+                    |l, x| l.cast(&x[0], to)
+                );
+            }
+            same!(
+                format!("{dtype} pad"),
+                0.0,
+                cpu,
+                gpu,
+                std::slice::from_ref(&m),
+                |l, x| l.pad(&x[0], &[(1, 0), (0, 2), (3, 1)], Scalar::Real(-2.0))
+            );
+            for k in [-2isize, 0, 3] {
+                same!(
+                    format!("{dtype} tril {k}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(&m),
+                    |l, x| l.tril(&x[0], k)
+                );
+                same!(
+                    format!("{dtype} triu {k}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    std::slice::from_ref(&m),
+                    |l, x| l.triu(&x[0], k)
+                );
+            }
+            same!(
+                format!("{dtype} diagonal of axes 0, 2"),
+                0.0,
+                cpu,
+                gpu,
+                std::slice::from_ref(&m),
+                |l, x| l.diagonal_axes(&x[0], 0, 2)
+            );
+            same!(
+                format!("{dtype} diag_embed"),
+                0.0,
+                cpu,
+                gpu,
+                std::slice::from_ref(&b),
+                |l, x| l.diag_embed(&x[0])
+            );
+            same!(
+                format!("{dtype} diag_embed on axes 0, 2"),
+                0.0,
+                cpu,
+                gpu,
+                std::slice::from_ref(&b),
+                |l, x| l.diag_embed_axes(&x[0], 0, 2)
+            );
+            let v = random(cpu, dtype, &[1000], s + 4)?;
+            let w = random(cpu, dtype, &[1000], s + 5)?;
+            same!(
+                format!("{dtype} dot"),
+                tol * 100.0,
+                cpu,
+                gpu,
+                &[v.clone(), w.clone()],
+                |l, x| l.dot(&x[0], &x[1])
+            );
+            same!(
+                format!("{dtype} vdot"),
+                tol * 100.0,
+                cpu,
+                gpu,
+                &[v, w],
+                |l, x| l.vdot(&x[0], &x[1])
+            );
+            same!(format!("{dtype} random"), 0.0, cpu, gpu, &[], |l, _x| l
+                .random(dtype, &[3, 333], Distribution::Normal, s));
+            let (alpha, beta) = (Scalar::Real(0.5), Scalar::Real(-1.5));
+            for a_op in [MatOp::NONE, MatOp::T, MatOp::H] {
+                for b_op in [MatOp::NONE, MatOp::H] {
+                    let ga = random(
+                        cpu,
+                        dtype,
+                        if a_op.transpose {
+                            &[2, 9, 8]
+                        } else {
+                            &[2, 8, 9]
+                        },
+                        s + 6,
+                    )?;
+                    let gb = random(
+                        cpu,
+                        dtype,
+                        if b_op.transpose { &[6, 9] } else { &[9, 6] },
+                        s + 7,
+                    )?;
+                    let gc = random(cpu, dtype, &[2, 8, 6], s + 8)?;
+                    let inputs = [ga, gb, gc];
+                    same!(
+                        format!("{dtype} gemm {a_op:?} {b_op:?}"),
+                        tol * 100.0,
+                        cpu,
+                        gpu,
+                        &inputs,
+                        |l, x| l.gemm(alpha, &x[0], a_op, &x[1], b_op, beta, &x[2])
+                    );
+                    same!(
+                        format!("{dtype} gemm_into {a_op:?} {b_op:?}"),
+                        tol * 100.0,
+                        cpu,
+                        gpu,
+                        &inputs,
+                        |l, x| l.gemm_into(alpha, &x[0], a_op, &x[1], b_op, beta, x[2].clone())
+                    );
+                }
+            }
+            same!(
+                format!("{dtype} axpby"),
+                tol,
+                cpu,
+                gpu,
+                &[a.clone(), b.clone()],
+                |l, x| l.axpby(alpha, &x[0], beta, &x[1])
+            );
+            let y = random(cpu, dtype, &[5, 4, 7], s + 9)?;
+            same!(
+                format!("{dtype} axpby_into"),
+                tol,
+                cpu,
+                gpu,
+                &[a.clone(), y],
+                |l, x| l.axpby_into(alpha, &x[0], beta, x[1].clone())
+            );
+        }
+        Ok(())
+    })
+}
+
 /// Host → device → host is exact, for every type and size (the large ones
 /// go through the pinned staging in several chunks), and device → device
 /// through two lanes keeps the values.
@@ -813,7 +1039,7 @@ fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
             Err(e) => check(e.to_string().contains("svd"), e.to_string())?,
             Ok(_) => return Err("svd on the device succeeded".into()),
         }
-        let direct = gpu.cast(&x, DType::F32).map_err(|e| e.to_string())?;
+        let direct = gpu.cast(&x, DType::I64).map_err(|e| e.to_string())?;
         let err = wait_err(gpu, &direct)?;
         check(
             err.contains("CUDA device 0 does not implement cast for f64"),
@@ -905,6 +1131,7 @@ fn main() -> ExitCode {
             structural_and_creation_ops_match_the_cpu,
         ),
         ("products_match_the_cpu", products_match_the_cpu),
+        ("vocabulary_ops_match_the_cpu", vocabulary_ops_match_the_cpu),
         ("transfers_round_trip", transfers_round_trip),
         (
             "lanes_are_ordered_across_streams",

@@ -6,12 +6,15 @@
 use cudarc::cublas::CudaBlas;
 
 use super::kernels::Dims;
-use super::launch::{Create, Launcher, RowArgs};
+use super::launch::{Create, Launcher, MapArgs, RowArgs};
 use super::memory::alloc;
 use super::DeviceTensor;
 use crate::engine::{ExecError, Place, Unsupported};
 use crate::layout::{row_major, View};
-use crate::ops::{broadcast_view, permute_view, BinaryOp, Contraction, ReduceOp, Scalar, UnaryOp};
+use crate::ops::{
+    broadcast_view, diag_embed_view, permute_view, BinaryOp, CmpOp, Contraction, MatOp, ReduceOp,
+    Scalar, UnaryOp,
+};
 use crate::tensor::{DType, TensorError};
 
 /// What one op needs of the engine: a launcher on the lane's stream and,
@@ -302,6 +305,206 @@ impl Exec<'_> {
         }
     }
 
+    /// `a op b` as a `bool` tensor, broadcast.
+    pub(super) fn compare(
+        &mut self,
+        op: CmpOp,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(DType::Bool, shape)?;
+        let sa = broadcast_view(&a.shape, shape)?;
+        let sb = broadcast_view(&b.shape, shape)?;
+        let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
+            .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
+        self.launch
+            .compare(&mut out, a, b, compare_code(op), &dims)?;
+        Ok(out)
+    }
+
+    /// Where `mask` is true `a`, else `b`, the three broadcast.
+    pub(super) fn select(
+        &mut self,
+        [mask, a, b]: [&DeviceTensor; 3],
+        shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(a.dtype, shape)?;
+        let walks = [mask, a, b].map(|t| broadcast_view(&t.shape, shape).map(|v| v.strides));
+        let [sm, sa, sb] = walks;
+        let (sm, sa, sb) = (sm?, sa?, sb?);
+        let dims = Dims::new(shape, &[(&sm, 0), (&sa, 0), (&sb, 0)])
+            .ok_or_else(|| self.too_many_axes("select", a.dtype))?;
+        self.launch.select(&mut out, [mask, a, b], &dims)?;
+        Ok(out)
+    }
+
+    /// A one-input kernel into a new tensor of `dtype`, `a`'s shape.
+    pub(super) fn map(
+        &mut self,
+        a: &DeviceTensor,
+        dtype: DType,
+        args: MapArgs,
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.alloc(dtype, &a.shape)?;
+        self.launch.map(&mut out, a, args)?;
+        Ok(out)
+    }
+
+    /// The lower or upper triangle of the last two axes.
+    pub(super) fn triangle(
+        &mut self,
+        a: &DeviceTensor,
+        k: isize,
+        upper: bool,
+    ) -> Result<DeviceTensor, ExecError> {
+        let r = a.shape.len();
+        let (rows, cols) = (a.shape[r - 2], a.shape[r - 1]);
+        let args = MapArgs::Triangle {
+            rows,
+            cols,
+            k,
+            upper,
+        };
+        self.map(a, a.dtype, args)
+    }
+
+    /// `a` converted to `dtype`: a copy when the type is `a`'s.
+    pub(super) fn cast(
+        &mut self,
+        a: &DeviceTensor,
+        dtype: DType,
+    ) -> Result<DeviceTensor, ExecError> {
+        if dtype == a.dtype {
+            return self.duplicate(a, &a.shape);
+        }
+        self.map(a, dtype, MapArgs::Cast)
+    }
+
+    /// `a` inside a tensor of `out_shape` filled with `value`: one fill,
+    /// then one strided copy of `a` into the interior.
+    pub(super) fn pad(
+        &mut self,
+        a: &DeviceTensor,
+        widths: &[(usize, usize)],
+        value: Scalar,
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let mut out = self.fill(a.dtype, out_shape, value)?;
+        let dst = row_major(out_shape);
+        let base: isize = widths
+            .iter()
+            .zip(&dst)
+            .map(|(&(before, _), &stride)| before as isize * stride)
+            .sum();
+        let own = row_major(&a.shape);
+        let dims = Dims::new(&a.shape, &[(&own, 0), (&dst, base)])
+            .ok_or_else(|| self.too_many_axes("pad", a.dtype))?;
+        self.launch.strided_copy(&mut out, a, &dims)?;
+        Ok(out)
+    }
+
+    /// The last axis of `a` on the diagonals of output axes `axes`: zeros,
+    /// then one strided copy of `a` onto the diagonals' offsets.
+    pub(super) fn diag_embed(
+        &mut self,
+        a: &DeviceTensor,
+        axes: [usize; 2],
+    ) -> Result<DeviceTensor, ExecError> {
+        let (shape, placed) = diag_embed_view(&a.shape, axes)?;
+        let mut out = self.fill(a.dtype, &shape, Scalar::Real(0.0))?;
+        let own = row_major(&a.shape);
+        let dims = Dims::new(&a.shape, &[(&own, 0), (&placed.strides, 0)])
+            .ok_or_else(|| self.too_many_axes("diag_embed", a.dtype))?;
+        self.launch.strided_copy(&mut out, a, &dims)?;
+        Ok(out)
+    }
+
+    /// `t` as `op` reads it: transposed by a copy, conjugated by a map
+    /// (nothing for a real type); `None` when it is read as it is.
+    fn operand(&mut self, t: &DeviceTensor, op: MatOp) -> Result<Option<DeviceTensor>, ExecError> {
+        let mut out = None;
+        if op.transpose {
+            let r = t.shape.len();
+            let mut perm: Vec<usize> = (0..r).collect();
+            perm.swap(r - 2, r - 1);
+            out = Some(self.gather(t, &permute_view(&t.shape, &perm)?)?);
+        }
+        if op.conjugate && t.dtype.is_complex() {
+            let read = out.as_ref().unwrap_or(t);
+            out = Some(self.unary(UnaryOp::Conj, read, t.dtype)?);
+        }
+        Ok(out)
+    }
+
+    /// `alpha · op(a) @ op(b) + beta · c`, as the CPU computes it: the
+    /// operands read as `ops` say, one product, the scalings and the sum
+    /// as elementwise kernels; `c` not read when `beta` is 0.
+    pub(super) fn gemm_accumulate(
+        &mut self,
+        [a, b, c]: [&DeviceTensor; 3],
+        ops: [MatOp; 2],
+        [alpha, beta]: [Scalar; 2],
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let (ta, tb) = (self.operand(a, ops[0])?, self.operand(b, ops[1])?);
+        let product = self.matmul(
+            ta.as_ref().unwrap_or(a),
+            tb.as_ref().unwrap_or(b),
+            out_shape,
+        )?;
+        let scaled = if alpha.parts() == (1.0, 0.0) {
+            product
+        } else {
+            self.binary_scalar(BinaryOp::Mul, &product, alpha, false)?
+        };
+        if beta.parts() == (0.0, 0.0) {
+            return Ok(scaled);
+        }
+        let c = self.binary_scalar(BinaryOp::Mul, c, beta, false)?;
+        self.binary(BinaryOp::Add, &scaled, &c, out_shape)
+    }
+
+    /// `x · alpha + y · beta`, broadcast, as the CPU computes it.
+    pub(super) fn axpby(
+        &mut self,
+        [x, y]: [&DeviceTensor; 2],
+        [alpha, beta]: [Scalar; 2],
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let ax = self.binary_scalar(BinaryOp::Mul, x, alpha, false)?;
+        let by = self.binary_scalar(BinaryOp::Mul, y, beta, false)?;
+        self.binary(BinaryOp::Add, &ax, &by, out_shape)
+    }
+
+    /// `minimum(maximum(x, lo), hi)`, the three broadcast.
+    pub(super) fn clamp_between(
+        &mut self,
+        [x, lo, hi]: [&DeviceTensor; 3],
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let raised_shape = crate::ops::broadcast_shapes("clamp_between", &x.shape, &lo.shape)?;
+        let raised = self.binary(BinaryOp::Maximum, x, lo, &raised_shape)?;
+        self.binary(BinaryOp::Minimum, &raised, hi, out_shape)
+    }
+
+    /// `Σ a_i b_i` (of `conj(a)` if `conjugate`): the products, then one
+    /// sum, into a rank-0 tensor.
+    pub(super) fn dot(
+        &mut self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        conjugate: bool,
+    ) -> Result<DeviceTensor, ExecError> {
+        let conj = if conjugate && a.dtype.is_complex() {
+            Some(self.unary(UnaryOp::Conj, a, a.dtype)?)
+        } else {
+            None
+        };
+        let products = self.binary(BinaryOp::Mul, conj.as_ref().unwrap_or(a), b, &a.shape)?;
+        self.reduce(ReduceOp::Sum, &products, &[0], a.dtype, &[])
+    }
+
     /// Joins `inputs` along `axis`: each is copied into its band of the output.
     pub(super) fn concatenate(
         &mut self,
@@ -405,6 +608,18 @@ pub(super) fn binary_code(op: BinaryOp) -> Option<i32> {
             return None
         }
     })
+}
+
+/// The source's comparison codes.
+fn compare_code(op: CmpOp) -> i32 {
+    match op {
+        CmpOp::Eq => 0,
+        CmpOp::Ne => 1,
+        CmpOp::Lt => 2,
+        CmpOp::Le => 3,
+        CmpOp::Gt => 4,
+        CmpOp::Ge => 5,
+    }
 }
 
 /// The source's unary op codes.

@@ -140,10 +140,16 @@ pub(crate) enum Kernel {
     Eye,
     Reduce,
     Norm,
+    Compare,
+    Select,
+    Clamp,
+    Triangle,
+    /// A conversion to the type given.
+    Cast(DType),
 }
 
 impl Kernel {
-    const ALL: [Kernel; 10] = [
+    const ALL: [Kernel; 18] = [
         Kernel::StridedCopy,
         Kernel::Binary,
         Kernel::BinaryScalar,
@@ -154,6 +160,14 @@ impl Kernel {
         Kernel::Eye,
         Kernel::Reduce,
         Kernel::Norm,
+        Kernel::Compare,
+        Kernel::Select,
+        Kernel::Clamp,
+        Kernel::Triangle,
+        Kernel::Cast(DType::F32),
+        Kernel::Cast(DType::F64),
+        Kernel::Cast(DType::C32),
+        Kernel::Cast(DType::C64),
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -168,6 +182,17 @@ impl Kernel {
             Kernel::Eye => "eye",
             Kernel::Reduce => "reduce",
             Kernel::Norm => "norm",
+            Kernel::Compare => "compare",
+            Kernel::Select => "select",
+            Kernel::Clamp => "clamp",
+            Kernel::Triangle => "triangle",
+            Kernel::Cast(DType::F32) => "cast_f32",
+            Kernel::Cast(DType::F64) => "cast_f64",
+            Kernel::Cast(DType::C32) => "cast_c32",
+            Kernel::Cast(DType::C64) => "cast_c64",
+            Kernel::Cast(other) => {
+                unreachable!("conversions are to the field types only (checked), not {other}")
+            }
         }
     }
 }
@@ -460,7 +485,11 @@ mod tests {
             assert!(src.find("typedef ELEMENT T;").unwrap() > cx);
             assert!(src.starts_with(&format!("#define SUFFIX {dtype}\n")));
             for k in Kernel::ALL {
-                assert!(src.contains(&format!("K({})(", k.name())), "{}", k.name());
+                let (direct, cast) = (
+                    format!("K({})(", k.name()),
+                    format!("CAST_TO({},", k.name()),
+                );
+                assert!(src.contains(&direct) || src.contains(&cast), "{}", k.name());
             }
         }
     }

@@ -392,6 +392,169 @@ impl Launcher<'_> {
         Ok(())
     }
 
+    /// `out[i] = a[walk₀] op b[walk₁]` as a `bool` (one byte) over `dims`.
+    pub(super) fn compare(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        op: i32,
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel compare";
+        self.require(a.dtype == b.dtype, NAME, "element types differ")?;
+        self.require(out.dtype == DType::Bool, NAME, "the output is not bool")?;
+        self.require(
+            dims.len() == out.len(),
+            NAME,
+            "the walk is not the output's length",
+        )?;
+        self.require(
+            dims.within(0, a.len()),
+            NAME,
+            "the walk leaves the left operand",
+        )?;
+        self.require(
+            dims.within(1, b.len()),
+            NAME,
+            "the walk leaves the right operand",
+        )?;
+        if dims.len() == 0 {
+            return Ok(());
+        }
+        self.order(&[a, b], &[&*out])?;
+        let f = self.function(a.dtype, Kernel::Compare)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut *out.buf)
+            .arg(&*a.buf)
+            .arg(&*b.buf)
+            .arg(&op)
+            .arg(dims);
+        // SAFETY: `compare` takes (unsigned char*, const T*, const T*, int,
+        // Dims); the inputs hold `T` elements and each walk stays inside
+        // its input, the output holds `dims.n` bytes (all checked).
+        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[a, b], &[&*out])?;
+        Ok(())
+    }
+
+    /// `out[i] = mask[walk₀] ? a[walk₁] : b[walk₂]` over `dims`.
+    pub(super) fn select(
+        &mut self,
+        out: &mut DeviceTensor,
+        [mask, a, b]: [&DeviceTensor; 3],
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel select";
+        let same = out.dtype == a.dtype && a.dtype == b.dtype;
+        self.require(same, NAME, "element types differ")?;
+        self.require(mask.dtype == DType::Bool, NAME, "the mask is not bool")?;
+        self.require(
+            dims.len() == out.len(),
+            NAME,
+            "the walk is not the output's length",
+        )?;
+        for (k, t, what) in [
+            (0, mask, "the walk leaves the mask"),
+            (1, a, "the walk leaves the first source"),
+            (2, b, "the walk leaves the second source"),
+        ] {
+            self.require(dims.within(k, t.len()), NAME, what)?;
+        }
+        if dims.len() == 0 {
+            return Ok(());
+        }
+        self.order(&[mask, a, b], &[&*out])?;
+        let f = self.function(a.dtype, Kernel::Select)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut *out.buf)
+            .arg(&*mask.buf)
+            .arg(&*a.buf)
+            .arg(&*b.buf)
+            .arg(dims);
+        // SAFETY: `select` takes (T*, const unsigned char*, const T*, const
+        // T*, Dims); the output and sources hold `T` elements, the mask
+        // bytes, and each walk stays inside its operand (all checked).
+        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[mask, a, b], &[&*out])?;
+        Ok(())
+    }
+
+    /// A kernel of one contiguous input and output of `n` elements each:
+    /// `clamp` (bounds), `triangle` (the matrices' extents, the offset, the
+    /// side) or a conversion (the output of the type converted to).
+    pub(super) fn map(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        args: MapArgs,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel (elementwise map)";
+        self.require(out.len() == a.len(), NAME, "lengths differ")?;
+        let kernel = match args {
+            MapArgs::Clamp { .. } => Kernel::Clamp,
+            MapArgs::Triangle { .. } => Kernel::Triangle,
+            MapArgs::Cast => Kernel::Cast(out.dtype),
+        };
+        match args {
+            MapArgs::Cast => self.require(
+                out.dtype.is_field(),
+                NAME,
+                "conversions are to floats and complexes",
+            )?,
+            _ => self.require(out.dtype == a.dtype, NAME, "element types differ")?,
+        }
+        if let MapArgs::Clamp { .. } = args {
+            self.require(a.dtype.is_float(), NAME, "clamp is of real types")?;
+        }
+        if let MapArgs::Triangle { rows, cols, .. } = args {
+            self.require(
+                rows.checked_mul(cols)
+                    .is_some_and(|m| m > 0 && a.len().is_multiple_of(m)),
+                NAME,
+                "the matrices do not tile the input",
+            )?;
+        }
+        let n = a.len() as i64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.order(&[a], &[&*out])?;
+        let f = self.function(a.dtype, kernel)?;
+        let mut launch = self.stream.launch_builder(&f);
+        launch.arg(&mut *out.buf).arg(&*a.buf);
+        let (lo, hi, rows, cols, k, upper);
+        match args {
+            MapArgs::Clamp { lo: l, hi: h } => {
+                (lo, hi) = (l, h);
+                launch.arg(&lo).arg(&hi);
+            }
+            MapArgs::Triangle {
+                rows: r,
+                cols: c,
+                k: offset,
+                upper: u,
+            } => {
+                (rows, cols, k, upper) = (r as i64, c as i64, offset as i64, i32::from(u));
+                launch.arg(&rows).arg(&cols).arg(&k).arg(&upper);
+            }
+            MapArgs::Cast => {}
+        }
+        launch.arg(&n);
+        // SAFETY: `clamp` takes (T*, const T*, double, double, long long),
+        // `triangle` (T*, const T*, long long, long long, long long, int,
+        // long long) and `cast_<u>` (U*, const T*, long long), as pushed for
+        // each; both buffers hold `n` elements, the input of `T` and the
+        // output of `T` or, for a conversion, of the type the kernel's name
+        // gives (all checked); a triangle's index arithmetic stays inside
+        // its matrices, which tile the input (checked).
+        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
+        self.recorded(&[a], &[&*out])?;
+        Ok(())
+    }
+
     /// A row kernel over `rows` rows of `len` contiguous elements of `src`,
     /// each cut into `parts`: block `b` takes part `b % parts` of row
     /// `b / parts` into `out[b]`. `Reduce` takes (op code, the count a mean
@@ -618,6 +781,23 @@ impl Launcher<'_> {
         drop((_ra, _rb, _rc));
         self.recorded(&[a, b], &[&*out])
     }
+}
+
+/// The arguments of [`Launcher::map`]'s kernels.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum MapArgs {
+    /// Limits to `[lo, hi]`.
+    Clamp { lo: f64, hi: f64 },
+    /// Keeps the lower (`j - i <= k`) or upper (`j - i >= k`) triangle of
+    /// each `rows × cols` matrix.
+    Triangle {
+        rows: usize,
+        cols: usize,
+        k: isize,
+        upper: bool,
+    },
+    /// Converts to the output's type.
+    Cast,
 }
 
 /// The arguments of a row kernel (see [`Launcher::rows`]).

@@ -35,7 +35,11 @@
 //! element types); everything else through the engine's own kernels,
 //! compiled by NVRTC at first use ([`compile_kernels`]): to a cubin for the
 //! device's architecture where NVRTC targets it, else to PTX the driver
-//! compiles.
+//! compiles. Ops that are several steps on the CPU are the same steps
+//! here (`gemm` and `axpby`, `dot`, `clamp_between`; `pad` and
+//! `diag_embed` are a fill and a strided copy); a random tensor is made by
+//! the host's generator and uploaded, so a seed gives the same values in
+//! every place.
 //!
 //! Teardown (`Drop`): the context is synchronized first, then the tensors
 //! are freed, the cuBLAS handles destroyed, the modules unloaded and the
@@ -421,35 +425,32 @@ impl CudaEngine {
     }
 }
 
+/// Which input's element type the kernels of `op` are of, the one
+/// [`missing`] is asked about: the first, but for a select's (its mask is
+/// `bool` whatever its sources are).
+pub fn data_input(op: &TensorOp) -> usize {
+    usize::from(matches!(op, TensorOp::Select))
+}
+
 /// Why the CUDA engine cannot run `op` on `dtype` tensors (its inputs'
 /// type, or the type it creates), if it cannot: the reason its
 /// [`Unsupported`] errors give, and the CUDA column of the coverage table.
 /// There is no silent fallback: transfer the tensors to a CPU domain.
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
-    // A reshape is a copy of bytes, whatever they are.
-    if !dtype.is_field() && !matches!(op, TensorOp::Reshape(_)) {
+    // A reshape is a copy of bytes, whatever they are, and a random
+    // tensor is made on the host (see `execute_into`) for every type.
+    if !dtype.is_field() && !matches!(op, TensorOp::Reshape(_) | TensorOp::Random { .. }) {
         return Some("no integer or bool kernels yet");
     }
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
-        TensorOp::Random { .. } => Some("no device generator yet"),
-        TensorOp::Compare(_)
-        | TensorOp::Select
-        | TensorOp::Clamp { .. }
-        | TensorOp::ClampBetween
-        | TensorOp::Cast(_)
-        | TensorOp::Pad { .. }
-        | TensorOp::DiagEmbed { .. }
-        | TensorOp::Triangle { .. }
-        | TensorOp::Dot { .. }
-        | TensorOp::ArgReduce { .. }
+        TensorOp::Cast(to) if !to.is_field() => Some("no integer or bool kernels yet"),
+        TensorOp::ArgReduce { .. }
         | TensorOp::Gather { .. }
         | TensorOp::Scatter { .. }
         | TensorOp::DynamicSlice { .. }
         | TensorOp::DynamicUpdateSlice
-        | TensorOp::Compress { .. }
-        | TensorOp::Gemm { .. }
-        | TensorOp::Axpby { .. } => Some("no kernel yet"),
+        | TensorOp::Compress { .. } => Some("no kernel yet"),
         TensorOp::Binary(op) | TensorOp::BinaryScalar { op, .. } => {
             exec::binary_code(*op).is_none().then_some("no kernel yet")
         }
@@ -465,8 +466,20 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::BroadcastTo(_)
         | TensorOp::BroadcastInDim { .. }
         | TensorOp::Diagonal { .. }
+        | TensorOp::DiagEmbed { .. }
         | TensorOp::Concatenate { .. }
+        | TensorOp::Pad { .. }
+        | TensorOp::ClampBetween
+        | TensorOp::Compare(_)
+        | TensorOp::Select
+        | TensorOp::Clamp { .. }
+        | TensorOp::Cast(_)
+        | TensorOp::Triangle { .. }
         | TensorOp::Matmul
+        | TensorOp::Gemm { .. }
+        | TensorOp::Axpby { .. }
+        | TensorOp::Dot { .. }
+        | TensorOp::Random { .. }
         | TensorOp::Einsum(_) => None,
     }
 }
@@ -507,7 +520,18 @@ impl TensorEngine for CudaEngine {
             self.insert(out_id, empty);
             return Ok(());
         }
-        if matches!(op, TensorOp::Matmul | TensorOp::Einsum(_)) {
+        if let TensorOp::Random { .. } = op {
+            // The host's generator, so the same seed gives the same data
+            // in every place; then one upload.
+            let made = op.run(&[], 1)?.pop().expect("random makes one tensor");
+            let out = self.copy_in(&made)?;
+            self.insert(out_id, out);
+            return Ok(());
+        }
+        if matches!(
+            op,
+            TensorOp::Matmul | TensorOp::Einsum(_) | TensorOp::Gemm { .. }
+        ) {
             self.blas(lane)?;
         } else {
             self.lane(lane)?;
@@ -538,7 +562,7 @@ impl TensorEngine for CudaEngine {
             for id in inputs {
                 resident.push(store.get(id).ok_or(NotResident(*id))?);
             }
-            let input_dtype = resident.first().map_or(out_dtype, |t| t.dtype);
+            let input_dtype = resident.get(data_input(op)).map_or(out_dtype, |t| t.dtype);
             let unsupported = |reason| {
                 ExecError::Unsupported(Unsupported {
                     place,
@@ -599,25 +623,38 @@ impl TensorEngine for CudaEngine {
                         Value::Resident(t) => x.duplicate(t, out_shape)?,
                     }
                 }
+                TensorOp::Pad { widths, value } => x.pad(resident[0], widths, *value, out_shape)?,
+                TensorOp::DiagEmbed { axes } => x.diag_embed(resident[0], *axes)?,
+                TensorOp::Gemm { alpha, beta, a, b } => x.gemm_accumulate(
+                    [resident[0], resident[1], resident[2]],
+                    [*a, *b],
+                    [*alpha, *beta],
+                    out_shape,
+                )?,
+                TensorOp::Axpby { alpha, beta } => {
+                    x.axpby([resident[0], resident[1]], [*alpha, *beta], out_shape)?
+                }
+                TensorOp::ClampBetween => {
+                    x.clamp_between([resident[0], resident[1], resident[2]], out_shape)?
+                }
+                TensorOp::Dot { conjugate } => x.dot(resident[0], resident[1], *conjugate)?,
+                TensorOp::Random { .. } => unreachable!("made on the host, above"),
+                TensorOp::Compare(c) => x.compare(*c, resident[0], resident[1], out_shape)?,
+                TensorOp::Select => x.select([resident[0], resident[1], resident[2]], out_shape)?,
+                TensorOp::Clamp { lo, hi } => x.map(
+                    resident[0],
+                    out_dtype,
+                    launch::MapArgs::Clamp { lo: *lo, hi: *hi },
+                )?,
+                TensorOp::Triangle { k, upper } => x.triangle(resident[0], *k, *upper)?,
+                TensorOp::Cast(to) => x.cast(resident[0], *to)?,
                 TensorOp::Linalg(_)
-                | TensorOp::Random { .. }
-                | TensorOp::Compare(_)
-                | TensorOp::Select
-                | TensorOp::Clamp { .. }
-                | TensorOp::ClampBetween
-                | TensorOp::Cast(_)
-                | TensorOp::Pad { .. }
-                | TensorOp::DiagEmbed { .. }
-                | TensorOp::Triangle { .. }
-                | TensorOp::Dot { .. }
                 | TensorOp::ArgReduce { .. }
                 | TensorOp::Gather { .. }
                 | TensorOp::Scatter { .. }
                 | TensorOp::DynamicSlice { .. }
                 | TensorOp::DynamicUpdateSlice
-                | TensorOp::Compress { .. }
-                | TensorOp::Gemm { .. }
-                | TensorOp::Axpby { .. } => return Err(unsupported(missing(op, input_dtype))),
+                | TensorOp::Compress { .. } => return Err(unsupported(missing(op, input_dtype))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

@@ -242,6 +242,68 @@ __device__ __forceinline__ void offsets(const Dims &d, long long i, long long *o
     *o1 = b;
 }
 
+// Element `i`'s offsets in operands 0, 1 and 2 (a select's mask and its
+// two sources).
+__device__ __forceinline__ void offsets3(const Dims &d, long long i, long long *o0,
+                                         long long *o1, long long *o2) {
+    long long a = d.b0, b = d.b1, c = d.b2;
+    for (long long k = d.rank - 1; k >= 0; --k) {
+        long long q = i / d.shape[k];
+        long long r = i - q * d.shape[k];
+        i = q;
+        a += r * d.s0[k];
+        b += r * d.s1[k];
+        c += r * d.s2[k];
+    }
+    *o0 = a;
+    *o1 = b;
+    *o2 = c;
+}
+
+// Comparison codes: 0 eq, 1 ne, 2 lt, 3 le, 4 gt, 5 ge. NaN compares
+// unequal to everything; complexes have eq and ne only (the host refuses
+// the others).
+template <typename F> __device__ __forceinline__ bool compare(F a, F b, int op) {
+    switch (op) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return a < b;
+    case 3: return a <= b;
+    case 4: return a > b;
+    default: return a >= b;
+    }
+}
+template <typename F> __device__ __forceinline__ bool compare(cx<F> a, cx<F> b, int op) {
+    bool eq = a.re == b.re && a.im == b.im;
+    return op == 1 ? !eq : eq;
+}
+
+template <typename F> __device__ __forceinline__ F clamp(F x, F lo, F hi) {
+    if (x == x) {
+        x = x < lo ? lo : x;
+        x = x > hi ? hi : x;
+    }
+    return x;
+}
+// Complexes have no order: the host refuses to clamp them.
+template <typename F> __device__ __forceinline__ cx<F> clamp(cx<F> z, cx<F>, cx<F>) { return z; }
+
+// Conversions between the element types, as Rust's `as`: a real to a
+// narrower real rounds to nearest, a complex to a real drops the
+// imaginary part, a real to a complex has imaginary part 0.
+template <typename F, typename G> __device__ __forceinline__ void convert(F &out, G x) {
+    out = (F)x;
+}
+template <typename F, typename G> __device__ __forceinline__ void convert(cx<F> &out, G x) {
+    out = mk<F>((F)x, (F)0);
+}
+template <typename F, typename G> __device__ __forceinline__ void convert(F &out, cx<G> z) {
+    out = (F)z.re;
+}
+template <typename F, typename G> __device__ __forceinline__ void convert(cx<F> &out, cx<G> z) {
+    out = mk<F>((F)z.re, (F)z.im);
+}
+
 #define GRID_STRIDE(i, n)                                                        \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (long long)gridDim.x * blockDim.x)
@@ -285,6 +347,59 @@ extern "C" __global__ void K(unary)(T *out, const T *a, int op, long long n) {
 extern "C" __global__ void K(magnitude)(R *out, const T *a, long long n) {
     GRID_STRIDE(i, n) { out[i] = magnitude(a[i]); }
 }
+
+// out[i] = (a[...] op b[...]) as a byte 0 or 1 (a `bool` tensor).
+extern "C" __global__ void K(compare)(unsigned char *out, const T *a, const T *b, int op, Dims d) {
+    GRID_STRIDE(i, d.n) {
+        long long oa, ob;
+        offsets(d, i, &oa, &ob);
+        out[i] = compare(a[oa], b[ob], op) ? 1 : 0;
+    }
+}
+
+// out[i] = mask[...] ? a[...] : b[...], the three broadcast by strides.
+extern "C" __global__ void K(select)(T *out, const unsigned char *mask, const T *a, const T *b,
+                                    Dims d) {
+    GRID_STRIDE(i, d.n) {
+        long long om, oa, ob;
+        offsets3(d, i, &om, &oa, &ob);
+        out[i] = mask[om] ? a[oa] : b[ob];
+    }
+}
+
+// Each element limited to [lo, hi] (real types; NaN stays NaN; hi wins
+// where lo > hi, as max then min).
+extern "C" __global__ void K(clamp)(T *out, const T *a, double lo, double hi, long long n) {
+    T l, h;
+    from_real(l, lo);
+    from_real(h, hi);
+    GRID_STRIDE(i, n) { out[i] = clamp(a[i], l, h); }
+}
+
+// The lower (j - i <= k) or upper (j - i >= k) triangle of each of the
+// `rows × cols` matrices, zeros elsewhere.
+extern "C" __global__ void K(triangle)(T *out, const T *a, long long rows, long long cols,
+                                      long long k, int upper, long long n) {
+    GRID_STRIDE(idx, n) {
+        long long i = (idx / cols) % rows, j = idx % cols;
+        long long d = j - i;
+        if (upper ? d >= k : d <= k) {
+            out[idx] = a[idx];
+        } else {
+            from_real(out[idx], 0.0);
+        }
+    }
+}
+
+// The elements converted to each other element type.
+#define CAST_TO(name, U)                                                         \
+    extern "C" __global__ void K(name)(U * out, const T *a, long long n) {      \
+        GRID_STRIDE(i, n) { convert(out[i], a[i]); }                            \
+    }
+CAST_TO(cast_f32, float)
+CAST_TO(cast_f64, double)
+CAST_TO(cast_c32, cx<float>)
+CAST_TO(cast_c64, cx<double>)
 
 extern "C" __global__ void K(fill)(T *out, double re, double im, long long n) {
     T v;
