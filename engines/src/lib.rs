@@ -26,6 +26,7 @@
 
 #[macro_use]
 mod dispatch;
+mod autodiff;
 #[cfg(test)]
 mod coverage;
 mod cpu;
@@ -56,6 +57,7 @@ pub use ops::{
     ScatterMode, SliceAxis, TensorOp, UnaryOp,
 };
 // Programs: computations recorded once, run as one message.
+pub use autodiff::GradError;
 pub use program::{Program, RecordError, Recorder, Step, Value};
 // Host tensors.
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Field, Tensor, TensorError};

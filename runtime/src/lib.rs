@@ -82,7 +82,7 @@ pub use weft_engines::{
     TensorError, TensorId, TensorOp, UnaryOp,
 };
 // Programs: a computation recorded once and run as one op.
-pub use weft_engines::{Program, RecordError, Recorder, Step, Value};
+pub use weft_engines::{GradError, Program, RecordError, Recorder, Step, Value};
 
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.

@@ -1,0 +1,1108 @@
+//! Reverse-mode differentiation of programs: from a recorded [`Program`],
+//! the program that computes its outputs and the gradients (or
+//! vector-Jacobian products) of one of them with respect to chosen inputs.
+//! The derived program is an ordinary one: checked step by step as it is
+//! recorded, printed, compiled and cached by the engines, and run as one
+//! message on the domain that holds the data.
+//!
+//! The derivation replays the program's steps, then walks them backwards
+//! once, recording for each step that an input needing a gradient reaches
+//! the ops of its rule, and summing the contributions a value gets from
+//! every step that reads it. An einsum is one node: its backward is one
+//! einsum per operand, not a chain of pairwise steps.
+//!
+//! # Complex numbers
+//!
+//! For a real loss `L` of a complex `z = x + iy` the gradient is
+//! `∂L/∂x + i·∂L/∂y` (PyTorch's convention, the conjugate Wirtinger
+//! derivative times two): the direction of steepest ascent, so that
+//! `z - lr·grad` descends. JAX's `grad` returns its conjugate. Through a
+//! holomorphic step `w = f(z)` the rule is `z̄ = w̄ · conj(f'(z))`.
+//!
+//! # Stated choices
+//!
+//! - `maximum`/`minimum` (elementwise) give half the gradient to each
+//!   operand where they are equal; `max`/`min` reductions split it evenly
+//!   among the elements equal to the result.
+//! - `abs` of a real has derivative `sign(x)`: 0 at 0. `sign`, `floor_div`,
+//!   comparisons and casts to integer or `bool` types have none (their
+//!   gradients are zero, they stop it).
+//! - `clamp` passes the gradient where the element is inside the bounds
+//!   (ends included); `clamp_between` the same, and none to its bounds.
+//! - A scatter that sets gives its updates the gradient at every index,
+//!   duplicates included (of which only the last was written).
+//! - Ops without a rule yet (the decompositions, prod, diagonal, strided
+//!   slices, `compress`, `gemm`) fail the derivation with
+//!   [`GradError::NoRule`] naming the step; nothing is half-built.
+
+use std::collections::HashMap;
+
+use crate::ops::{
+    BinaryOp, CmpOp, EinsumSpec, Meta, ReduceOp, Scalar, ScatterMode, SliceAxis, TensorOp, UnaryOp,
+};
+use crate::program::{Program, RecordError, Recorder, Value};
+use crate::tensor::{c64, DType};
+
+/// A program could not be differentiated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GradError {
+    /// There is no output of that number.
+    #[error("output {index} does not exist: the program has {outputs}")]
+    NoSuchOutput {
+        /// The number asked for.
+        index: usize,
+        /// How many outputs the program has.
+        outputs: usize,
+    },
+    /// There is no input of that number.
+    #[error("input {index} does not exist: the program has {inputs}")]
+    NoSuchInput {
+        /// The number asked for.
+        index: usize,
+        /// How many inputs the program has.
+        inputs: usize,
+    },
+    /// A gradient is of a real rank-0 output (a loss); a vector-Jacobian
+    /// product takes any output and its cotangent.
+    #[error(
+        "the gradient is of a real scalar, and output {index} is {dtype} of shape {shape:?}: \
+         use Program::vjp with a cotangent"
+    )]
+    NotScalar {
+        /// The output.
+        index: usize,
+        /// Its type.
+        dtype: DType,
+        /// Its shape.
+        shape: Vec<usize>,
+    },
+    /// Gradients are of float and complex values.
+    #[error("input {index} is {dtype}: gradients are of float and complex inputs")]
+    NotDifferentiable {
+        /// The input.
+        index: usize,
+        /// Its type.
+        dtype: DType,
+    },
+    /// A step the gradient flows through has no rule (yet).
+    #[error("program step {step} ({op}) has no derivative rule{}", detail(reason))]
+    NoRule {
+        /// The step's number.
+        step: usize,
+        /// Its op.
+        op: &'static str,
+        /// What is missing, when it is narrower than the op.
+        reason: Option<&'static str>,
+    },
+    /// A step of the derived program did not record (a bug in a rule,
+    /// reported rather than hidden).
+    #[error("recording the derivative: {0}")]
+    Record(#[from] RecordError),
+}
+
+fn detail(reason: &Option<&'static str>) -> String {
+    reason.map(|r| format!(" ({r})")).unwrap_or_default()
+}
+
+impl Program {
+    /// The program that computes this one's outputs and then the gradient
+    /// of output `output` (a real rank-0 tensor: a loss) with respect to
+    /// each input of `wrt`, in that order: outputs first, one gradient per
+    /// `wrt` input after them, each of its input's type and shape. Its
+    /// inputs are this program's.
+    ///
+    /// ```
+    /// use weft_engines::{DType, Program, Tensor};
+    ///
+    /// // L = Σ (A x)², and its gradient with respect to x.
+    /// let loss = Program::record(|p| {
+    ///     let a = p.input(DType::F64, &[3, 2]);
+    ///     let x = p.input(DType::F64, &[2]);
+    ///     let y = p.einsum("ij,j->i", &[a, x])?;
+    ///     let l = p.einsum("i,i->", &[y, y])?;
+    ///     p.output(l)
+    /// })?;
+    /// let grad = loss.gradient(0, &[1])?;
+    /// assert_eq!(grad.output_metas()[1].shape, [2]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`GradError`]: no such output or input, an output that is not a real
+    /// scalar, an input that is not of a float or complex type, a step the
+    /// gradient flows through that has no rule.
+    pub fn gradient(&self, output: usize, wrt: &[usize]) -> Result<Program, GradError> {
+        let meta = self.check_output(output)?;
+        if !meta.dtype.is_float() || !meta.shape.is_empty() {
+            return Err(GradError::NotScalar {
+                index: output,
+                dtype: meta.dtype,
+                shape: meta.shape.clone(),
+            });
+        }
+        self.derive(output, wrt, false)
+    }
+
+    /// The vector-Jacobian product of output `output`: the program that
+    /// takes this one's inputs and then a cotangent of the output's type
+    /// and shape, and computes this one's outputs and then, for each input
+    /// of `wrt`, the cotangent pulled back to it (for a real scalar output
+    /// and a cotangent of 1, the [`Program::gradient`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Program::gradient`], for any output of a float or complex type.
+    pub fn vjp(&self, output: usize, wrt: &[usize]) -> Result<Program, GradError> {
+        let meta = self.check_output(output)?;
+        if !meta.dtype.is_field() {
+            return Err(GradError::NotScalar {
+                index: output,
+                dtype: meta.dtype,
+                shape: meta.shape.clone(),
+            });
+        }
+        self.derive(output, wrt, true)
+    }
+
+    fn check_output(&self, output: usize) -> Result<&Meta, GradError> {
+        let outputs = self.outputs();
+        let &value = outputs.get(output).ok_or(GradError::NoSuchOutput {
+            index: output,
+            outputs: outputs.len(),
+        })?;
+        Ok(&self.metas()[value])
+    }
+
+    fn derive(&self, output: usize, wrt: &[usize], cotangent: bool) -> Result<Program, GradError> {
+        let inputs = self.inputs();
+        for &i in wrt {
+            let &value = inputs.get(i).ok_or(GradError::NoSuchInput {
+                index: i,
+                inputs: inputs.len(),
+            })?;
+            let dtype = self.metas()[value].dtype;
+            if !dtype.is_field() {
+                return Err(GradError::NotDifferentiable { index: i, dtype });
+            }
+        }
+        let mut failure: Option<GradError> = None;
+        let derived = Program::record(|r| {
+            match Derivation::run(self, r, output, wrt, cotangent) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    // Recording stops here; the error is the derivation's.
+                    let stop = match &e {
+                        GradError::Record(inner) => inner.clone(),
+                        _ => RecordError::NoOutput,
+                    };
+                    failure = Some(e);
+                    Err(stop)
+                }
+            }
+        });
+        match (derived, failure) {
+            (Ok(program), _) => Ok(match self.label() {
+                Some(label) => program.labelled(format!("{label} gradient")),
+                None => program,
+            }),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(GradError::Record(e)),
+        }
+    }
+}
+
+/// One derivation in progress: the recorder of the derived program and
+/// the original program's values as recorded there.
+struct Derivation<'a> {
+    r: &'a mut Recorder,
+    /// The derived program's value of each of the original's values.
+    forward: Vec<Option<Value>>,
+}
+
+/// A rule's answer: a contribution per argument (`None`: none, or the
+/// argument needs none), or why there is no rule.
+type Pullback = Result<Vec<Option<Value>>, Missing>;
+
+/// Why a rule gave nothing: no rule for the op, or a failed recording.
+enum Missing {
+    Rule(Option<&'static str>),
+    Record(RecordError),
+}
+
+impl From<RecordError> for Missing {
+    fn from(e: RecordError) -> Missing {
+        Missing::Record(e)
+    }
+}
+
+impl Derivation<'_> {
+    fn run(
+        program: &Program,
+        r: &mut Recorder,
+        output: usize,
+        wrt: &[usize],
+        cotangent: bool,
+    ) -> Result<(), GradError> {
+        let metas = program.metas();
+        let mut d = Derivation {
+            r,
+            forward: vec![None; metas.len()],
+        };
+        for &i in program.inputs() {
+            let m = &metas[i];
+            d.forward[i] = Some(d.r.input(m.dtype, &m.shape));
+        }
+        // Which values an input of `wrt` reaches: only their steps are
+        // walked back.
+        let mut needs = vec![false; metas.len()];
+        for &i in wrt {
+            needs[program.inputs()[i]] = true;
+        }
+        for step in program.steps() {
+            let outs = d.r.apply_many(step.op.clone(), &d.values(&step.args))?;
+            let reached = step.args.iter().any(|&a| needs[a]);
+            for (k, v) in outs.into_iter().enumerate() {
+                d.forward[step.first_result + k] = Some(v);
+                needs[step.first_result + k] = reached;
+            }
+        }
+        let out_value = program.outputs()[output];
+        let seed = if cotangent {
+            let m = &metas[out_value];
+            d.r.input(m.dtype, &m.shape)
+        } else {
+            d.r.apply(
+                TensorOp::Full {
+                    dtype: metas[out_value].dtype,
+                    shape: Vec::new(),
+                    value: Scalar::Real(1.0),
+                },
+                &[],
+            )?
+        };
+        let mut cot: HashMap<usize, Value> = HashMap::new();
+        cot.insert(out_value, seed);
+        for (number, step) in program.steps().iter().enumerate().rev() {
+            let results = step.first_result..step.first_result + step.results;
+            let Some(g) = results.clone().find_map(|i| cot.get(&i).copied()) else {
+                continue;
+            };
+            let need: Vec<bool> = step.args.iter().map(|&a| needs[a]).collect();
+            if !need.contains(&true) {
+                continue;
+            }
+            if step.results != 1 {
+                return Err(GradError::NoRule {
+                    step: number,
+                    op: step.op.name(),
+                    reason: Some("ops of several results"),
+                });
+            }
+            let args = d.values(&step.args);
+            let out = d.forward[step.first_result].expect("replayed");
+            let pulled = d
+                .pullback(&step.op, &args, out, g, &need)
+                .map_err(|m| match m {
+                    Missing::Rule(reason) => GradError::NoRule {
+                        step: number,
+                        op: step.op.name(),
+                        reason,
+                    },
+                    Missing::Record(e) => GradError::Record(e),
+                })?;
+            for ((&arg, contribution), &needed) in step.args.iter().zip(pulled).zip(&need) {
+                let Some(c) = contribution.filter(|_| needed) else {
+                    continue;
+                };
+                let summed = match cot.get(&arg) {
+                    Some(&earlier) => d.r.add(earlier, c)?,
+                    None => c,
+                };
+                cot.insert(arg, summed);
+            }
+        }
+        for &value in program.outputs() {
+            let v = d.forward[value].expect("replayed");
+            d.r.output(v)?;
+        }
+        for &i in wrt {
+            let value = program.inputs()[i];
+            let g = match cot.get(&value) {
+                Some(&g) => g,
+                // The output does not depend on it: zeros.
+                None => {
+                    let m = &metas[value];
+                    d.r.apply(
+                        TensorOp::Full {
+                            dtype: m.dtype,
+                            shape: m.shape.clone(),
+                            value: Scalar::Real(0.0),
+                        },
+                        &[],
+                    )?
+                }
+            };
+            d.r.output(g)?;
+        }
+        Ok(())
+    }
+
+    fn values(&self, numbers: &[usize]) -> Vec<Value> {
+        numbers
+            .iter()
+            .map(|&i| self.forward[i].expect("recorded before use"))
+            .collect()
+    }
+
+    fn meta(&self, v: Value) -> Meta {
+        self.r.meta(v).expect("a value of this recorder").clone()
+    }
+
+    fn op(&mut self, op: TensorOp, args: &[Value]) -> Result<Value, Missing> {
+        Ok(self.r.apply(op, args)?)
+    }
+
+    fn bin(&mut self, op: BinaryOp, a: Value, b: Value) -> Result<Value, Missing> {
+        self.op(TensorOp::Binary(op), &[a, b])
+    }
+
+    fn un(&mut self, op: UnaryOp, a: Value) -> Result<Value, Missing> {
+        self.op(TensorOp::Unary(op), &[a])
+    }
+
+    fn scalar(&mut self, op: BinaryOp, a: Value, value: Scalar) -> Result<Value, Missing> {
+        let scalar_first = false;
+        self.op(
+            TensorOp::BinaryScalar {
+                op,
+                value,
+                scalar_first,
+            },
+            &[a],
+        )
+    }
+
+    /// `1 - a`, `value - a` and the like.
+    fn scalar_first(&mut self, op: BinaryOp, value: Scalar, a: Value) -> Result<Value, Missing> {
+        self.op(
+            TensorOp::BinaryScalar {
+                op,
+                value,
+                scalar_first: true,
+            },
+            &[a],
+        )
+    }
+
+    /// `conj(v)` of a complex value; `v` itself of a real one.
+    fn conj(&mut self, v: Value) -> Result<Value, Missing> {
+        if self.meta(v).dtype.is_complex() {
+            self.un(UnaryOp::Conj, v)
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// `g · conj(d)`: the pullback of a holomorphic step of derivative `d`.
+    fn times_conj(&mut self, g: Value, d: Value) -> Result<Value, Missing> {
+        let d = self.conj(d)?;
+        self.bin(BinaryOp::Mul, g, d)
+    }
+
+    /// A `bool` mask as 0/1 of `dtype`.
+    fn mask(&mut self, m: Value, dtype: DType) -> Result<Value, Missing> {
+        self.op(TensorOp::Cast(dtype), &[m])
+    }
+
+    fn zeros_like(&mut self, v: Value) -> Result<Value, Missing> {
+        let m = self.meta(v);
+        self.op(
+            TensorOp::Full {
+                dtype: m.dtype,
+                shape: m.shape,
+                value: Scalar::Real(0.0),
+            },
+            &[],
+        )
+    }
+
+    /// `g` (of a broadcast result) summed back to `shape`: over the axes in
+    /// front that `shape` lacks, and over its extent-1 axes that `g` has
+    /// longer.
+    fn unbroadcast(&mut self, g: Value, shape: &[usize]) -> Result<Value, Missing> {
+        let from = self.meta(g).shape;
+        if from == shape {
+            return Ok(g);
+        }
+        let lead = from.len() - shape.len();
+        let axes: Vec<usize> = (0..from.len())
+            .filter(|&k| k < lead || (shape[k - lead] == 1 && from[k] != 1))
+            .collect();
+        let summed = if axes.is_empty() {
+            g
+        } else {
+            self.op(
+                TensorOp::Reduce {
+                    op: ReduceOp::Sum,
+                    axes,
+                    keep_dims: false,
+                },
+                &[g],
+            )?
+        };
+        self.op(TensorOp::Reshape(shape.to_vec()), &[summed])
+    }
+
+    /// `g` of a reduction's result over `axes` spread back over `shape`:
+    /// reshaped with the axes kept (as extent 1), then broadcast.
+    fn spread(
+        &mut self,
+        g: Value,
+        axes: &[usize],
+        shape: &[usize],
+    ) -> Result<(Value, Vec<usize>), Missing> {
+        let kept: Vec<usize> = (0..shape.len())
+            .map(|k| if axes.contains(&k) { 1 } else { shape[k] })
+            .collect();
+        let g = self.op(TensorOp::Reshape(kept.clone()), &[g])?;
+        Ok((self.op(TensorOp::BroadcastTo(shape.to_vec()), &[g])?, kept))
+    }
+
+    /// The adjoint of the last two axes.
+    fn adjoint(&mut self, v: Value) -> Result<Value, Missing> {
+        let r = self.meta(v).shape.len();
+        let mut perm: Vec<usize> = (0..r).collect();
+        perm.swap(r - 2, r - 1);
+        let t = self.op(TensorOp::Permute(perm), &[v])?;
+        self.conj(t)
+    }
+
+    /// The contributions of one step of result `out` and cotangent `g` to
+    /// its arguments `args` (of which `need` say which want one).
+    fn pullback(
+        &mut self,
+        op: &TensorOp,
+        args: &[Value],
+        out: Value,
+        g: Value,
+        need: &[bool],
+    ) -> Pullback {
+        let shape = |d: &Self, i: usize| d.meta(args[i]).shape;
+        let dtype = self.meta(out).dtype;
+        Ok(match op {
+            TensorOp::Binary(b) => {
+                let (a, bb) = (args[0], args[1]);
+                let (da, db) = match b {
+                    BinaryOp::Add => (Some(g), Some(g)),
+                    BinaryOp::Sub => (Some(g), Some(self.un(UnaryOp::Neg, g)?)),
+                    BinaryOp::Mul => (
+                        need[0].then(|| self.times_conj(g, bb)).transpose()?,
+                        need[1].then(|| self.times_conj(g, a)).transpose()?,
+                    ),
+                    BinaryOp::Div => {
+                        let da = self.conj(bb)?;
+                        let da = self.bin(BinaryOp::Div, g, da)?;
+                        let db = if need[1] {
+                            // -(g / conj(b)) · conj(out)
+                            let q = self.times_conj(da, out)?;
+                            Some(self.un(UnaryOp::Neg, q)?)
+                        } else {
+                            None
+                        };
+                        (Some(da), db)
+                    }
+                    BinaryOp::Pow => {
+                        let da = if need[0] {
+                            // b · a^(b - 1)
+                            let b1 = self.scalar(BinaryOp::Sub, bb, Scalar::Real(1.0))?;
+                            let p = self.bin(BinaryOp::Pow, a, b1)?;
+                            let d = self.bin(BinaryOp::Mul, bb, p)?;
+                            Some(self.times_conj(g, d)?)
+                        } else {
+                            None
+                        };
+                        let db = if need[1] {
+                            let l = self.un(UnaryOp::Log, a)?;
+                            let d = self.bin(BinaryOp::Mul, out, l)?;
+                            Some(self.times_conj(g, d)?)
+                        } else {
+                            None
+                        };
+                        (da, db)
+                    }
+                    BinaryOp::Maximum | BinaryOp::Minimum => {
+                        let won = if *b == BinaryOp::Maximum {
+                            CmpOp::Gt
+                        } else {
+                            CmpOp::Lt
+                        };
+                        let w = self.op(TensorOp::Compare(won), &[a, bb])?;
+                        let tie = self.op(TensorOp::Compare(CmpOp::Eq), &[a, bb])?;
+                        let w = self.mask(w, dtype)?;
+                        let tie = self.mask(tie, dtype)?;
+                        let half = self.scalar(BinaryOp::Mul, tie, Scalar::Real(0.5))?;
+                        let wa = self.bin(BinaryOp::Add, w, half)?;
+                        let wb = self.scalar_first(BinaryOp::Sub, Scalar::Real(1.0), wa)?;
+                        (
+                            Some(self.bin(BinaryOp::Mul, g, wa)?),
+                            Some(self.bin(BinaryOp::Mul, g, wb)?),
+                        )
+                    }
+                    BinaryOp::FloorDiv => (None, None),
+                    BinaryOp::Rem => {
+                        let db = if need[1] {
+                            let q = self.bin(BinaryOp::FloorDiv, a, bb)?;
+                            let q = self.bin(BinaryOp::Mul, g, q)?;
+                            Some(self.un(UnaryOp::Neg, q)?)
+                        } else {
+                            None
+                        };
+                        (Some(g), db)
+                    }
+                    BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => (None, None),
+                };
+                let da = da
+                    .map(|v| self.unbroadcast(v, &shape(self, 0)))
+                    .transpose()?;
+                let db = db
+                    .map(|v| self.unbroadcast(v, &shape(self, 1)))
+                    .transpose()?;
+                vec![da, db]
+            }
+            TensorOp::BinaryScalar {
+                op: b,
+                value,
+                scalar_first,
+            } => {
+                let x = args[0];
+                let conj = conj_scalar(*value);
+                let d = match (b, scalar_first) {
+                    (BinaryOp::Add, _) | (BinaryOp::Sub, false) => Some(g),
+                    (BinaryOp::Sub, true) => Some(self.un(UnaryOp::Neg, g)?),
+                    (BinaryOp::Mul, _) => Some(self.scalar(BinaryOp::Mul, g, conj)?),
+                    (BinaryOp::Div, false) => Some(self.scalar(BinaryOp::Div, g, conj)?),
+                    (BinaryOp::Div, true) => {
+                        // d(s/x) = -s/x² = -out/x
+                        let q = self.bin(BinaryOp::Div, out, x)?;
+                        let q = self.times_conj(g, q)?;
+                        Some(self.un(UnaryOp::Neg, q)?)
+                    }
+                    (BinaryOp::Pow, false) => {
+                        // s · x^(s - 1)
+                        let (re, im) = value.parts();
+                        let less = Scalar::Complex(c64::new(re - 1.0, im));
+                        let p = self.op(
+                            TensorOp::BinaryScalar {
+                                op: BinaryOp::Pow,
+                                value: fit(less, dtype),
+                                scalar_first: false,
+                            },
+                            &[x],
+                        )?;
+                        let d = self.scalar(BinaryOp::Mul, p, *value)?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    (BinaryOp::Pow, true) => {
+                        // out · ln s
+                        let (re, im) = value.parts();
+                        let ln = c64::new(re, im).ln();
+                        let d = self.scalar(BinaryOp::Mul, out, fit(Scalar::Complex(ln), dtype))?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    (BinaryOp::Maximum | BinaryOp::Minimum, _) => {
+                        // Where x is the result (ties: half).
+                        let s = self.op(
+                            TensorOp::Full {
+                                dtype,
+                                shape: Vec::new(),
+                                value: *value,
+                            },
+                            &[],
+                        )?;
+                        let eq = self.op(TensorOp::Compare(CmpOp::Eq), &[x, out])?;
+                        let tie = self.op(TensorOp::Compare(CmpOp::Eq), &[x, s])?;
+                        let eq = self.mask(eq, dtype)?;
+                        let tie = self.mask(tie, dtype)?;
+                        let half = self.scalar(BinaryOp::Mul, tie, Scalar::Real(0.5))?;
+                        let w = self.bin(BinaryOp::Sub, eq, half)?;
+                        Some(self.bin(BinaryOp::Mul, g, w)?)
+                    }
+                    (BinaryOp::FloorDiv, _) => None,
+                    (BinaryOp::Rem, false) => Some(g),
+                    (BinaryOp::Rem, true) => {
+                        let s = self.op(
+                            TensorOp::Full {
+                                dtype,
+                                shape: Vec::new(),
+                                value: *value,
+                            },
+                            &[],
+                        )?;
+                        let q = self.bin(BinaryOp::FloorDiv, s, x)?;
+                        let q = self.bin(BinaryOp::Mul, g, q)?;
+                        Some(self.un(UnaryOp::Neg, q)?)
+                    }
+                    (BinaryOp::And | BinaryOp::Or | BinaryOp::Xor, _) => None,
+                };
+                vec![d]
+            }
+            TensorOp::Unary(u) => {
+                let x = args[0];
+                let d = match u {
+                    UnaryOp::Neg => Some(self.un(UnaryOp::Neg, g)?),
+                    UnaryOp::Conj => Some(self.conj(g)?),
+                    UnaryOp::Exp => Some(self.times_conj(g, out)?),
+                    UnaryOp::Expm1 => {
+                        let d = self.scalar(BinaryOp::Add, out, Scalar::Real(1.0))?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    UnaryOp::Log => {
+                        let c = self.conj(x)?;
+                        Some(self.bin(BinaryOp::Div, g, c)?)
+                    }
+                    UnaryOp::Log1p => {
+                        let d = self.scalar(BinaryOp::Add, x, Scalar::Real(1.0))?;
+                        let c = self.conj(d)?;
+                        Some(self.bin(BinaryOp::Div, g, c)?)
+                    }
+                    UnaryOp::Sqrt => {
+                        let d = self.scalar(BinaryOp::Mul, out, Scalar::Real(2.0))?;
+                        let c = self.conj(d)?;
+                        Some(self.bin(BinaryOp::Div, g, c)?)
+                    }
+                    UnaryOp::Rsqrt => {
+                        // -out / (2x)
+                        let q = self.bin(BinaryOp::Div, out, x)?;
+                        let d = self.scalar(BinaryOp::Mul, q, Scalar::Real(-0.5))?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    UnaryOp::Sin => {
+                        let d = self.un(UnaryOp::Cos, x)?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    UnaryOp::Cos => {
+                        let s = self.un(UnaryOp::Sin, x)?;
+                        let d = self.un(UnaryOp::Neg, s)?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    UnaryOp::Tanh => {
+                        let sq = self.bin(BinaryOp::Mul, out, out)?;
+                        let d = self.scalar_first(BinaryOp::Sub, Scalar::Real(1.0), sq)?;
+                        Some(self.times_conj(g, d)?)
+                    }
+                    UnaryOp::Abs if !self.meta(x).dtype.is_complex() => {
+                        let s = self.un(UnaryOp::Sign, x)?;
+                        Some(self.bin(BinaryOp::Mul, g, s)?)
+                    }
+                    UnaryOp::Abs => return Err(Missing::Rule(Some("abs of a complex tensor"))),
+                    UnaryOp::Sign | UnaryOp::Not => None,
+                };
+                vec![d]
+            }
+            TensorOp::Reduce {
+                op: r,
+                axes,
+                keep_dims: _,
+            } => {
+                let x = args[0];
+                let xs = shape(self, 0);
+                let (spread, kept) = self.spread(g, axes, &xs)?;
+                let d = match r {
+                    ReduceOp::Sum => spread,
+                    ReduceOp::Mean => {
+                        let n: usize = axes.iter().map(|&a| xs[a]).product();
+                        self.scalar(BinaryOp::Div, spread, Scalar::Real(n as f64))?
+                    }
+                    ReduceOp::Max | ReduceOp::Min => {
+                        // Split evenly among the elements equal to the result.
+                        let o = self.op(TensorOp::Reshape(kept), &[out])?;
+                        let eq = self.op(TensorOp::Compare(CmpOp::Eq), &[x, o])?;
+                        let m = self.mask(eq, dtype)?;
+                        let count = self.op(
+                            TensorOp::Reduce {
+                                op: ReduceOp::Sum,
+                                axes: axes.clone(),
+                                keep_dims: true,
+                            },
+                            &[m],
+                        )?;
+                        let share = self.bin(BinaryOp::Div, m, count)?;
+                        self.bin(BinaryOp::Mul, spread, share)?
+                    }
+                    ReduceOp::Norm => {
+                        // x / ‖x‖ (NaN where the norm is 0).
+                        let o = self.op(TensorOp::Reshape(kept), &[out])?;
+                        let o = self.op(TensorOp::Cast(self.meta(x).dtype), &[o])?;
+                        let s = self.op(TensorOp::Cast(self.meta(x).dtype), &[spread])?;
+                        let q = self.bin(BinaryOp::Div, x, o)?;
+                        self.bin(BinaryOp::Mul, s, q)?
+                    }
+                    ReduceOp::Prod => return Err(Missing::Rule(Some("prod"))),
+                    ReduceOp::Any | ReduceOp::All => return Ok(vec![None]),
+                };
+                vec![Some(d)]
+            }
+            TensorOp::Matmul => {
+                let (a, b) = (args[0], args[1]);
+                let da = if need[0] {
+                    let bh = self.adjoint(b)?;
+                    let p = self.op(TensorOp::Matmul, &[g, bh])?;
+                    Some(self.unbroadcast(p, &shape(self, 0))?)
+                } else {
+                    None
+                };
+                let db = if need[1] {
+                    let ah = self.adjoint(a)?;
+                    let p = self.op(TensorOp::Matmul, &[ah, g])?;
+                    Some(self.unbroadcast(p, &shape(self, 1))?)
+                } else {
+                    None
+                };
+                vec![da, db]
+            }
+            TensorOp::Einsum(spec) => self.einsum(spec, args, g, need)?,
+            TensorOp::Dot { conjugate } => {
+                let (a, b) = (args[0], args[1]);
+                let gc = self.conj(g)?;
+                let (wa, wb) = if *conjugate {
+                    // Σ conj(a) b: ā = conj(g) b, b̄ = g a.
+                    (
+                        need[0]
+                            .then(|| self.bin(BinaryOp::Mul, b, gc))
+                            .transpose()?,
+                        need[1].then(|| self.bin(BinaryOp::Mul, a, g)).transpose()?,
+                    )
+                } else {
+                    (
+                        need[0].then(|| self.times_conj(g, b)).transpose()?,
+                        need[1].then(|| self.times_conj(g, a)).transpose()?,
+                    )
+                };
+                vec![wa, wb]
+            }
+            TensorOp::Axpby { alpha, beta } => {
+                let gx = self.scalar(BinaryOp::Mul, g, conj_scalar(*alpha))?;
+                let gy = self.scalar(BinaryOp::Mul, g, conj_scalar(*beta))?;
+                vec![
+                    Some(self.unbroadcast(gx, &shape(self, 0))?),
+                    Some(self.unbroadcast(gy, &shape(self, 1))?),
+                ]
+            }
+            TensorOp::Reshape(_) => {
+                vec![Some(self.op(TensorOp::Reshape(shape(self, 0)), &[g])?)]
+            }
+            TensorOp::Permute(perm) => {
+                let mut inverse = vec![0; perm.len()];
+                for (i, &p) in perm.iter().enumerate() {
+                    inverse[p] = i;
+                }
+                vec![Some(self.op(TensorOp::Permute(inverse), &[g])?)]
+            }
+            TensorOp::BroadcastTo(_) => vec![Some(self.unbroadcast(g, &shape(self, 0))?)],
+            TensorOp::BroadcastInDim { dims, .. } => {
+                // Sum over the axes not mapped and those repeated from 1.
+                let from = shape(self, 0);
+                let out_shape = self.meta(g).shape;
+                let axes: Vec<usize> = (0..out_shape.len())
+                    .filter(|k| match dims.iter().position(|d| d == k) {
+                        None => true,
+                        Some(i) => from[i] == 1 && out_shape[*k] != 1,
+                    })
+                    .collect();
+                let summed = self.op(
+                    TensorOp::Reduce {
+                        op: ReduceOp::Sum,
+                        axes: axes.clone(),
+                        keep_dims: true,
+                    },
+                    &[g],
+                )?;
+                // The mapped axes, in the input's order.
+                let mut order: Vec<usize> = (0..dims.len()).collect();
+                order.sort_by_key(|&i| dims[i]);
+                let mut perm = vec![0; dims.len()];
+                for (pos, &i) in order.iter().enumerate() {
+                    perm[i] = pos;
+                }
+                let kept: Vec<usize> = {
+                    let mut sorted = dims.clone();
+                    sorted.sort_unstable();
+                    sorted
+                        .iter()
+                        .map(|&d| if axes.contains(&d) { 1 } else { out_shape[d] })
+                        .collect()
+                };
+                let squeezed = self.op(TensorOp::Reshape(kept), &[summed])?;
+                let placed = self.op(TensorOp::Permute(perm), &[squeezed])?;
+                vec![Some(self.op(TensorOp::Reshape(from), &[placed])?)]
+            }
+            TensorOp::Reverse(axes) => vec![Some(self.op(TensorOp::Reverse(axes.clone()), &[g])?)],
+            TensorOp::Slice(axes) => {
+                if axes.iter().any(|a| a.step != 1) {
+                    return Err(Missing::Rule(Some("a slice with a step")));
+                }
+                let from = shape(self, 0);
+                let got = self.meta(g).shape;
+                let widths = axes
+                    .iter()
+                    .zip(&from)
+                    .zip(&got)
+                    .map(|((a, &n), &len)| {
+                        let before = a.start.min(n);
+                        (before, n - before - len)
+                    })
+                    .collect();
+                vec![Some(self.op(
+                    TensorOp::Pad {
+                        widths,
+                        value: Scalar::Real(0.0),
+                    },
+                    &[g],
+                )?)]
+            }
+            TensorOp::Pad { widths, .. } => {
+                let from = shape(self, 0);
+                let axes = widths
+                    .iter()
+                    .zip(&from)
+                    .map(|(&(before, _), &n)| SliceAxis {
+                        start: before,
+                        stop: before + n,
+                        step: 1,
+                    })
+                    .collect();
+                vec![Some(self.op(TensorOp::Slice(axes), &[g])?)]
+            }
+            TensorOp::Concatenate { axis, .. } => {
+                let full = self.meta(g).shape;
+                let mut at = 0;
+                let mut parts = Vec::with_capacity(args.len());
+                for (i, &needed) in need.iter().enumerate() {
+                    let n = shape(self, i)[*axis];
+                    let axes = (0..full.len())
+                        .map(|k| {
+                            if k == *axis {
+                                SliceAxis {
+                                    start: at,
+                                    stop: at + n,
+                                    step: 1,
+                                }
+                            } else {
+                                SliceAxis::ALL
+                            }
+                        })
+                        .collect();
+                    at += n;
+                    parts.push(
+                        needed
+                            .then(|| self.op(TensorOp::Slice(axes), &[g]))
+                            .transpose()?,
+                    );
+                }
+                parts
+            }
+            TensorOp::Cast(to) => {
+                let from = self.meta(args[0]).dtype;
+                if !to.is_field() {
+                    vec![None]
+                } else {
+                    vec![Some(self.op(TensorOp::Cast(from), &[g])?)]
+                }
+            }
+            TensorOp::Triangle { k, upper } => vec![Some(self.op(
+                TensorOp::Triangle {
+                    k: *k,
+                    upper: *upper,
+                },
+                &[g],
+            )?)],
+            TensorOp::DiagEmbed { axes } => {
+                vec![Some(self.op(TensorOp::Diagonal { axes: *axes }, &[g])?)]
+            }
+            TensorOp::Select => {
+                let (m, a, b) = (args[0], args[1], args[2]);
+                let z = self.op(
+                    TensorOp::Full {
+                        dtype,
+                        shape: Vec::new(),
+                        value: Scalar::Real(0.0),
+                    },
+                    &[],
+                )?;
+                let da = if need[1] {
+                    let v = self.op(TensorOp::Select, &[m, g, z])?;
+                    Some(self.unbroadcast(v, &self.meta(a).shape)?)
+                } else {
+                    None
+                };
+                let db = if need[2] {
+                    let v = self.op(TensorOp::Select, &[m, z, g])?;
+                    Some(self.unbroadcast(v, &self.meta(b).shape)?)
+                } else {
+                    None
+                };
+                vec![None, da, db]
+            }
+            TensorOp::Clamp { .. } | TensorOp::ClampBetween => {
+                if need.iter().skip(1).any(|&n| n) {
+                    return Err(Missing::Rule(Some("the gradient of clamp's bounds")));
+                }
+                let x = args[0];
+                let inside = self.op(TensorOp::Compare(CmpOp::Eq), &[x, out])?;
+                let m = self.mask(inside, dtype)?;
+                let d = self.bin(BinaryOp::Mul, g, m)?;
+                let mut pulled = vec![Some(self.unbroadcast(d, &shape(self, 0))?)];
+                pulled.resize(args.len(), None);
+                pulled
+            }
+            TensorOp::Gather { axis } => {
+                let zeros = self.zeros_like(args[0])?;
+                let d = self.op(
+                    TensorOp::Scatter {
+                        axis: *axis,
+                        mode: ScatterMode::Add,
+                    },
+                    &[zeros, args[1], g],
+                )?;
+                vec![Some(d), None]
+            }
+            TensorOp::Scatter { axis, mode } => {
+                let (idx, updates) = (args[1], args[2]);
+                let dx = match mode {
+                    ScatterMode::Add => g,
+                    ScatterMode::Set => {
+                        let z = self.zeros_like(updates)?;
+                        self.op(
+                            TensorOp::Scatter {
+                                axis: *axis,
+                                mode: ScatterMode::Set,
+                            },
+                            &[g, idx, z],
+                        )?
+                    }
+                };
+                let du = need[2]
+                    .then(|| self.op(TensorOp::Gather { axis: *axis }, &[g, idx]))
+                    .transpose()?;
+                vec![Some(dx), None, du]
+            }
+            TensorOp::DynamicSlice { .. } => {
+                let zeros = self.zeros_like(args[0])?;
+                let d = self.op(TensorOp::DynamicUpdateSlice, &[zeros, g, args[1]])?;
+                vec![Some(d), None]
+            }
+            TensorOp::DynamicUpdateSlice => {
+                let (update, starts) = (args[1], args[2]);
+                let dx = if need[0] {
+                    let z = self.zeros_like(update)?;
+                    Some(self.op(TensorOp::DynamicUpdateSlice, &[g, z, starts])?)
+                } else {
+                    None
+                };
+                let du = if need[1] {
+                    let sizes = self.meta(update).shape;
+                    Some(self.op(TensorOp::DynamicSlice { sizes }, &[g, starts])?)
+                } else {
+                    None
+                };
+                vec![dx, du, None]
+            }
+            TensorOp::Compare(_) | TensorOp::ArgReduce { .. } => vec![None; args.len()],
+            TensorOp::Full { .. }
+            | TensorOp::Eye { .. }
+            | TensorOp::Arange { .. }
+            | TensorOp::Random { .. } => Vec::new(),
+            TensorOp::Linalg(_) => return Err(Missing::Rule(Some("decompositions: not yet"))),
+            TensorOp::Gemm { .. } => return Err(Missing::Rule(Some("record a matmul instead"))),
+            TensorOp::Diagonal { .. } => return Err(Missing::Rule(None)),
+            TensorOp::Compress { .. } => return Err(Missing::Rule(None)),
+        })
+    }
+
+    /// One einsum per operand: operand `i`'s cotangent is the einsum of the
+    /// others (conjugated) and `g` into `i`'s labels; labels only `i` has
+    /// (summed away by the forward einsum) are broadcast back after it.
+    fn einsum(&mut self, spec: &EinsumSpec, args: &[Value], g: Value, need: &[bool]) -> Pullback {
+        let inputs = &spec.inputs;
+        let output: &[char] = &spec.output;
+        let mut pulled = Vec::with_capacity(args.len());
+        for i in 0..args.len() {
+            if !need[i] {
+                pulled.push(None);
+                continue;
+            }
+            let own = &inputs[i];
+            if own.iter().enumerate().any(|(k, c)| own[..k].contains(c)) {
+                return Err(Missing::Rule(Some("an operand with a repeated label")));
+            }
+            let elsewhere = |c: &char| {
+                output.contains(c)
+                    || inputs
+                        .iter()
+                        .enumerate()
+                        .any(|(j, l)| j != i && l.contains(c))
+            };
+            let kept: Vec<char> = own.iter().copied().filter(elsewhere).collect();
+            let mut operands = Vec::with_capacity(args.len());
+            let mut subscripts: Vec<String> = Vec::with_capacity(args.len());
+            for (j, &a) in args.iter().enumerate() {
+                if j != i {
+                    operands.push(self.conj(a)?);
+                    subscripts.push(inputs[j].iter().collect());
+                }
+            }
+            operands.push(g);
+            subscripts.push(output.iter().collect());
+            let text = format!(
+                "{}->{}",
+                subscripts.join(","),
+                kept.iter().collect::<String>()
+            );
+            let grad_spec = EinsumSpec::parse(&text).map_err(|source| {
+                Missing::Record(RecordError::Op {
+                    step: 0,
+                    op: "einsum",
+                    source,
+                })
+            })?;
+            let d = self.op(TensorOp::Einsum(grad_spec), &operands)?;
+            let target = self.meta(args[i]).shape;
+            let d = if kept.len() == own.len() {
+                d
+            } else {
+                let dims: Vec<usize> = kept
+                    .iter()
+                    .map(|c| own.iter().position(|o| o == c).expect("kept from own"))
+                    .collect();
+                self.op(
+                    TensorOp::BroadcastInDim {
+                        shape: target,
+                        dims,
+                    },
+                    &[d],
+                )?
+            };
+            pulled.push(Some(d));
+        }
+        Ok(pulled)
+    }
+}
+
+/// `conj(s)`.
+fn conj_scalar(s: Scalar) -> Scalar {
+    match s {
+        Scalar::Complex(z) => Scalar::Complex(z.conj()),
+        other => other,
+    }
+}
+
+/// A scalar as a value of `dtype` may take: a complex one with imaginary
+/// part 0 as a real one for a real type.
+fn fit(s: Scalar, dtype: DType) -> Scalar {
+    match s {
+        Scalar::Complex(z) if !dtype.is_complex() => Scalar::Real(z.re),
+        other => other,
+    }
+}
