@@ -2,11 +2,12 @@
 //! each rule against central finite differences in f64 (and c64 for the
 //! complex rules: `∂L/∂x + i·∂L/∂y`), on random inputs. Programs are run
 //! here by a plain interpreter of their steps (`TensorOp::run`), and one
-//! derived program through a lane as one message.
+//! derived program through a lane as one message; the eager tape
+//! (`Tape::record`) against the same loss recorded as a program.
 
 use weft::{
     c64, BinaryOp, CmpOp, DType, Distribution, GradError, Program, RecordError, Recorder, ReduceOp,
-    Scalar, ScatterMode, SliceAxis, Tensor, TensorOp, UnaryOp, Value,
+    Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
 };
 use weft_tests::wait_ok;
 
@@ -653,4 +654,86 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
         &[random(F, &[2], 1), random(F, &[3], 2)],
     );
     assert_eq!(g[1].as_slice::<f64>().unwrap(), [0.0; 3]);
+}
+
+#[test]
+fn a_tape_records_eager_ops_programs_and_writes_into() {
+    let rt = weft::Runtime::builder().split(2).build().unwrap();
+    let lane = rt.lane(0).unwrap();
+    let (av, xv) = (random(F, &[4, 3], 60), random(F, &[3], 61));
+    let a = lane.upload(av.clone()).unwrap();
+    let x = lane.upload(xv.clone()).unwrap();
+    let square = Program::record(|p| {
+        let v = p.input(F, &[4]);
+        let s = p.mul(v, v)?;
+        p.output(s)
+    })
+    .unwrap();
+    // L = Σ tanh(A x)², the square by a program, the tanh written into a
+    // given tensor.
+    let (loss, tape) = Tape::record(|| -> Result<_, weft::OpError> {
+        let y = lane.einsum("ij,j->i", &[&a, &x])?;
+        let out = lane.zeros(F, &[4])?;
+        let t = lane.apply_into(TensorOp::Unary(UnaryOp::Tanh), &[&y], out)?;
+        let sq = lane.run_program(&square, &[&t])?.remove(0);
+        lane.sum_all(&sq)
+    });
+    let loss = loss.unwrap();
+    assert!(tape.len() >= 4, "{} entries", tape.len());
+    let grads = tape.gradient(&lane, &loss, &[&x, &a]).unwrap();
+    // The same loss, recorded as a program, by differences.
+    let p = Program::record(|p| {
+        let xi = p.input(F, &[3]);
+        let ai = p.input(F, &[4, 3]);
+        let y = p.einsum("ij,j->i", &[ai, xi])?;
+        let t = p.unary(UnaryOp::Tanh, y)?;
+        let s = p.mul(t, t)?;
+        let l = p.sum(s, &[0])?;
+        p.output(l)
+    })
+    .unwrap();
+    check(
+        "the tape's loss as a program",
+        &p,
+        &[xv.clone(), av.clone()],
+        &[0, 1],
+    );
+    let want = eval(&p.gradient(0, &[0, 1]).unwrap(), &[xv, av]);
+    for (h, w) in grads.iter().zip(&want[1..]) {
+        let got = wait_ok(lane.download(h).unwrap());
+        for (g, w) in got
+            .as_slice::<f64>()
+            .unwrap()
+            .iter()
+            .zip(w.as_slice::<f64>().unwrap())
+        {
+            assert!((g - w).abs() <= 1e-12 * w.abs().max(1.0), "{g} vs {w}");
+        }
+    }
+    // What the tape cannot answer, in words.
+    let outside = lane.sum_all(&x).unwrap();
+    let err = tape.gradient(&lane, &outside, &[&x]).unwrap_err();
+    assert!(
+        err.to_string().contains("was not made on this tape"),
+        "{err}"
+    );
+    let (made, tape2) = Tape::record(|| lane.mul(&x, &x).unwrap());
+    let (l2, tape3) = Tape::record(|| lane.sum_all(&made).unwrap());
+    let err = tape2.gradient(&lane, &made, &[&made]).unwrap_err();
+    assert!(err.to_string().contains("was made on this tape"), "{err}");
+    // The second tape saw only its own op: `made` is a constant there.
+    let g = tape3.gradient(&lane, &l2, &[&made]).unwrap();
+    assert_eq!(
+        wait_ok(lane.download(&g[0]).unwrap())
+            .as_slice::<f64>()
+            .unwrap(),
+        [1.0; 3]
+    );
+    let other = rt.lane(1).unwrap();
+    let (far, tape4) = Tape::record(|| {
+        let moved = lane.transfer(&x, 1).unwrap();
+        other.sum_all(&moved).unwrap()
+    });
+    let err = tape4.gradient(&other, &far, &[&x]).unwrap_err();
+    assert!(err.to_string().contains("transfer"), "{err}");
 }

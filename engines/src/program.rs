@@ -219,6 +219,51 @@ impl Recorder {
         Ok(())
     }
 
+    /// Records `program`'s steps on `args` (one per input of it, of its
+    /// placeholders' types and shapes) and returns its outputs: the
+    /// program inlined, each step checked again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Recorder::apply_many`]; [`TensorError::Arity`] (as
+    /// [`RecordError::Op`]) for a count of `args` that is not its inputs'.
+    pub fn inline(&mut self, program: &Program, args: &[Value]) -> Result<Vec<Value>, RecordError> {
+        if args.len() != program.inputs().len() {
+            return Err(RecordError::Op {
+                step: self.steps.len(),
+                op: "program",
+                source: TensorError::Arity {
+                    op: "program",
+                    expected: program.inputs().len(),
+                    got: args.len(),
+                },
+            });
+        }
+        let mut values: Vec<Option<Value>> = vec![None; program.metas().len()];
+        for (&i, &v) in program.inputs().iter().zip(args) {
+            values[i] = Some(v);
+        }
+        for step in program.steps() {
+            let step_args: Vec<Value> = step
+                .args
+                .iter()
+                .map(|&a| values[a].expect("a program reads only earlier values"))
+                .collect();
+            for (k, v) in self
+                .apply_many(step.op.clone(), &step_args)?
+                .into_iter()
+                .enumerate()
+            {
+                values[step.first_result + k] = Some(v);
+            }
+        }
+        Ok(program
+            .outputs()
+            .iter()
+            .map(|&o| values[o].expect("outputs are recorded values"))
+            .collect())
+    }
+
     /// `lhs op rhs` with broadcasting.
     ///
     /// # Errors

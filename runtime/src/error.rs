@@ -79,6 +79,12 @@ pub enum RuntimeError {
     Op(#[from] OpError),
 }
 
+impl From<weft_engines::GradError> for OpError {
+    fn from(e: weft_engines::GradError) -> OpError {
+        OpError::Gradient(Box::new(e))
+    }
+}
+
 /// A tensor op refused at the call site, or failed on the actor.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -86,6 +92,15 @@ pub enum OpError {
     /// Shapes, element types or arguments that do not fit the op.
     #[error(transparent)]
     Tensor(#[from] TensorError),
+    /// A gradient could not be derived (see [`weft_engines::GradError`]).
+    #[error(transparent)]
+    Gradient(Box<weft_engines::GradError>),
+    /// A tape cannot give the gradient asked for.
+    #[error("gradient on a tape: {reason}")]
+    Tape {
+        /// Why.
+        reason: String,
+    },
     /// A handle of another runtime.
     #[error("{op}: the handle belongs to runtime {handle:?}, this lane to runtime {lane:?}")]
     ForeignHandle {

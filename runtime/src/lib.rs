@@ -40,6 +40,7 @@ mod ops;
 mod pipeline;
 mod runtime;
 mod scope;
+mod tape;
 mod transfer;
 
 // The public surface, by group. Everything else is crate-private; the
@@ -54,6 +55,7 @@ pub use error::{BuildError, RuntimeError};
 pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;
+pub use tape::Tape;
 
 // Actors, lanes and tickets: the generic machinery under every lane, for
 // ops that run closures and for hosting engines of one's own.

@@ -63,7 +63,7 @@ impl<E: TensorEngine> Lane<E> {
         let table = self.table().ok_or_else(closed)?;
         // The destination first: a place that cannot be had costs nothing.
         let lanes = self.transfer_lanes();
-        match to {
+        let moved = match to {
             Place::Cpu(d) => self.transfer_to(handle, &lanes.cpu(d, &table)?, &table),
             #[cfg(feature = "cuda")]
             Place::Cuda(d) => self.transfer_to(handle, &lanes.cuda(d, &table)?, &table),
@@ -73,7 +73,9 @@ impl<E: TensorEngine> Lane<E> {
                 running: Vec::new(),
             }
             .into()),
-        }
+        }?;
+        crate::tape::note_transfer(handle, &moved);
+        Ok(moved)
     }
 
     /// Submits both halves of a transfer of `handle` into `dest`'s domain.

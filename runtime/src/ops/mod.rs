@@ -171,6 +171,22 @@ impl<E: TensorEngine> Lane<E> {
                 .into())
             }
         }
+        if crate::tape::taping() {
+            let refs: Inputs<&TensorHandle> = inputs.iter().collect();
+            let result = self.submit_donation(op.clone(), inputs.clone(), out)?;
+            crate::tape::note_op(&op, &refs, std::slice::from_ref(&result));
+            return Ok(result);
+        }
+        self.submit_donation(op, inputs, out)
+    }
+
+    fn submit_donation(
+        &self,
+        op: TensorOp,
+        inputs: Inputs<TensorHandle>,
+        out: TensorHandle,
+    ) -> Result<TensorHandle, OpError> {
+        let outputs = vec![out.meta()];
         let label = op.name();
         let lane = self.actor_lane().id();
         // The op's own clones of `out`: one per input it is.
@@ -213,13 +229,18 @@ impl<E: TensorEngine> Lane<E> {
     ) -> Result<Vec<TensorHandle>, OpError> {
         let label = op.name();
         let lane = self.actor_lane().id();
-        self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
+        let taped = crate::tape::taping().then(|| op.clone());
+        let handles = self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
             let outputs: Outputs<(TensorId, DType, &[usize])> = outs
                 .iter()
                 .map(|o| (o.id(), o.dtype(), o.shape()))
                 .collect();
             Ok(engine.execute_into(&op, ids, &outputs, lane)?)
-        })
+        })?;
+        if let Some(op) = taped {
+            crate::tape::note_op(&op, inputs, &handles);
+        }
+        Ok(handles)
     }
 
     /// Submits an op that produces tensors described by `outputs` from

@@ -67,10 +67,15 @@ impl<E: TensorEngine> Lane<E> {
         let outputs: Vec<Meta> = program.output_metas();
         let program = program.clone();
         let lane = self.actor_lane().id();
-        self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
+        let taped = crate::tape::taping().then(|| program.clone());
+        let handles = self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
             let out_ids: smallvec::SmallVec<[TensorId; 4]> =
                 outs.iter().map(TensorHandle::id).collect();
             Ok(engine.run_program(&program, ids, &out_ids, lane)?)
-        })
+        })?;
+        if let Some(program) = taped {
+            crate::tape::note_program(&program, inputs, &handles);
+        }
+        Ok(handles)
     }
 }
