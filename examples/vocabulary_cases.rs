@@ -14,56 +14,9 @@ use serde_json::{json, Value};
 use weft::{
     ArgOp, BinaryOp, CmpOp, DType, Distribution, ReduceOp, ScatterMode, Tensor, TensorOp, UnaryOp,
 };
+use weft_examples::encode;
 
 type BoxError = Box<dyn std::error::Error>;
-
-fn encode(t: &Tensor) -> Value {
-    let data: Vec<String> = match t.dtype() {
-        DType::F32 => t
-            .as_slice::<f32>()
-            .unwrap()
-            .iter()
-            .map(|x| format!("{x:?}"))
-            .collect(),
-        DType::F64 => t
-            .as_slice::<f64>()
-            .unwrap()
-            .iter()
-            .map(|x| format!("{x:?}"))
-            .collect(),
-        DType::I32 => t
-            .as_slice::<i32>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_string())
-            .collect(),
-        DType::I64 => t
-            .as_slice::<i64>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_string())
-            .collect(),
-        DType::Bool => t
-            .as_slice::<bool>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_string())
-            .collect(),
-        DType::C32 => t
-            .as_slice::<weft::c32>()
-            .unwrap()
-            .iter()
-            .map(|z| format!("{:?}{:+?}j", z.re, z.im))
-            .collect(),
-        DType::C64 => t
-            .as_slice::<weft::c64>()
-            .unwrap()
-            .iter()
-            .map(|z| format!("{:?}{:+?}j", z.re, z.im))
-            .collect(),
-    };
-    json!({ "dtype": t.dtype().to_string(), "shape": t.shape(), "data": data })
-}
 
 /// Seeded inputs: integers over a range with negatives (nonzero where
 /// `nonzero`), floats of both signs, a mix of bools.

@@ -118,3 +118,54 @@ pub mod openblas {
         );
     }
 }
+
+/// A tensor as JSON for the cross-check scripts: its type, shape and
+/// values as text (`{:?}`: every digit, `NaN`/`inf` where they arise;
+/// complexes as `re+imj`), so that Python reads back exactly what weft holds.
+pub fn encode(t: &weft::Tensor) -> serde_json::Value {
+    let data: Vec<String> = match t.dtype() {
+        weft::DType::F32 => t
+            .as_slice::<f32>()
+            .unwrap()
+            .iter()
+            .map(|x| format!("{x:?}"))
+            .collect(),
+        weft::DType::F64 => t
+            .as_slice::<f64>()
+            .unwrap()
+            .iter()
+            .map(|x| format!("{x:?}"))
+            .collect(),
+        weft::DType::I32 => t
+            .as_slice::<i32>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_string())
+            .collect(),
+        weft::DType::I64 => t
+            .as_slice::<i64>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_string())
+            .collect(),
+        weft::DType::Bool => t
+            .as_slice::<bool>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_string())
+            .collect(),
+        weft::DType::C32 => t
+            .as_slice::<weft::c32>()
+            .unwrap()
+            .iter()
+            .map(|z| format!("{:?}{:+?}j", z.re, z.im))
+            .collect(),
+        weft::DType::C64 => t
+            .as_slice::<weft::c64>()
+            .unwrap()
+            .iter()
+            .map(|z| format!("{:?}{:+?}j", z.re, z.im))
+            .collect(),
+    };
+    serde_json::json!({ "dtype": t.dtype().to_string(), "shape": t.shape(), "data": data })
+}

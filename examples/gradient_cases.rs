@@ -1,0 +1,261 @@
+//! Derives the gradients of a fixed set of programs (an MPS norm, a
+//! fidelity loss, contractions, elementwise chains, normalizations, in f64
+//! and c64), runs them on a lane, and writes each case (the program's
+//! steps, its inputs, the loss and weft's gradients) as JSON, for
+//! `scripts/jax_check.py` to recompute with JAX and compare:
+//!
+//! ```text
+//! cargo run --release -p weft-examples --example gradient_cases -- target/gradients.json
+//! python3 scripts/jax_check.py target/gradients.json
+//! ```
+
+use serde_json::{json, Value as Json};
+use weft::{
+    BinaryOp, DType, Distribution, Program, RecordError, Recorder, ReduceOp, Scalar, Tensor,
+    TensorHandle, TensorOp, UnaryOp, Value,
+};
+use weft_examples::{encode, BoxError};
+
+/// A step as the script reads it: the op and its arguments.
+fn step(op: &TensorOp) -> Json {
+    let scalar = |s: &Scalar| {
+        let (re, im) = s.parts();
+        json!([re, im])
+    };
+    match op {
+        TensorOp::Binary(b) => json!({ "op": "binary", "fn": b.name() }),
+        TensorOp::Unary(u) => json!({ "op": "unary", "fn": u.name() }),
+        TensorOp::BinaryScalar {
+            op,
+            value,
+            scalar_first,
+        } => {
+            json!({ "op": "binary_scalar", "fn": op.name(), "value": scalar(value), "first": scalar_first })
+        }
+        TensorOp::Einsum(spec) => json!({ "op": "einsum", "spec": spec.text() }),
+        TensorOp::Reduce {
+            op,
+            axes,
+            keep_dims,
+        } => json!({ "op": "reduce", "fn": op.name(), "axes": axes, "keep": keep_dims }),
+        TensorOp::Reshape(shape) => json!({ "op": "reshape", "shape": shape }),
+        TensorOp::Full {
+            dtype,
+            shape,
+            value,
+        } => {
+            json!({ "op": "full", "dtype": dtype.to_string(), "shape": shape, "value": scalar(value) })
+        }
+        TensorOp::Cast(dtype) => json!({ "op": "cast", "dtype": dtype.to_string() }),
+        TensorOp::Matmul => json!({ "op": "matmul" }),
+        other => panic!("the cases use no {}", other.name()),
+    }
+}
+
+fn program_json(p: &Program) -> Json {
+    json!({
+        "inputs": p.inputs(),
+        "outputs": p.outputs(),
+        "steps": p.steps().iter().map(|s| json!({
+            "step": step(&s.op),
+            "args": s.args,
+            "result": s.first_result,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+type Build = fn(&mut Recorder, &[Value]) -> Result<Value, RecordError>;
+
+/// `Re Σ` of a value, as a real scalar.
+fn real_total(p: &mut Recorder, v: Value) -> Result<Value, RecordError> {
+    let m = p.meta(v)?.clone();
+    let all: Vec<usize> = (0..m.shape.len()).collect();
+    let s = p.sum(v, &all)?;
+    if m.dtype.is_complex() {
+        p.apply(TensorOp::Cast(DType::F64), &[s])
+    } else {
+        Ok(s)
+    }
+}
+
+fn mps_norm(p: &mut Recorder, a: &[Value]) -> Result<Value, RecordError> {
+    let dtype = p.meta(a[0])?.dtype;
+    let mut env = p.apply(
+        TensorOp::Full {
+            dtype,
+            shape: vec![1, 1],
+            value: Scalar::Real(1.0),
+        },
+        &[],
+    )?;
+    for &t in a {
+        let tc = p.unary(UnaryOp::Conj, t)?;
+        env = p.einsum("ab,asc,bsd->cd", &[env, tc, t])?;
+    }
+    real_total(p, env)
+}
+
+fn main() -> Result<(), BoxError> {
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "target/gradients.json".into());
+    let rt = weft::Runtime::builder().split(1).build()?;
+    let lane = rt.lane(0)?;
+    let mps = |dtype: DType, bond: usize, seed: u64| -> Result<Vec<Tensor>, BoxError> {
+        (0..4)
+            .map(|k| {
+                let (l, r) = (if k == 0 { 1 } else { bond }, if k == 3 { 1 } else { bond });
+                Ok(Tensor::random(
+                    dtype,
+                    &[l, 2, r],
+                    Distribution::Normal,
+                    seed + k,
+                )?)
+            })
+            .collect()
+    };
+    let rand =
+        |dtype, shape: &[usize], seed| Tensor::random(dtype, shape, Distribution::Normal, seed);
+    let mut cases: Vec<(&str, Vec<Tensor>, Build)> = vec![
+        ("mps norm, c64, bond 3", mps(DType::C64, 3, 1)?, mps_norm),
+        ("mps norm, f64, bond 4", mps(DType::F64, 4, 10)?, mps_norm),
+        (
+            "tanh of a matrix-vector product, squared",
+            vec![rand(DType::F64, &[5, 4], 20)?, rand(DType::F64, &[4], 21)?],
+            |p, v| {
+                let y = p.einsum("ij,j->i", &[v[0], v[1]])?;
+                let t = p.unary(UnaryOp::Tanh, y)?;
+                let s = p.mul(t, t)?;
+                real_total(p, s)
+            },
+        ),
+        (
+            "einsum chain, c64, weighted",
+            vec![
+                rand(DType::C64, &[2, 3, 4], 30)?,
+                rand(DType::C64, &[4, 5], 31)?,
+                rand(DType::C64, &[5, 3], 32)?,
+                rand(DType::C64, &[2, 3, 3], 33)?,
+            ],
+            |p, v| {
+                let c = p.einsum("bij,jk,kl->bil", &[v[0], v[1], v[2]])?;
+                let w = p.mul(c, v[3])?;
+                real_total(p, w)
+            },
+        ),
+        (
+            "elementwise chain with broadcasting",
+            vec![
+                rand(DType::F64, &[3, 4], 40)?,
+                rand(DType::F64, &[4], 41)?,
+                rand(DType::F64, &[3, 1], 42)?,
+            ],
+            |p, v| {
+                let m = p.binary(BinaryOp::Maximum, v[0], v[1])?;
+                let e = p.unary(UnaryOp::Exp, v[2])?;
+                let me = p.mul(m, e)?;
+                let sq = p.mul(v[0], v[0])?;
+                let d = p.apply(
+                    TensorOp::BinaryScalar {
+                        op: BinaryOp::Add,
+                        value: Scalar::Real(1.0),
+                        scalar_first: false,
+                    },
+                    &[sq],
+                )?;
+                let q = p.div(me, d)?;
+                let s = p.unary(UnaryOp::Sin, q)?;
+                real_total(p, s)
+            },
+        ),
+        (
+            "normalized, c64, weighted",
+            vec![rand(DType::C64, &[6], 50)?, rand(DType::C64, &[6], 51)?],
+            |p, v| {
+                let n = p.apply(
+                    TensorOp::Reduce {
+                        op: ReduceOp::Norm,
+                        axes: vec![0],
+                        keep_dims: true,
+                    },
+                    &[v[0]],
+                )?;
+                let n = p.apply(TensorOp::Cast(DType::C64), &[n])?;
+                let u = p.div(v[0], n)?;
+                let w = p.mul(u, v[1])?;
+                real_total(p, w)
+            },
+        ),
+        (
+            "means and maxima",
+            vec![rand(DType::F64, &[4, 5], 60)?],
+            |p, v| {
+                let m = p.apply(
+                    TensorOp::Reduce {
+                        op: ReduceOp::Mean,
+                        axes: vec![1],
+                        keep_dims: false,
+                    },
+                    &[v[0]],
+                )?;
+                let x = p.apply(
+                    TensorOp::Reduce {
+                        op: ReduceOp::Max,
+                        axes: vec![1],
+                        keep_dims: false,
+                    },
+                    &[v[0]],
+                )?;
+                let s = p.mul(m, x)?;
+                real_total(p, s)
+            },
+        ),
+        (
+            "batched matmul, c64, weighted",
+            vec![
+                rand(DType::C64, &[2, 3, 4], 70)?,
+                rand(DType::C64, &[4, 2], 71)?,
+                rand(DType::C64, &[2, 3, 2], 72)?,
+            ],
+            |p, v| {
+                let c = p.matmul(v[0], v[1])?;
+                let e = p.unary(UnaryOp::Exp, c)?;
+                let w = p.mul(e, v[2])?;
+                real_total(p, w)
+            },
+        ),
+    ];
+    let mut out = Vec::new();
+    for (name, inputs, build) in cases.drain(..) {
+        let program = Program::record(|p| {
+            let vs: Vec<Value> = inputs
+                .iter()
+                .map(|t| p.input(t.dtype(), t.shape()))
+                .collect();
+            let l = build(p, &vs)?;
+            p.output(l)
+        })?;
+        let wrt: Vec<usize> = (0..inputs.len()).collect();
+        let grad = program.gradient(0, &wrt)?;
+        let handles: Vec<TensorHandle> = inputs
+            .iter()
+            .map(|t| lane.upload(t.clone()))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<&TensorHandle> = handles.iter().collect();
+        let results = lane.run_program(&grad, &refs)?;
+        let mut values: Vec<Tensor> = Vec::with_capacity(results.len());
+        for h in &results {
+            values.push(lane.download(h)?.wait()?);
+        }
+        out.push(json!({
+            "name": name,
+            "program": program_json(&program),
+            "inputs": inputs.iter().map(encode).collect::<Vec<_>>(),
+            "loss": encode(&values[0]),
+            "gradients": values[1..].iter().map(encode).collect::<Vec<_>>(),
+        }));
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&out)?)?;
+    println!("{} gradient cases written to {path}", out.len());
+    Ok(())
+}
