@@ -602,19 +602,22 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
     let p = Program::record(|p| {
         let a = p.input(F, &[3, 3]);
         let n = p.input(DType::I64, &[3]);
-        let (u, _s, _v) = {
-            let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Svd), &[a])?;
-            (out[0], out[1], out[2])
-        };
-        let l = p.sum(u, &[0, 1])?;
-        p.output(l)?;
+        let q = p.apply(
+            TensorOp::Reduce {
+                op: ReduceOp::Prod,
+                axes: vec![0, 1],
+                keep_dims: false,
+            },
+            &[a],
+        )?;
+        p.output(q)?;
         p.output(n)?;
         p.output(a)
     })
     .unwrap();
     assert_eq!(
         p.gradient(0, &[0]).unwrap_err().to_string(),
-        "program step 0 (svd) has no derivative rule (ops of several results)"
+        "program step 0 (prod) has no derivative rule (prod)"
     );
     assert!(matches!(
         p.gradient(2, &[0]),
@@ -736,4 +739,223 @@ fn a_tape_records_eager_ops_programs_and_writes_into() {
     });
     let err = tape4.gradient(&other, &far, &[&x]).unwrap_err();
     assert!(err.to_string().contains("transfer"), "{err}");
+}
+
+/// `A` random, made well conditioned: `+ 4I`.
+fn conditioned(dtype: DType, n: usize, seed: u64) -> Tensor {
+    let a = random(dtype, &[n, n], seed);
+    let eye = TensorOp::Eye {
+        dtype,
+        rows: n,
+        cols: n,
+    }
+    .run(&[], 1)
+    .unwrap()
+    .remove(0);
+    let four = TensorOp::BinaryScalar {
+        op: BinaryOp::Mul,
+        value: Scalar::Real(4.0),
+        scalar_first: false,
+    };
+    let eye = four.run(&[&eye], 1).unwrap().remove(0);
+    TensorOp::Binary(BinaryOp::Add)
+        .run(&[&a, &eye], 1)
+        .unwrap()
+        .remove(0)
+}
+
+/// `xᴴ` of a recorded matrix.
+fn adjoint(p: &mut Recorder, x: Value) -> Result<Value, RecordError> {
+    let t = p.permute(x, &[1, 0])?;
+    p.unary(UnaryOp::Conj, t)
+}
+
+/// `M Mᴴ + 4I`: Hermitian positive definite, recorded from `M`.
+fn hpd(p: &mut Recorder, m: Value) -> Result<Value, RecordError> {
+    let meta = p.meta(m)?.clone();
+    let n = meta.shape[0];
+    let mh = adjoint(p, m)?;
+    let mm = p.matmul(m, mh)?;
+    let eye = p.apply(
+        TensorOp::Eye {
+            dtype: meta.dtype,
+            rows: n,
+            cols: n,
+        },
+        &[],
+    )?;
+    let eye = p.scale(eye, 4.0)?;
+    p.add(mm, eye)
+}
+
+fn linalg(op: weft::Linalg) -> TensorOp {
+    TensorOp::Linalg(op)
+}
+
+/// `M + Mᵀ`, on the host.
+fn symmetric(m: &Tensor) -> Tensor {
+    let mt = TensorOp::Permute(vec![1, 0])
+        .run(&[m], 1)
+        .unwrap()
+        .remove(0);
+    TensorOp::Binary(BinaryOp::Add)
+        .run(&[m, &mt], 1)
+        .unwrap()
+        .remove(0)
+}
+
+#[test]
+fn solve_and_cholesky() {
+    for dtype in [F, C] {
+        let a = conditioned(dtype, 4, 70);
+        check_case(
+            &format!("{dtype} solve, vector"),
+            &[a.clone(), random(dtype, &[4], 71)],
+            |p, v| p.apply(linalg(weft::Linalg::Solve), &[v[0], v[1]]),
+        );
+        check_case(
+            &format!("{dtype} solve, matrix"),
+            &[a, random(dtype, &[4, 2], 72)],
+            |p, v| p.apply(linalg(weft::Linalg::Solve), &[v[0], v[1]]),
+        );
+        check_case(
+            &format!("{dtype} cholesky of M Mᴴ + 4I"),
+            &[random(dtype, &[4, 4], 73)],
+            |p, v| {
+                let a = hpd(p, v[0])?;
+                p.apply(linalg(weft::Linalg::Cholesky), &[a])
+            },
+        );
+    }
+    // Directly of A: faer reads its lower triangle, and so does the rule.
+    let m = random(F, &[4, 4], 74);
+    let mt = TensorOp::Permute(vec![1, 0])
+        .run(&[&m], 1)
+        .unwrap()
+        .remove(0);
+    let mm = TensorOp::Matmul.run(&[&m, &mt], 1).unwrap().remove(0);
+    let eye = TensorOp::Eye {
+        dtype: F,
+        rows: 4,
+        cols: 4,
+    }
+    .run(&[], 1)
+    .unwrap()
+    .remove(0);
+    let spd = TensorOp::Binary(BinaryOp::Add)
+        .run(&[&mm, &eye], 1)
+        .unwrap()
+        .remove(0);
+    check_case("f64 cholesky of A itself", &[spd], |p, v| {
+        p.apply(linalg(weft::Linalg::Cholesky), &[v[0]])
+    });
+}
+
+/// `V diag(sin w) Vᴴ + 3w` (broadcast over rows): neither part depends on
+/// the eigenvectors' phases.
+fn spectral(p: &mut Recorder, a: Value) -> Result<Value, RecordError> {
+    let out = p.apply_many(linalg(weft::Linalg::Eigh), &[a])?;
+    let (w, v) = (out[0], out[1]);
+    let n = p.meta(w)?.shape[0];
+    let dtype = p.meta(v)?.dtype;
+    let sw = p.unary(UnaryOp::Sin, w)?;
+    let sw = p.apply(TensorOp::Cast(dtype), &[sw])?;
+    let sw = p.reshape(sw, &[1, n])?;
+    let scaled = p.mul(v, sw)?;
+    let vh = adjoint(p, v)?;
+    let y = p.matmul(scaled, vh)?;
+    let w3 = p.scale(w, 3.0)?;
+    let w3 = p.apply(TensorOp::Cast(dtype), &[w3])?;
+    let w3 = p.reshape(w3, &[n, 1])?;
+    p.add(y, w3)
+}
+
+#[test]
+fn eigh_with_gauge_invariant_losses() {
+    for dtype in [F, C] {
+        check_case(
+            &format!("{dtype} eigh of M + Mᴴ"),
+            &[random(dtype, &[4, 4], 80)],
+            |p, v| {
+                let mh = adjoint(p, v[0])?;
+                let a = p.add(v[0], mh)?;
+                spectral(p, a)
+            },
+        );
+    }
+    // Directly of a symmetric A (its lower triangle is read).
+    let a = symmetric(&random(F, &[4, 4], 81));
+    check_case("f64 eigh of A itself", &[a], |p, v| spectral(p, v[0]));
+}
+
+#[test]
+fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
+    for dtype in [F, C] {
+        for shape in [[5, 3], [3, 5], [4, 4]] {
+            let x = random(dtype, &shape, 90 + shape[0] as u64);
+            check_case(
+                &format!("{dtype} svd {shape:?}: U exp(S) Vᴴ"),
+                std::slice::from_ref(&x),
+                |p, v| {
+                    let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+                    let (u, s, vh) = (out[0], out[1], out[2]);
+                    let k = p.meta(s)?.shape[0];
+                    let es = p.unary(UnaryOp::Exp, s)?;
+                    let es = p.apply(TensorOp::Cast(dtype), &[es])?;
+                    let es = p.reshape(es, &[1, k])?;
+                    let us = p.mul(u, es)?;
+                    p.matmul(us, vh)
+                },
+            );
+            // Truncated to the two largest: U[:, :2] diag(S[:2]) Vᴴ[:2, :].
+            check_case(
+                &format!("{dtype} svd {shape:?} truncated to 2"),
+                std::slice::from_ref(&x),
+                |p, v| {
+                    let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+                    let (u, s, vh) = (out[0], out[1], out[2]);
+                    let all = SliceAxis {
+                        start: 0,
+                        stop: usize::MAX,
+                        step: 1,
+                    };
+                    let two = SliceAxis {
+                        start: 0,
+                        stop: 2,
+                        step: 1,
+                    };
+                    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[u])?;
+                    let s2 = p.apply(TensorOp::Slice(vec![two]), &[s])?;
+                    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[vh])?;
+                    let s2 = p.apply(TensorOp::Cast(dtype), &[s2])?;
+                    let s2 = p.reshape(s2, &[1, 2])?;
+                    let us = p.mul(u2, s2)?;
+                    p.matmul(us, vh2)
+                },
+            );
+        }
+    }
+}
+
+#[test]
+fn qr_of_tall_and_square_matrices() {
+    for shape in [[5, 3], [4, 4]] {
+        let x = random(F, &shape, 95 + shape[0] as u64);
+        check_case(
+            &format!("qr {shape:?}: Q and R"),
+            std::slice::from_ref(&x),
+            |p, v| {
+                let out = p.apply_many(linalg(weft::Linalg::Qr), &[v[0]])?;
+                let (q, r) = (out[0], out[1]);
+                let qr = p.matmul(q, r)?;
+                let sq = p.unary(UnaryOp::Sin, q)?;
+                let qs = p.sum(sq, &[0])?;
+                let r2 = p.unary(UnaryOp::Tanh, r)?;
+                let rs = p.sum(r2, &[0])?;
+                let both = p.add(qs, rs)?;
+                let both = p.reshape(both, &[1, shape[1]])?;
+                p.add(qr, both)
+            },
+        );
+    }
 }

@@ -57,7 +57,7 @@ pub use ops::{
     ScatterMode, SliceAxis, TensorOp, UnaryOp,
 };
 // Programs: computations recorded once, run as one message.
-pub use autodiff::GradError;
+pub use autodiff::{GradError, DEGENERACY};
 pub use program::{Program, RecordError, Recorder, Step, Value};
 // Host tensors.
 pub use tensor::{c32, c64, element_count, DType, Data, Element, Field, Tensor, TensorError};

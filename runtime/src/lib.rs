@@ -84,7 +84,7 @@ pub use weft_engines::{
     TensorError, TensorId, TensorOp, UnaryOp,
 };
 // Programs: a computation recorded once and run as one op.
-pub use weft_engines::{GradError, Program, RecordError, Recorder, Step, Value};
+pub use weft_engines::{GradError, Program, RecordError, Recorder, Step, Value, DEGENERACY};
 
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.
