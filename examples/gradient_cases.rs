@@ -1,6 +1,6 @@
-//! Derives the gradients of a fixed set of programs (an MPS norm, a
-//! fidelity loss, contractions, elementwise chains, normalizations, in f64
-//! and c64), runs them on a lane, and writes each case (the program's
+//! Derives the gradients of a fixed set of programs (MPS norms,
+//! contractions, elementwise chains, normalizations, truncated-SVD steps,
+//! a spectral function by eigh, a Cholesky solve; in f64 and c64), runs them on a lane, and writes each case (the program's
 //! steps, its inputs, the loss and weft's gradients) as JSON, for
 //! `scripts/jax_check.py` to recompute with JAX and compare:
 //!
@@ -48,6 +48,15 @@ fn step(op: &TensorOp) -> Json {
         }
         TensorOp::Cast(dtype) => json!({ "op": "cast", "dtype": dtype.to_string() }),
         TensorOp::Matmul => json!({ "op": "matmul" }),
+        TensorOp::Eye { dtype, rows, cols } => {
+            json!({ "op": "eye", "dtype": dtype.to_string(), "rows": rows, "cols": cols })
+        }
+        TensorOp::Linalg(l) => json!({ "op": "linalg", "fn": l.name() }),
+        TensorOp::Permute(perm) => json!({ "op": "permute", "perm": perm }),
+        TensorOp::Slice(axes) => json!({
+            "op": "slice",
+            "axes": axes.iter().map(|a| [a.start, a.stop, a.step]).collect::<Vec<_>>(),
+        }),
         other => panic!("the cases use no {}", other.name()),
     }
 }
@@ -93,6 +102,36 @@ fn mps_norm(p: &mut Recorder, a: &[Value]) -> Result<Value, RecordError> {
         env = p.einsum("ab,asc,bsd->cd", &[env, tc, t])?;
     }
     real_total(p, env)
+}
+
+/// `xᴴ` of a recorded matrix.
+fn adjoint(p: &mut Recorder, x: Value) -> Result<Value, RecordError> {
+    let t = p.permute(x, &[1, 0])?;
+    p.unary(UnaryOp::Conj, t)
+}
+
+/// One truncation of a tensor-network sweep: the SVD of the first input,
+/// kept to its two largest singular values, `U₂ S₂ V₂ᴴ`, weighted by the
+/// second input.
+fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
+    let dtype = p.meta(v[0])?.dtype;
+    let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Svd), &[v[0]])?;
+    let (u, s, vh) = (out[0], out[1], out[2]);
+    let all = weft::SliceAxis::ALL;
+    let two = weft::SliceAxis {
+        start: 0,
+        stop: 2,
+        step: 1,
+    };
+    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[u])?;
+    let s2 = p.apply(TensorOp::Slice(vec![two]), &[s])?;
+    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[vh])?;
+    let s2 = p.apply(TensorOp::Cast(dtype), &[s2])?;
+    let s2 = p.reshape(s2, &[1, 2])?;
+    let us = p.mul(u2, s2)?;
+    let a2 = p.matmul(us, vh2)?;
+    let w = p.mul(a2, v[1])?;
+    real_total(p, w)
 }
 
 fn main() -> Result<(), BoxError> {
@@ -208,6 +247,65 @@ fn main() -> Result<(), BoxError> {
                 )?;
                 let s = p.mul(m, x)?;
                 real_total(p, s)
+            },
+        ),
+        (
+            "truncated svd step, f64",
+            vec![
+                rand(DType::F64, &[6, 4], 80)?,
+                rand(DType::F64, &[6, 4], 81)?,
+            ],
+            truncated_svd,
+        ),
+        (
+            "truncated svd step, c64",
+            vec![
+                rand(DType::C64, &[4, 5], 82)?,
+                rand(DType::C64, &[4, 5], 83)?,
+            ],
+            truncated_svd,
+        ),
+        (
+            "eigh, a spectral function, c64",
+            vec![
+                rand(DType::C64, &[4, 4], 84)?,
+                rand(DType::C64, &[4, 4], 85)?,
+            ],
+            |p, v| {
+                let mh = adjoint(p, v[0])?;
+                let a = p.add(v[0], mh)?;
+                let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Eigh), &[a])?;
+                let (w, vecs) = (out[0], out[1]);
+                let sw = p.unary(UnaryOp::Tanh, w)?;
+                let sw = p.apply(TensorOp::Cast(DType::C64), &[sw])?;
+                let sw = p.reshape(sw, &[1, 4])?;
+                let scaled = p.mul(vecs, sw)?;
+                let vh = adjoint(p, vecs)?;
+                let f = p.matmul(scaled, vh)?;
+                let weighted = p.mul(f, v[1])?;
+                real_total(p, weighted)
+            },
+        ),
+        (
+            "cholesky then solve, f64",
+            vec![rand(DType::F64, &[4, 4], 86)?, rand(DType::F64, &[4], 87)?],
+            |p, v| {
+                let mt = p.permute(v[0], &[1, 0])?;
+                let mm = p.matmul(v[0], mt)?;
+                let eye = p.apply(
+                    TensorOp::Eye {
+                        dtype: DType::F64,
+                        rows: 4,
+                        cols: 4,
+                    },
+                    &[],
+                )?;
+                let eye = p.scale(eye, 4.0)?;
+                let a = p.add(mm, eye)?;
+                let l = p.apply(TensorOp::Linalg(weft::Linalg::Cholesky), &[a])?;
+                let x = p.apply(TensorOp::Linalg(weft::Linalg::Solve), &[l, v[1]])?;
+                let x2 = p.mul(x, x)?;
+                real_total(p, x2)
             },
         ),
         (

@@ -9,8 +9,10 @@ scalar loss; this script runs the same steps with jax.numpy, takes
 jax.grad with respect to every input, and compares with weft's gradients.
 JAX's gradient of a real loss of a complex input is the conjugate of
 weft's (weft gives dL/dx + i dL/dy, as PyTorch), so weft's is compared with
-conj(JAX's). Prints the largest relative error per case; exits 1 if one is
-above 1e-9. Without JAX the script says so and exits 0.
+conj(JAX's). The decompositions' losses do not depend on the gauge of
+their factors, so LAPACK's signs and phases (JAX's) and faer's (weft's)
+give the same values. Prints the largest relative error per case; exits 1
+if one is above 1e-9. Without JAX the script says so and exits 0.
 """
 
 import json
@@ -78,8 +80,34 @@ def run(jnp, program, args):
                 out = {"sum": jnp.sum, "mean": jnp.mean, "max": jnp.max, "min": jnp.min}[fn](
                     xs[0], axis=axes, keepdims=keep
                 )
+        elif op == "linalg":
+            fn = step["fn"]
+            if fn == "svd":
+                outs = jnp.linalg.svd(xs[0], full_matrices=False)
+            elif fn == "eigh":
+                outs = jnp.linalg.eigh(xs[0], UPLO="L")
+            elif fn == "cholesky":
+                outs = (jnp.linalg.cholesky(xs[0]),)
+            elif fn == "solve":
+                outs = (jnp.linalg.solve(xs[0], xs[1]),)
+            else:
+                raise ValueError(f"no linalg {fn}")
+            for k, value in enumerate(outs):
+                values[s["result"] + k] = value
+            continue
+        elif op == "permute":
+            out = jnp.transpose(xs[0], step["perm"])
+        elif op == "slice":
+            x = xs[0]
+            index = tuple(
+                slice(start, min(stop, x.shape[axis]), step_)
+                for axis, (start, stop, step_) in enumerate(step["axes"])
+            )
+            out = x[index]
         elif op == "reshape":
             out = jnp.reshape(xs[0], step["shape"])
+        elif op == "eye":
+            out = jnp.eye(step["rows"], step["cols"], dtype=DTYPES[step["dtype"]])
         elif op == "full":
             re, im = step["value"]
             target = DTYPES[step["dtype"]]
