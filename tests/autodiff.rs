@@ -959,3 +959,33 @@ fn qr_of_tall_and_square_matrices() {
         );
     }
 }
+
+#[test]
+fn degenerate_spectra_give_bounded_gradients() {
+    // A with a doubly degenerate eigenvalue, and a matrix with two equal
+    // singular values: the broadened inverse gaps keep every entry finite.
+    let a = Tensor::from_vec(vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 2.0], &[3, 3]).unwrap();
+    let (p, inputs) = case(std::slice::from_ref(&a), |p, v| spectral(p, v[0]));
+    let g = eval(&p.gradient(0, &[0]).unwrap(), &inputs);
+    assert!(
+        g[1].as_slice::<f64>()
+            .unwrap()
+            .iter()
+            .all(|x| x.is_finite()),
+        "{:?}",
+        g[1]
+    );
+    let (p, inputs) = case(std::slice::from_ref(&a), |p, v| {
+        let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+        p.matmul(out[0], out[2])
+    });
+    let g = eval(&p.gradient(0, &[0]).unwrap(), &inputs);
+    assert!(
+        g[1].as_slice::<f64>()
+            .unwrap()
+            .iter()
+            .all(|x| x.abs() < 1e7),
+        "{:?}",
+        g[1]
+    );
+}
