@@ -428,16 +428,21 @@ impl Derivation<'_> {
         self.op(TensorOp::Cast(dtype), &[m])
     }
 
-    fn zeros_like(&mut self, v: Value) -> Result<Value, Missing> {
-        let m = self.meta(v);
+    /// A tensor of `shape` with every element `value`.
+    fn full(&mut self, dtype: DType, shape: Vec<usize>, value: Scalar) -> Result<Value, Missing> {
         self.op(
             TensorOp::Full {
-                dtype: m.dtype,
-                shape: m.shape,
-                value: Scalar::Real(0.0),
+                dtype,
+                shape,
+                value,
             },
             &[],
         )
+    }
+
+    fn zeros_like(&mut self, v: Value) -> Result<Value, Missing> {
+        let m = self.meta(v);
+        self.full(m.dtype, m.shape, Scalar::Real(0.0))
     }
 
     /// `g` (of a broadcast result) summed back to `shape`: over the axes in
@@ -625,14 +630,7 @@ impl Derivation<'_> {
                     }
                     (BinaryOp::Maximum | BinaryOp::Minimum, _) => {
                         // Where x is the result (ties: half).
-                        let s = self.op(
-                            TensorOp::Full {
-                                dtype,
-                                shape: Vec::new(),
-                                value: *value,
-                            },
-                            &[],
-                        )?;
+                        let s = self.full(dtype, Vec::new(), *value)?;
                         let eq = self.op(TensorOp::Compare(CmpOp::Eq), &[x, out])?;
                         let tie = self.op(TensorOp::Compare(CmpOp::Eq), &[x, s])?;
                         let eq = self.mask(eq, dtype)?;
@@ -644,14 +642,7 @@ impl Derivation<'_> {
                     (BinaryOp::FloorDiv, _) => None,
                     (BinaryOp::Rem, false) => Some(g),
                     (BinaryOp::Rem, true) => {
-                        let s = self.op(
-                            TensorOp::Full {
-                                dtype,
-                                shape: Vec::new(),
-                                value: *value,
-                            },
-                            &[],
-                        )?;
+                        let s = self.full(dtype, Vec::new(), *value)?;
                         let q = self.bin(BinaryOp::FloorDiv, s, x)?;
                         let q = self.bin(BinaryOp::Mul, g, q)?;
                         Some(self.un(UnaryOp::Neg, q)?)
@@ -935,14 +926,7 @@ impl Derivation<'_> {
             }
             TensorOp::Select => {
                 let (m, a, b) = (args[0], args[1], args[2]);
-                let z = self.op(
-                    TensorOp::Full {
-                        dtype,
-                        shape: Vec::new(),
-                        value: Scalar::Real(0.0),
-                    },
-                    &[],
-                )?;
+                let z = self.full(dtype, Vec::new(), Scalar::Real(0.0))?;
                 let da = if need[1] {
                     let v = self.op(TensorOp::Select, &[m, g, z])?;
                     Some(self.unbroadcast(v, &self.meta(a).shape)?)
@@ -1077,14 +1061,7 @@ impl Derivation<'_> {
 
     /// An `n × n` zero matrix of `dtype`.
     fn zero_matrix(&mut self, n: usize, dtype: DType) -> Result<Value, Missing> {
-        self.op(
-            TensorOp::Full {
-                dtype,
-                shape: vec![n, n],
-                value: Scalar::Real(0.0),
-            },
-            &[],
-        )
+        self.full(dtype, vec![n, n], Scalar::Real(0.0))
     }
 
     /// `F_ij = E_ij / (E_ij² + ε)` for `E_ij = x_j - x_i` (real `[n]`), as

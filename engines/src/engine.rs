@@ -245,9 +245,7 @@ pub trait TensorEngine: 'static {
         lane: u64,
     ) -> Result<(), ExecError> {
         if inputs.contains(&donated) {
-            let result = self.execute_into(op, inputs, outputs, lane);
-            self.free(donated);
-            result
+            execute_then_free(self, op, inputs, outputs, donated, lane)
         } else {
             self.free(donated);
             self.execute_into(op, inputs, outputs, lane)
@@ -332,4 +330,20 @@ pub trait TensorEngine: 'static {
     fn trim(&mut self) -> usize {
         0
     }
+}
+
+/// [`TensorEngine::execute_into`], then frees `donated`: a donation whose
+/// op reads the donated tensor as an operand (the output needs memory of
+/// its own).
+pub(crate) fn execute_then_free<E: TensorEngine + ?Sized>(
+    engine: &mut E,
+    op: &TensorOp,
+    inputs: &[TensorId],
+    outputs: &[(TensorId, DType, &[usize])],
+    donated: TensorId,
+    lane: u64,
+) -> Result<(), ExecError> {
+    let result = engine.execute_into(op, inputs, outputs, lane);
+    engine.free(donated);
+    result
 }

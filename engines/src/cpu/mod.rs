@@ -449,10 +449,7 @@ impl TensorEngine for CpuEngine {
         let reads = inputs.iter().filter(|&&id| id == donated).count();
         let accumulates = exec::accumulator(op).is_some_and(|at| inputs[at] == donated);
         if reads > 0 && !(accumulates && reads == 1) {
-            // Read as an operand: the output needs memory of its own.
-            let result = self.execute_into(op, inputs, outputs, lane);
-            self.free(donated);
-            return result;
+            return crate::engine::execute_then_free(self, op, inputs, outputs, donated, lane);
         }
         let Some(tensor) = self.store.remove(donated) else {
             return self.execute_into(op, inputs, outputs, lane);

@@ -278,29 +278,60 @@ impl Launcher<'_> {
         op: i32,
         dims: &Dims,
     ) -> Result<(), ExecError> {
-        const NAME: &str = "cuLaunchKernel binary";
         let same = out.dtype == a.dtype && a.dtype == b.dtype;
-        self.require(same, NAME, "element types differ")?;
+        self.two_walks(Kernel::Binary, same, out, [a, b], op, dims)
+    }
+
+    /// `out[i] = a[walk₀] op b[walk₁]` as a `bool` (one byte) over `dims`.
+    pub(super) fn compare(
+        &mut self,
+        out: &mut DeviceTensor,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+        op: i32,
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        let fits = a.dtype == b.dtype && out.dtype == DType::Bool;
+        self.two_walks(Kernel::Compare, fits, out, [a, b], op, dims)
+    }
+
+    /// A kernel of signature `(out*, const T* a, const T* b, int op, Dims)`
+    /// over `dims`: `binary` (`out` of `T`) or `compare` (`out` of bytes),
+    /// its operands' types checked by the caller (`types_fit`).
+    fn two_walks(
+        &mut self,
+        kernel: Kernel,
+        types_fit: bool,
+        out: &mut DeviceTensor,
+        [a, b]: [&DeviceTensor; 2],
+        op: i32,
+        dims: &Dims,
+    ) -> Result<(), ExecError> {
+        let name = match kernel {
+            Kernel::Compare => "cuLaunchKernel compare",
+            _ => "cuLaunchKernel binary",
+        };
+        self.require(types_fit, name, "the element types do not fit the kernel")?;
         self.require(
             dims.len() == out.len(),
-            NAME,
+            name,
             "the walk is not the output's length",
         )?;
         self.require(
             dims.within(0, a.len()),
-            NAME,
+            name,
             "the walk leaves the left operand",
         )?;
         self.require(
             dims.within(1, b.len()),
-            NAME,
+            name,
             "the walk leaves the right operand",
         )?;
         if dims.len() == 0 {
             return Ok(());
         }
         self.order(&[a, b], &[&*out])?;
-        let f = self.function(a.dtype, Kernel::Binary)?;
+        let f = self.function(a.dtype, kernel)?;
         let mut launch = self.stream.launch_builder(&f);
         launch
             .arg(&mut *out.buf)
@@ -308,10 +339,12 @@ impl Launcher<'_> {
             .arg(&*b.buf)
             .arg(&op)
             .arg(dims);
-        // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims); all
-        // three buffers hold `T` elements, the output `dims.n` of them, and
-        // each input's walk stays inside it (all checked).
-        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
+        // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims) and
+        // `compare` (unsigned char*, const T*, const T*, int, Dims); the
+        // inputs hold `T` elements and the output `dims.n` elements of
+        // `T`, or bytes for `compare` (checked by the callers), and each
+        // input's walk stays inside it (checked).
+        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(name))?;
         self.recorded(&[a, b], &[&*out])?;
         Ok(())
     }
@@ -389,53 +422,6 @@ impl Launcher<'_> {
         // (checked: T, or R for magnitude); both buffers hold `n` elements.
         unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
         self.recorded(&[a], &[&*out])?;
-        Ok(())
-    }
-
-    /// `out[i] = a[walk₀] op b[walk₁]` as a `bool` (one byte) over `dims`.
-    pub(super) fn compare(
-        &mut self,
-        out: &mut DeviceTensor,
-        a: &DeviceTensor,
-        b: &DeviceTensor,
-        op: i32,
-        dims: &Dims,
-    ) -> Result<(), ExecError> {
-        const NAME: &str = "cuLaunchKernel compare";
-        self.require(a.dtype == b.dtype, NAME, "element types differ")?;
-        self.require(out.dtype == DType::Bool, NAME, "the output is not bool")?;
-        self.require(
-            dims.len() == out.len(),
-            NAME,
-            "the walk is not the output's length",
-        )?;
-        self.require(
-            dims.within(0, a.len()),
-            NAME,
-            "the walk leaves the left operand",
-        )?;
-        self.require(
-            dims.within(1, b.len()),
-            NAME,
-            "the walk leaves the right operand",
-        )?;
-        if dims.len() == 0 {
-            return Ok(());
-        }
-        self.order(&[a, b], &[&*out])?;
-        let f = self.function(a.dtype, Kernel::Compare)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*a.buf)
-            .arg(&*b.buf)
-            .arg(&op)
-            .arg(dims);
-        // SAFETY: `compare` takes (unsigned char*, const T*, const T*, int,
-        // Dims); the inputs hold `T` elements and each walk stays inside
-        // its input, the output holds `dims.n` bytes (all checked).
-        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[a, b], &[&*out])?;
         Ok(())
     }
 

@@ -74,13 +74,7 @@ impl<E: TensorEngine> Lane<E> {
         beta: Scalar,
         c: &TensorHandle,
     ) -> Result<TensorHandle, OpError> {
-        let op = TensorOp::Gemm {
-            alpha,
-            beta,
-            a: a_op,
-            b: b_op,
-        };
-        self.apply(op, &[a, b, c])
+        self.apply(gemm_op([alpha, beta], [a_op, b_op]), &[a, b, c])
     }
 
     /// `c ← alpha · op(a) @ op(b) + beta · c`: [`Lane::gemm`] written into
@@ -105,14 +99,8 @@ impl<E: TensorEngine> Lane<E> {
         beta: Scalar,
         c: TensorHandle,
     ) -> Result<TensorHandle, OpError> {
-        let op = TensorOp::Gemm {
-            alpha,
-            beta,
-            a: a_op,
-            b: b_op,
-        };
         let inputs = smallvec::smallvec![a.clone(), b.clone(), c.clone()];
-        self.donate(op, inputs, c)
+        self.donate(gemm_op([alpha, beta], [a_op, b_op]), inputs, c)
     }
 
     /// `y ← alpha · x + beta · y` (BLAS's `axpby`, `x` broadcast to `y`'s
@@ -358,4 +346,9 @@ impl<E: TensorEngine> Lane<E> {
     pub fn solve(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
         self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
     }
+}
+
+/// The gemm of these scales and operand reads.
+fn gemm_op([alpha, beta]: [Scalar; 2], [a, b]: [MatOp; 2]) -> TensorOp {
+    TensorOp::Gemm { alpha, beta, a, b }
 }
