@@ -602,14 +602,8 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
     let p = Program::record(|p| {
         let a = p.input(F, &[3, 3]);
         let n = p.input(DType::I64, &[3]);
-        let q = p.apply(
-            TensorOp::Reduce {
-                op: ReduceOp::Prod,
-                axes: vec![0, 1],
-                keep_dims: false,
-            },
-            &[a],
-        )?;
+        let q = p.apply(TensorOp::Diagonal { axes: [0, 1] }, &[a])?;
+        let q = p.sum(q, &[0])?;
         p.output(q)?;
         p.output(n)?;
         p.output(a)
@@ -617,7 +611,7 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
     .unwrap();
     assert_eq!(
         p.gradient(0, &[0]).unwrap_err().to_string(),
-        "program step 0 (prod) has no derivative rule (prod)"
+        "program step 0 (diagonal) has no derivative rule"
     );
     assert!(matches!(
         p.gradient(2, &[0]),
@@ -987,5 +981,50 @@ fn degenerate_spectra_give_bounded_gradients() {
             .all(|x| x.abs() < 1e7),
         "{:?}",
         g[1]
+    );
+}
+
+#[test]
+fn prod_with_no_one_and_two_zeros() {
+    let reduce = |axes: &[usize]| TensorOp::Reduce {
+        op: ReduceOp::Prod,
+        axes: axes.to_vec(),
+        keep_dims: false,
+    };
+    for dtype in [F, C] {
+        check_case(
+            &format!("{dtype} prod"),
+            &[random(dtype, &[3, 4], 110)],
+            |p, v| p.apply(reduce(&[1]), &[v[0]]),
+        );
+    }
+    // Rows with no zero, one zero and two zeros: the derivative is the
+    // product of the other elements, so only a lone zero gets one.
+    let x = Tensor::from_vec(vec![2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 0.0, 5.0, 0.0], &[3, 3]).unwrap();
+    check_case("prod with zeros", std::slice::from_ref(&x), |p, v| {
+        p.apply(reduce(&[1]), &[v[0]])
+    });
+    let p = Program::record(|p| {
+        let v = p.input(F, &[3, 3]);
+        let r = p.apply(reduce(&[0, 1]), &[v])?;
+        let r = p
+            .apply(
+                TensorOp::Reduce {
+                    op: ReduceOp::Prod,
+                    axes: vec![1],
+                    keep_dims: false,
+                },
+                &[v],
+            )
+            .and_then(|rows| p.sum(rows, &[0]))
+            .and_then(|s| p.add(s, r))?;
+        p.output(r)
+    })
+    .unwrap();
+    let g = eval(&p.gradient(0, &[0]).unwrap(), &[x]);
+    // Row 0: the others' products; row 1: only the zero, -1·4; row 2: none.
+    assert_eq!(
+        g[1].as_slice::<f64>().unwrap(),
+        [1.5, 1.0, 6.0, 0.0, -4.0, 0.0, 0.0, 0.0, 0.0]
     );
 }

@@ -41,7 +41,9 @@
 //!   Cholesky read their input's lower triangle (as faer does), and their
 //!   gradients are of that: the strict lower part counts twice, the upper
 //!   part not at all. QR's rule is for matrices at least as tall as wide.
-//! - Ops without a rule yet (prod, diagonal, strided slices, `compress`,
+//! - `prod` has the product of the other elements for derivative, zeros
+//!   included (one zero: only it gets a gradient; two: none does).
+//! - Ops without a rule yet (diagonal, strided slices, `compress`,
 //!   `gemm`, QR of a wide matrix) fail the derivation with
 //!   [`GradError::NoRule`] naming the step; nothing is half-built.
 //!
@@ -742,7 +744,35 @@ impl Derivation<'_> {
                         let q = self.bin(BinaryOp::Div, x, o)?;
                         self.bin(BinaryOp::Mul, s, q)?
                     }
-                    ReduceOp::Prod => return Err(Missing::Rule(Some("prod"))),
+                    ReduceOp::Prod => {
+                        // ∂/∂x_i = Π_{j≠i} x_j, zeros handled: with no zero
+                        // in the product, P / x_i; with one, P' (the
+                        // product of the others) at the zero and 0 elsewhere;
+                        // with more, 0 everywhere. P' is the product with
+                        // the zeros made ones.
+                        let zero = self.full(dtype, Vec::new(), Scalar::Real(0.0))?;
+                        let one = self.full(dtype, Vec::new(), Scalar::Real(1.0))?;
+                        let is_zero = self.op(TensorOp::Compare(CmpOp::Eq), &[x, zero])?;
+                        let z = self.mask(is_zero, dtype)?;
+                        let sum = |axes: &Vec<usize>, op| TensorOp::Reduce {
+                            op,
+                            axes: axes.clone(),
+                            keep_dims: true,
+                        };
+                        let zeros = self.op(sum(axes, ReduceOp::Sum), &[z])?;
+                        let nonzero = self.op(TensorOp::Select, &[is_zero, one, x])?;
+                        let p = self.op(sum(axes, ReduceOp::Prod), &[nonzero])?;
+                        let none = self.op(TensorOp::Compare(CmpOp::Eq), &[zeros, zero])?;
+                        let none = self.mask(none, dtype)?;
+                        let single = self.op(TensorOp::Compare(CmpOp::Eq), &[zeros, one])?;
+                        let single = self.mask(single, dtype)?;
+                        let others = self.bin(BinaryOp::Div, p, nonzero)?;
+                        let others = self.bin(BinaryOp::Mul, others, none)?;
+                        let at_zero = self.bin(BinaryOp::Mul, z, p)?;
+                        let at_zero = self.bin(BinaryOp::Mul, at_zero, single)?;
+                        let d = self.bin(BinaryOp::Add, others, at_zero)?;
+                        self.times_conj(spread, d)?
+                    }
                     ReduceOp::Any | ReduceOp::All => return Ok(vec![None]),
                 };
                 vec![Some(d)]
