@@ -1056,7 +1056,8 @@ impl Derivation<'_> {
         self.op(TensorOp::Linalg(crate::ops::Linalg::Solve), &[a, b])
     }
 
-    /// `X A⁻¹ = (A⁻ᴴ Xᴴ)ᴴ`, of `A` given as its adjoint `ah`.
+    /// `X A⁻¹ = (A⁻ᴴ Xᴴ)ᴴ`, of `A` given as its adjoint `ah` (so `X M⁻ᴴ`
+    /// of `ah = M`).
     fn right_solve(&mut self, x: Value, ah: Value) -> Result<Value, Missing> {
         let xh = self.adjoint(x)?;
         let y = self.solve(ah, xh)?;
@@ -1215,10 +1216,8 @@ impl Derivation<'_> {
                 let sym = self.bin(BinaryOp::Add, sym, diag)?;
                 let qm = self.matmul(q, sym)?;
                 let b = self.bin(BinaryOp::Add, gq, qm)?;
-                // B R⁻ᴴ = (R⁻¹ Bᴴ)ᴴ
-                let bh = self.adjoint(b)?;
-                let y = self.solve(r, bh)?;
-                vec![Some(self.adjoint(y)?)]
+                // B R⁻ᴴ
+                vec![Some(self.right_solve(b, r)?)]
             }
             Linalg::Svd => self.svd(a, outs, gs)?,
         })
