@@ -541,7 +541,7 @@ fn a_vjp_takes_the_cotangent_as_its_last_input() {
         p.output(c)
     })
     .unwrap();
-    let vjp = p.vjp(0, &[0, 1]).unwrap();
+    let vjp = p.vjp(&[0], &[0, 1]).unwrap();
     assert_eq!(vjp.inputs().len(), 3);
     let (a, b) = (random(F, &[2, 3], 40), random(F, &[3, 2], 41));
     let ct = random(F, &[2, 2], 42);
@@ -566,6 +566,42 @@ fn a_vjp_takes_the_cotangent_as_its_last_input() {
             assert!((gb[k * 2 + j] - want).abs() < 1e-12);
         }
     }
+}
+
+#[test]
+fn a_vjp_of_several_outputs_sums_their_pullbacks() {
+    // y = sin(x), z = x² and y again: x̄ = ȳ₁ cos x + 2x z̄ + ȳ₂ cos x.
+    let p = Program::record(|p| {
+        let x = p.input(F, &[4]);
+        let y = p.unary(UnaryOp::Sin, x)?;
+        let z = p.mul(x, x)?;
+        p.output(y)?;
+        p.output(z)
+    })
+    .unwrap();
+    let vjp = p.vjp(&[0, 1, 0], &[0]).unwrap();
+    assert_eq!(vjp.inputs().len(), 4);
+    let x = random(F, &[4], 43);
+    let (y1, z, y2) = (random(F, &[4], 44), random(F, &[4], 45), random(F, &[4], 46));
+    let outs = eval(&vjp, &[x.clone(), y1.clone(), z.clone(), y2.clone()]);
+    let f = |t: &Tensor| t.as_slice::<f64>().unwrap().to_vec();
+    let (xv, y1v, zv, y2v) = (f(&x), f(&y1), f(&z), f(&y2));
+    let g = f(&outs[2]);
+    for i in 0..4 {
+        let want = (y1v[i] + y2v[i]) * xv[i].cos() + 2.0 * xv[i] * zv[i];
+        assert!((g[i] - want).abs() < 1e-12, "{i}: {} against {want}", g[i]);
+    }
+    // An output of an integer type has no cotangent.
+    let q = Program::record(|p| {
+        let x = p.input(F, &[4]);
+        let i = p.apply(TensorOp::Cast(DType::I64), &[x])?;
+        p.output(i)
+    })
+    .unwrap();
+    assert!(matches!(
+        q.vjp(&[0], &[0]),
+        Err(GradError::NotScalar { index: 0, .. })
+    ));
 }
 
 #[test]
@@ -731,8 +767,72 @@ fn a_tape_records_eager_ops_programs_and_writes_into() {
         let moved = lane.transfer(&x, 1).unwrap();
         other.sum_all(&moved).unwrap()
     });
-    let err = tape4.gradient(&other, &far, &[&x]).unwrap_err();
+    // A program runs on one place: the tape's program refuses a transfer
+    // (its gradient crosses it: the next test).
+    let err = tape4.program(&far, &[&x]).unwrap_err();
     assert!(err.to_string().contains("transfer"), "{err}");
+    let err = tape.gradient(&lane, &loss, &[&x, &a, &x]).unwrap_err();
+    assert!(err.to_string().contains("asked for twice"), "{err}");
+}
+
+/// Downloads `h` as f64 values.
+fn values(lane: &weft::Lane, h: &weft::TensorHandle) -> Vec<f64> {
+    wait_ok(lane.download(h).unwrap())
+        .as_slice::<f64>()
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn gradients_cross_places_through_reverse_transfers() {
+    let rt = weft::Runtime::builder().split(2).build().unwrap();
+    let (a, b) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
+    let (xv, wv) = (random(F, &[5], 70), random(F, &[5], 71));
+    let (x, w) = (a.upload(xv.clone()).unwrap(), b.upload(wv.clone()).unwrap());
+    let unused = b.upload(random(F, &[2], 72)).unwrap();
+    // y = sin(x)·x on domain 0; z = y·w on domain 1, back to 0;
+    // L = Σ z·y + Σ x, with y read on both places and the loss itself
+    // moved to domain 1 at the end.
+    let (loss, tape) = Tape::record(|| -> Result<_, weft::OpError> {
+        let s = a.unary(UnaryOp::Sin, &x)?;
+        let y = a.mul(&s, &x)?;
+        let there = a.transfer(&y, 1)?;
+        let z = b.mul(&there, &w)?;
+        let back = b.transfer(&z, 0)?;
+        let zy = a.mul(&back, &y)?;
+        let l = a.add(&a.sum_all(&zy)?, &a.sum_all(&x)?)?;
+        a.transfer(&l, 1)
+    });
+    let loss = loss.unwrap();
+    assert_eq!(loss.place(), weft::Place::Cpu(1));
+    let g = tape.gradient(&b, &loss, &[&x, &w, &unused]).unwrap();
+    let places: Vec<_> = g.iter().map(|h| h.place()).collect();
+    assert_eq!(
+        places,
+        [weft::Place::Cpu(0), weft::Place::Cpu(1), weft::Place::Cpu(1)]
+    );
+    // By hand: L = Σ w y² + Σ x, y = x sin x:
+    // ∂L/∂x = 2 w y (sin x + x cos x) + 1, ∂L/∂w = y².
+    let (xs, ws) = (
+        xv.as_slice::<f64>().unwrap(),
+        wv.as_slice::<f64>().unwrap(),
+    );
+    let (gx, gw) = (values(&a, &g[0]), values(&b, &g[1]));
+    for i in 0..5 {
+        let y = xs[i] * xs[i].sin();
+        let want = 2.0 * ws[i] * y * (xs[i].sin() + xs[i] * xs[i].cos()) + 1.0;
+        assert!((gx[i] - want).abs() < 1e-12, "x̄[{i}] {} vs {want}", gx[i]);
+        assert!((gw[i] - y * y).abs() < 1e-12, "w̄[{i}] {} vs {}", gw[i], y * y);
+    }
+    assert_eq!(values(&b, &g[2]), [0.0; 2]);
+    // The lane asked may be any of the places: the same from domain 0.
+    let again = tape.gradient(&a, &loss, &[&x, &w]).unwrap();
+    assert_eq!(values(&a, &again[0]), gx);
+    assert_eq!(values(&b, &again[1]), gw);
+    // The loss must be a real scalar.
+    let (v, tape2) = Tape::record(|| a.mul(&x, &x).unwrap());
+    let err = tape2.gradient(&a, &v, &[&x]).unwrap_err();
+    assert!(err.to_string().contains("real scalar"), "{err}");
 }
 
 /// `A` random, made well conditioned: `+ 4I`.

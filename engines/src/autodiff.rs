@@ -160,28 +160,32 @@ impl Program {
                 shape: meta.shape.clone(),
             });
         }
-        self.derive(output, wrt, false)
+        self.derive(Seeds::One(output), wrt)
     }
 
-    /// The vector-Jacobian product of output `output`: the program that
-    /// takes this one's inputs and then a cotangent of the output's type
-    /// and shape, and computes this one's outputs and then, for each input
-    /// of `wrt`, the cotangent pulled back to it (for a real scalar output
-    /// and a cotangent of 1, the [`Program::gradient`]).
+    /// The vector-Jacobian product of the outputs `outputs`: the program
+    /// that takes this one's inputs and then one cotangent per output of
+    /// `outputs`, in that order and each of its output's type and shape,
+    /// and computes this one's outputs and then, for each input of `wrt`,
+    /// the cotangents pulled back to it and summed (for one real scalar
+    /// output and a cotangent of 1, the [`Program::gradient`]). An output
+    /// listed twice gets the sum of its two cotangents.
     ///
     /// # Errors
     ///
-    /// As [`Program::gradient`], for any output of a float or complex type.
-    pub fn vjp(&self, output: usize, wrt: &[usize]) -> Result<Program, GradError> {
-        let meta = self.check_output(output)?;
-        if !meta.dtype.is_field() {
-            return Err(GradError::NotScalar {
-                index: output,
-                dtype: meta.dtype,
-                shape: meta.shape.clone(),
-            });
+    /// As [`Program::gradient`], for outputs of float or complex types.
+    pub fn vjp(&self, outputs: &[usize], wrt: &[usize]) -> Result<Program, GradError> {
+        for &output in outputs {
+            let meta = self.check_output(output)?;
+            if !meta.dtype.is_field() {
+                return Err(GradError::NotScalar {
+                    index: output,
+                    dtype: meta.dtype,
+                    shape: meta.shape.clone(),
+                });
+            }
         }
-        self.derive(output, wrt, true)
+        self.derive(Seeds::Cotangents(outputs), wrt)
     }
 
     fn check_output(&self, output: usize) -> Result<&Meta, GradError> {
@@ -193,7 +197,7 @@ impl Program {
         Ok(&self.metas()[value])
     }
 
-    fn derive(&self, output: usize, wrt: &[usize], cotangent: bool) -> Result<Program, GradError> {
+    fn derive(&self, seeds: Seeds<'_>, wrt: &[usize]) -> Result<Program, GradError> {
         let inputs = self.inputs();
         for &i in wrt {
             let &value = inputs.get(i).ok_or(GradError::NoSuchInput {
@@ -207,7 +211,7 @@ impl Program {
         }
         let mut failure: Option<GradError> = None;
         let derived = Program::record(|r| {
-            match Derivation::run(self, r, output, wrt, cotangent) {
+            match Derivation::run(self, r, seeds, wrt) {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     // Recording stops here; the error is the derivation's.
@@ -229,6 +233,15 @@ impl Program {
             (Err(e), None) => Err(GradError::Record(e)),
         }
     }
+}
+
+/// Where a derivation's backward walk starts.
+#[derive(Clone, Copy)]
+enum Seeds<'a> {
+    /// A loss: its cotangent is 1.
+    One(usize),
+    /// These outputs, with cotangents given as inputs after the program's.
+    Cotangents(&'a [usize]),
 }
 
 /// One derivation in progress: the recorder of the derived program and
@@ -259,9 +272,8 @@ impl Derivation<'_> {
     fn run(
         program: &Program,
         r: &mut Recorder,
-        output: usize,
+        seeds: Seeds<'_>,
         wrt: &[usize],
-        cotangent: bool,
     ) -> Result<(), GradError> {
         let metas = program.metas();
         let mut d = Derivation {
@@ -286,22 +298,30 @@ impl Derivation<'_> {
                 needs[step.first_result + k] = reached;
             }
         }
-        let out_value = program.outputs()[output];
-        let seed = if cotangent {
-            let m = &metas[out_value];
-            d.r.input(m.dtype, &m.shape)
-        } else {
-            d.r.apply(
-                TensorOp::Full {
-                    dtype: metas[out_value].dtype,
+        let mut cot: HashMap<usize, Value> = HashMap::new();
+        match seeds {
+            Seeds::One(output) => {
+                let value = program.outputs()[output];
+                let one = TensorOp::Full {
+                    dtype: metas[value].dtype,
                     shape: Vec::new(),
                     value: Scalar::Real(1.0),
-                },
-                &[],
-            )?
-        };
-        let mut cot: HashMap<usize, Value> = HashMap::new();
-        cot.insert(out_value, seed);
+                };
+                cot.insert(value, d.r.apply(one, &[])?);
+            }
+            Seeds::Cotangents(outputs) => {
+                for &output in outputs {
+                    let value = program.outputs()[output];
+                    let m = &metas[value];
+                    let seed = d.r.input(m.dtype, &m.shape);
+                    let summed = match cot.get(&value) {
+                        Some(&earlier) => d.r.add(earlier, seed)?,
+                        None => seed,
+                    };
+                    cot.insert(value, summed);
+                }
+            }
+        }
         for (number, step) in program.steps().iter().enumerate().rev() {
             let results = step.first_result..step.first_result + step.results;
             let gs: Vec<Option<Value>> = results.clone().map(|i| cot.get(&i).copied()).collect();

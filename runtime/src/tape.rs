@@ -11,7 +11,9 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use weft_engines::{Program, TensorEngine, TensorId, TensorOp, Value};
+use weft_engines::{
+    DType, GradError, Place, Program, Scalar, TensorEngine, TensorId, TensorOp, Value,
+};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;
@@ -45,6 +47,11 @@ impl Entry {
             Entry::Op { outputs, .. } | Entry::Program { outputs, .. } => outputs,
             Entry::Transfer { output, .. } => std::slice::from_ref(output),
         }
+    }
+
+    /// Where the entry ran: its outputs' place.
+    fn place(&self) -> Place {
+        self.outputs()[0].place()
     }
 
     fn inputs(&self) -> &[TensorHandle] {
@@ -167,13 +174,154 @@ impl Tape {
     ///
     /// [`OpError::Tape`]: `loss` not made on the tape, a `wrt` tensor made
     /// on it (gradients are with respect to tensors it reads), the same
-    /// `wrt` tensor twice, a transfer on the way (gradients do not cross
-    /// places yet); [`OpError::Gradient`] for a step that does not record.
+    /// `wrt` tensor twice, a transfer on the way (a program runs on one
+    /// place; [`Tape::gradient`] crosses places); [`OpError::Gradient`]
+    /// for a step that does not record.
     pub fn program(
         &self,
         loss: &TensorHandle,
         wrt: &[&TensorHandle],
     ) -> Result<(Program, Vec<TensorHandle>), OpError> {
+        let needed = self.needed(loss, wrt)?;
+        if let Some(Entry::Transfer { input, output }) = needed
+            .iter()
+            .map(|&i| &self.entries[i])
+            .find(|e| matches!(e, Entry::Transfer { .. }))
+        {
+            return Err(OpError::Tape {
+                reason: format!(
+                    "the loss depends on a transfer ({input:?} to {output:?}): a program runs \
+                     on one place (Tape::gradient crosses places)"
+                ),
+            });
+        }
+        let first: Vec<TensorHandle> = wrt.iter().map(|&h| h.clone()).collect();
+        self.segment_program(&needed, first, std::slice::from_ref(loss))
+    }
+
+    /// The gradient of `loss` (a real rank-0 tensor made on this tape)
+    /// with respect to each of `wrt` (tensors the taped ops read), in
+    /// order, each of its tensor's type, shape and place.
+    ///
+    /// The taped steps the loss depends on are cut into runs of steps on
+    /// one place, split at transfers. Walking them backwards, each run is
+    /// made a program, its vector-Jacobian product derived
+    /// ([`weft_engines::Program::vjp`]) and run as one op on its place
+    /// (on `lane` when that is its place, else on a lane into it opened
+    /// from `lane`, as transfers are), and a transfer's backward is the
+    /// reverse transfer of its output's cotangent. Without transfers that
+    /// is one program, run on `lane`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tape::program`] (but for transfers), a loss that is not a real
+    /// scalar ([`OpError::Gradient`]), and as
+    /// [`weft_engines::Program::gradient`] and [`Lane::run_program`].
+    pub fn gradient<E: TensorEngine>(
+        &self,
+        lane: &Lane<E>,
+        loss: &TensorHandle,
+        wrt: &[&TensorHandle],
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let needed = self.needed(loss, wrt)?;
+        if !loss.dtype().is_float() || !loss.shape().is_empty() {
+            return Err(GradError::NotScalar {
+                index: 0,
+                dtype: loss.dtype(),
+                shape: loss.shape().to_vec(),
+            }
+            .into());
+        }
+        if let Some((index, w)) = wrt.iter().enumerate().find(|(_, w)| !w.dtype().is_field()) {
+            let dtype = w.dtype();
+            return Err(GradError::NotDifferentiable { index, dtype }.into());
+        }
+        // The tensors a gradient reaches: `wrt` and what is computed from
+        // them, of float and complex types.
+        let mut reached: HashSet<TensorId> = wrt.iter().map(|h| h.id()).collect();
+        for &i in &needed {
+            let entry = &self.entries[i];
+            if entry.inputs().iter().any(|h| reached.contains(&h.id())) {
+                let outs = entry.outputs().iter().filter(|h| h.dtype().is_field());
+                reached.extend(outs.map(TensorHandle::id));
+            }
+        }
+        // Runs of steps on one place, in tape order (so each reads only
+        // what runs before it made); a transfer is a run of its own.
+        let mut runs: Vec<Vec<usize>> = Vec::new();
+        for &i in &needed {
+            let entry = &self.entries[i];
+            let joins = runs.last().is_some_and(|run| {
+                let last = &self.entries[run[0]];
+                !matches!(entry, Entry::Transfer { .. })
+                    && !matches!(last, Entry::Transfer { .. })
+                    && entry.place() == last.place()
+            });
+            match runs.last_mut() {
+                Some(run) if joins => run.push(i),
+                _ => runs.push(vec![i]),
+            }
+        }
+        let lanes = Places { lane };
+        // The cotangents each tensor has got so far, on its place.
+        let mut cot: HashMap<TensorId, Vec<TensorHandle>> = HashMap::new();
+        let one = lanes.at(loss.place())?.full(loss.dtype(), Scalar::Real(1.0))?;
+        cot.insert(loss.id(), vec![one]);
+        for run in runs.iter().rev() {
+            if let [i] = run[..] {
+                if let Entry::Transfer { input, output } = &self.entries[i] {
+                    if let Some(cs) = cot.remove(&output.id()) {
+                        let at = lanes.at(output.place())?;
+                        let c = at.sum(cs)?;
+                        let back = at.transfer(&c, input.place())?;
+                        cot.entry(input.id()).or_default().push(back);
+                    }
+                    continue;
+                }
+            }
+            let made = run.iter().flat_map(|&i| self.entries[i].outputs());
+            let mut outputs = Vec::new();
+            let mut cotangents = Vec::new();
+            for h in made {
+                for c in cot.remove(&h.id()).unwrap_or_default() {
+                    outputs.push(h.clone());
+                    cotangents.push(c);
+                }
+            }
+            if outputs.is_empty() {
+                continue;
+            }
+            let (program, inputs) = self.segment_program(run, Vec::new(), &outputs)?;
+            let wanted: Vec<usize> = (0..inputs.len())
+                .filter(|&k| reached.contains(&inputs[k].id()))
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let seeds: Vec<usize> = (0..outputs.len()).collect();
+            let derived = program.vjp(&seeds, &wanted)?;
+            let args: Vec<&TensorHandle> = inputs.iter().chain(&cotangents).collect();
+            let mut results = lanes.at(outputs[0].place())?.run(&derived, &args)?;
+            let pulled = results.split_off(outputs.len());
+            for (&k, g) in wanted.iter().zip(pulled) {
+                cot.entry(inputs[k].id()).or_default().push(g);
+            }
+        }
+        wrt.iter()
+            .map(|w| {
+                let at = lanes.at(w.place())?;
+                match cot.remove(&w.id()) {
+                    Some(cs) => at.sum(cs),
+                    // The loss does not depend on it.
+                    None => at.zeros(w),
+                }
+            })
+            .collect()
+    }
+
+    /// The entries `loss` depends on, in tape order, after checking `loss`
+    /// and `wrt`.
+    fn needed(&self, loss: &TensorHandle, wrt: &[&TensorHandle]) -> Result<Vec<usize>, OpError> {
         let bad = |reason: String| OpError::Tape { reason };
         let made: HashMap<TensorId, usize> = self
             .entries
@@ -195,7 +343,7 @@ impl Tape {
                 return Err(bad(format!("{w:?} is asked for twice")));
             }
         }
-        // The entries the loss depends on, found backwards from it.
+        // Found backwards from the loss.
         let mut needed = vec![false; self.entries.len()];
         let mut todo = vec![made[&loss.id()]];
         while let Some(i) = todo.pop() {
@@ -208,15 +356,25 @@ impl Tape {
                 }
             }
         }
-        let mut inputs: Vec<TensorHandle> = wrt.iter().map(|&h| h.clone()).collect();
-        let mut failure: Option<OpError> = None;
+        Ok((0..needed.len()).filter(|&i| needed[i]).collect())
+    }
+
+    /// The program of the entries `run` (in tape order, none a transfer):
+    /// its inputs are `first`, then every other tensor the entries read
+    /// that they did not make, returned with them; its outputs are
+    /// `outputs`, made by the entries.
+    fn segment_program(
+        &self,
+        run: &[usize],
+        mut inputs: Vec<TensorHandle>,
+        outputs: &[TensorHandle],
+    ) -> Result<(Program, Vec<TensorHandle>), OpError> {
         let program = Program::record(|p| {
             let mut values: HashMap<TensorId, Value> = HashMap::new();
             for h in &inputs {
                 values.insert(h.id(), p.input(h.dtype(), h.shape()));
             }
-            let mut leaves: HashSet<TensorId> = values.keys().copied().collect();
-            for (entry, _) in self.entries.iter().zip(&needed).filter(|(_, &n)| n) {
+            for entry in run.iter().map(|&i| &self.entries[i]) {
                 let mut args = Vec::with_capacity(entry.inputs().len());
                 for h in entry.inputs() {
                     let v = match values.get(&h.id()) {
@@ -224,7 +382,6 @@ impl Tape {
                         None => {
                             let v = p.input(h.dtype(), h.shape());
                             values.insert(h.id(), v);
-                            leaves.insert(h.id());
                             inputs.push(h.clone());
                             v
                         }
@@ -234,47 +391,84 @@ impl Tape {
                 let results = match entry {
                     Entry::Op { op, .. } => p.apply_many(op.clone(), &args)?,
                     Entry::Program { program, .. } => p.inline(program, &args)?,
-                    Entry::Transfer { input, output } => {
-                        failure = Some(bad(format!(
-                            "the loss depends on a transfer ({input:?} to {output:?}): \
-                             gradients do not cross places yet"
-                        )));
-                        return Err(weft_engines::RecordError::NoOutput);
-                    }
+                    Entry::Transfer { .. } => unreachable!("a run holds no transfer"),
                 };
                 for (h, v) in entry.outputs().iter().zip(results) {
                     values.insert(h.id(), v);
                 }
             }
-            p.output(values[&loss.id()])
-        });
-        match (program, failure) {
-            (Ok(program), _) => Ok((program, inputs)),
-            (Err(_), Some(e)) => Err(e),
-            (Err(e), None) => Err(weft_engines::GradError::from(e).into()),
+            for h in outputs {
+                p.output(values[&h.id()])?;
+            }
+            Ok(())
+        })
+        .map_err(GradError::from)?;
+        Ok((program, inputs))
+    }
+}
+
+/// The lanes a gradient's steps run on: `lane` for its own place, lanes
+/// opened from it (those its transfers use) for the others.
+struct Places<'a, E: TensorEngine> {
+    lane: &'a Lane<E>,
+}
+
+impl<E: TensorEngine> Places<'_, E> {
+    fn at(&self, place: Place) -> Result<Box<dyn PlaceLane>, OpError> {
+        if place == self.lane.place() {
+            return Ok(Box::new(self.lane.clone()));
+        }
+        let closed = || {
+            OpError::Closed(weft_actors::ActorClosed {
+                actor: crate::domain::actor_name(place),
+            })
+        };
+        let table = self.lane.table().ok_or_else(closed)?;
+        let lanes = self.lane.transfer_lanes();
+        match place {
+            Place::Cpu(d) => Ok(Box::new(lanes.cpu(d, &table)?)),
+            #[cfg(feature = "cuda")]
+            Place::Cuda(d) => Ok(Box::new(lanes.cuda(d, &table)?)),
+            #[cfg(not(feature = "cuda"))]
+            Place::Cuda(device) => Err(crate::error::PlaceError::NoSuchDevice {
+                device,
+                running: Vec::new(),
+            }
+            .into()),
         }
     }
+}
 
-    /// The gradient of `loss` (a real rank-0 tensor made on this tape)
-    /// with respect to each of `wrt` (tensors the taped ops read), in
-    /// order, each of its tensor's type and shape: the tape's
-    /// [`Tape::program`], differentiated, run on `lane` as one op.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tape::program`] and [`weft_engines::Program::gradient`]
-    /// ([`OpError::Gradient`]), and as [`Lane::run_program`].
-    pub fn gradient<E: TensorEngine>(
-        &self,
-        lane: &Lane<E>,
-        loss: &TensorHandle,
-        wrt: &[&TensorHandle],
-    ) -> Result<Vec<TensorHandle>, OpError> {
-        let (program, inputs) = self.program(loss, wrt)?;
-        let positions: Vec<usize> = (0..wrt.len()).collect();
-        let derived = program.gradient(0, &positions)?;
-        let refs: Vec<&TensorHandle> = inputs.iter().collect();
-        let mut outputs = lane.run_program(&derived, &refs)?;
-        Ok(outputs.split_off(1))
+/// What a gradient asks of a lane, whatever its engine.
+trait PlaceLane {
+    fn run(&self, program: &Program, inputs: &[&TensorHandle]) -> Result<Vec<TensorHandle>, OpError>;
+    fn transfer(&self, handle: &TensorHandle, to: Place) -> Result<TensorHandle, OpError>;
+    fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError>;
+    fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError>;
+    /// The sum of `handles` (at least one).
+    fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError>;
+}
+
+impl<E: TensorEngine> PlaceLane for Lane<E> {
+    fn run(&self, program: &Program, inputs: &[&TensorHandle]) -> Result<Vec<TensorHandle>, OpError> {
+        Lane::run_program(self, program, inputs)
+    }
+
+    fn transfer(&self, handle: &TensorHandle, to: Place) -> Result<TensorHandle, OpError> {
+        Lane::transfer(self, handle, to)
+    }
+
+    fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError> {
+        Lane::full(self, dtype, &[], value)
+    }
+
+    fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError> {
+        Lane::zeros(self, like.dtype(), like.shape())
+    }
+
+    fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError> {
+        let mut handles = handles.into_iter();
+        let first = handles.next().expect("a cotangent");
+        handles.try_fold(first, |acc, h| Lane::add(self, &acc, &h))
     }
 }
