@@ -6,8 +6,8 @@
 //! (`Tape::record`) against the same loss recorded as a program.
 
 use weft::{
-    c64, BinaryOp, CmpOp, DType, Distribution, GradError, Program, RecordError, Recorder, ReduceOp,
-    Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
+    c64, BinaryOp, CmpOp, DType, Distribution, GradError, MatOp, Program, RecordError, Recorder,
+    ReduceOp, Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
 };
 use weft_tests::wait_ok;
 
@@ -260,6 +260,7 @@ fn unary_ops() {
         UnaryOp::Conj,
         UnaryOp::Tanh,
         UnaryOp::Neg,
+        UnaryOp::Abs,
     ] {
         check_case(&format!("c64 {op:?}"), std::slice::from_ref(&z), |p, v| {
             p.unary(op, v[0])
@@ -356,6 +357,29 @@ fn structural_ops() {
         TensorOp::Triangle { k: 0, upper: true },
         TensorOp::DiagEmbed { axes: [0, 2] },
         TensorOp::Cast(DType::C64),
+        // The diagonal of axes of extents 2 and 4, and of 4 and 3 (in
+        // either order).
+        TensorOp::Diagonal { axes: [0, 2] },
+        TensorOp::Diagonal { axes: [2, 1] },
+        // Steps: every other row from 1, every third column, a step past
+        // the end.
+        TensorOp::Slice(vec![
+            SliceAxis {
+                start: 0,
+                stop: 2,
+                step: 5,
+            },
+            SliceAxis {
+                start: 1,
+                stop: 3,
+                step: 2,
+            },
+            SliceAxis {
+                start: 0,
+                stop: 4,
+                step: 3,
+            },
+        ]),
     ];
     for op in ops {
         let name = format!("{op:?}");
@@ -391,6 +415,30 @@ fn selection_and_indexing() {
     });
     check_case("clamp", std::slice::from_ref(&a), |p, v| {
         p.apply(TensorOp::Clamp { lo: -0.3, hi: 0.4 }, &[v[0]])
+    });
+    // Bounds of their own (some `lo > hi`), broadcast, each differentiated.
+    let (lo, hi) = (random(F, &[3], 22), random(F, &[2, 1], 23));
+    check_case("clamp_between", &[a.clone(), lo, hi], |p, v| {
+        p.apply(TensorOp::ClampBetween, &[v[0], v[1], v[2]])
+    });
+    let taken = a
+        .as_slice::<f64>()
+        .unwrap()
+        .iter()
+        .filter(|&&x| x > 0.2)
+        .count();
+    assert!(taken > 0 && taken < 6, "{taken} of 6 taken");
+    check_case("compress", std::slice::from_ref(&a), |p, v| {
+        let limit = p.apply(
+            TensorOp::Full {
+                dtype: F,
+                shape: Vec::new(),
+                value: Scalar::Real(0.2),
+            },
+            &[],
+        )?;
+        let m = p.apply(TensorOp::Compare(CmpOp::Gt), &[v[0], limit])?;
+        p.apply(TensorOp::Compress { len: taken }, &[v[0], m])
     });
     let x = random(F, &[4, 3], 18);
     let idx = Tensor::from_vec(vec![2i64, 0, 2, 3], &[4]).unwrap();
@@ -451,6 +499,49 @@ fn products_and_einsum_as_one_node() {
             |p, v| p.matmul(v[0], v[1]),
         );
         let c = random(dtype, &[5, 2], 21);
+        // α·a @ bᵀ + β·c, and α·conj(a)ᵀ… with the other reads; β = 0
+        // reads no `c` (its gradient is zero).
+        let alpha = if dtype == C {
+            Scalar::Complex(c64::new(0.5, -1.5))
+        } else {
+            Scalar::Real(-1.5)
+        };
+        for (ra, rb, beta, bs) in [
+            (MatOp::NONE, MatOp::T, Scalar::Real(0.75), [5, 4]),
+            (MatOp::H, MatOp::NONE, alpha, [4, 5]),
+            (
+                MatOp {
+                    transpose: false,
+                    conjugate: true,
+                },
+                MatOp::H,
+                Scalar::Real(0.0),
+                [5, 4],
+            ),
+        ] {
+            let a = if ra.transpose {
+                random(dtype, &[2, 4, 3], 24)
+            } else {
+                a.clone()
+            };
+            let b = random(dtype, &bs, 25);
+            let c = random(dtype, &[2, 3, 5], 26);
+            check_case(
+                &format!("{dtype} gemm {ra:?} {rb:?} β {beta:?}"),
+                &[a, b, c],
+                |p, v| {
+                    p.apply(
+                        TensorOp::Gemm {
+                            alpha,
+                            beta,
+                            a: ra,
+                            b: rb,
+                        },
+                        &[v[0], v[1], v[2]],
+                    )
+                },
+            );
+        }
         check_case(
             &format!("{dtype} einsum chain"),
             &[a.clone(), b.clone(), c],
@@ -582,7 +673,11 @@ fn a_vjp_of_several_outputs_sums_their_pullbacks() {
     let vjp = p.vjp(&[0, 1, 0], &[0]).unwrap();
     assert_eq!(vjp.inputs().len(), 4);
     let x = random(F, &[4], 43);
-    let (y1, z, y2) = (random(F, &[4], 44), random(F, &[4], 45), random(F, &[4], 46));
+    let (y1, z, y2) = (
+        random(F, &[4], 44),
+        random(F, &[4], 45),
+        random(F, &[4], 46),
+    );
     let outs = eval(&vjp, &[x.clone(), y1.clone(), z.clone(), y2.clone()]);
     let f = |t: &Tensor| t.as_slice::<f64>().unwrap().to_vec();
     let (xv, y1v, zv, y2v) = (f(&x), f(&y1), f(&z), f(&y2));
@@ -638,8 +733,7 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
     let p = Program::record(|p| {
         let a = p.input(F, &[3, 3]);
         let n = p.input(DType::I64, &[3]);
-        let q = p.apply(TensorOp::Diagonal { axes: [0, 1] }, &[a])?;
-        let q = p.sum(q, &[0])?;
+        let q = p.einsum("ii->", &[a])?;
         p.output(q)?;
         p.output(n)?;
         p.output(a)
@@ -647,7 +741,7 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
     .unwrap();
     assert_eq!(
         p.gradient(0, &[0]).unwrap_err().to_string(),
-        "program step 0 (diagonal) has no derivative rule"
+        "program step 0 (einsum) has no derivative rule (an operand with a repeated label)"
     );
     assert!(matches!(
         p.gradient(2, &[0]),
@@ -809,20 +903,26 @@ fn gradients_cross_places_through_reverse_transfers() {
     let places: Vec<_> = g.iter().map(|h| h.place()).collect();
     assert_eq!(
         places,
-        [weft::Place::Cpu(0), weft::Place::Cpu(1), weft::Place::Cpu(1)]
+        [
+            weft::Place::Cpu(0),
+            weft::Place::Cpu(1),
+            weft::Place::Cpu(1)
+        ]
     );
     // By hand: L = Σ w y² + Σ x, y = x sin x:
     // ∂L/∂x = 2 w y (sin x + x cos x) + 1, ∂L/∂w = y².
-    let (xs, ws) = (
-        xv.as_slice::<f64>().unwrap(),
-        wv.as_slice::<f64>().unwrap(),
-    );
+    let (xs, ws) = (xv.as_slice::<f64>().unwrap(), wv.as_slice::<f64>().unwrap());
     let (gx, gw) = (values(&a, &g[0]), values(&b, &g[1]));
     for i in 0..5 {
         let y = xs[i] * xs[i].sin();
         let want = 2.0 * ws[i] * y * (xs[i].sin() + xs[i] * xs[i].cos()) + 1.0;
         assert!((gx[i] - want).abs() < 1e-12, "x̄[{i}] {} vs {want}", gx[i]);
-        assert!((gw[i] - y * y).abs() < 1e-12, "w̄[{i}] {} vs {}", gw[i], y * y);
+        assert!(
+            (gw[i] - y * y).abs() < 1e-12,
+            "w̄[{i}] {} vs {}",
+            gw[i],
+            y * y
+        );
     }
     assert_eq!(values(&b, &g[2]), [0.0; 2]);
     // The lane asked may be any of the places: the same from domain 0.
@@ -1049,6 +1149,22 @@ fn qr_of_tall_and_square_matrices() {
                 let both = p.add(qs, rs)?;
                 let both = p.reshape(both, &[1, shape[1]])?;
                 p.add(qr, both)
+            },
+        );
+    }
+    for (dtype, shape) in [(C, [4, 3]), (F, [3, 5]), (C, [3, 5])] {
+        let x = random(dtype, &shape, 97);
+        check_case(
+            &format!("{dtype} qr {shape:?}: Q and R"),
+            std::slice::from_ref(&x),
+            |p, v| {
+                let out = p.apply_many(linalg(weft::Linalg::Qr), &[v[0]])?;
+                let (q, r) = (out[0], out[1]);
+                let sq = p.unary(UnaryOp::Sin, q)?;
+                let tr = p.unary(UnaryOp::Tanh, r)?;
+                let mixed = p.matmul(sq, tr)?;
+                let qr = p.matmul(q, r)?;
+                p.add(qr, mixed)
             },
         );
     }

@@ -28,7 +28,9 @@
 //!   comparisons and casts to integer or `bool` types have none (their
 //!   gradients are zero, they stop it).
 //! - `clamp` passes the gradient where the element is inside the bounds
-//!   (ends included); `clamp_between` the same, and none to its bounds.
+//!   (ends included); `clamp_between` the same, and the rest to the bound
+//!   the result took (`hi` where both are, as where `lo > hi`).
+//! - `abs` of a complex `z` has gradient `ḡ z/|z|`, 0 at 0.
 //! - A scatter that sets gives its updates the gradient at every index,
 //!   duplicates included (of which only the last was written).
 //! - Decompositions follow the standard rules (PyTorch's and JAX's). QR,
@@ -40,17 +42,21 @@
 //!   spectra give bounded gradients instead of infinities. eigh and
 //!   Cholesky read their input's lower triangle (as faer does), and their
 //!   gradients are of that: the strict lower part counts twice, the upper
-//!   part not at all. QR's rule is for matrices at least as tall as wide.
+//!   part not at all. QR of a wide matrix `A = [X | Y]` differentiates
+//!   through the square `X = QU` and `Y = QV` (PyTorch's rule).
 //! - `prod` has the product of the other elements for derivative, zeros
 //!   included (one zero: only it gets a gradient; two: none does).
-//! - Ops without a rule yet (diagonal, strided slices, `compress`,
-//!   `gemm`, QR of a wide matrix) fail the derivation with
-//!   [`GradError::NoRule`] naming the step; nothing is half-built.
+//! - `gemm` gives `c` no gradient when `beta` is 0 (it is not read).
+//! - An op without a rule (an einsum operand with a repeated label, as
+//!   in a trace) fails the
+//!   derivation with [`GradError::NoRule`] naming the step; nothing is
+//!   half-built.
 //!
 use std::collections::HashMap;
 
 use crate::ops::{
-    BinaryOp, CmpOp, EinsumSpec, Meta, ReduceOp, Scalar, ScatterMode, SliceAxis, TensorOp, UnaryOp,
+    BinaryOp, CmpOp, EinsumSpec, MatOp, Meta, ReduceOp, Scalar, ScatterMode, SliceAxis, TensorOp,
+    UnaryOp,
 };
 use crate::program::{Program, RecordError, Recorder, Value};
 use crate::tensor::{c64, DType};
@@ -518,6 +524,83 @@ impl Derivation<'_> {
         self.conj(t)
     }
 
+    /// `v` as a product reads it: transposed and conjugated as `read`
+    /// says. Each is its own inverse, so this also reads a contribution
+    /// back.
+    fn read_as(&mut self, v: Value, read: MatOp) -> Result<Value, Missing> {
+        let v = if read.transpose {
+            let r = self.meta(v).shape.len();
+            let mut perm: Vec<usize> = (0..r).collect();
+            perm.swap(r - 2, r - 1);
+            self.op(TensorOp::Permute(perm), &[v])?
+        } else {
+            v
+        };
+        if read.conjugate {
+            self.conj(v)
+        } else {
+            Ok(v)
+        }
+    }
+
+    /// The cotangent of a slice of a tensor of shape `from` spread back:
+    /// zeros where it took nothing. With steps, each axis's cotangent is
+    /// interleaved with `step - 1` zeros (a new axis padded, then merged)
+    /// before the whole is padded into place.
+    fn unslice(&mut self, axes: &[SliceAxis], g: Value, from: &[usize]) -> Result<Value, Missing> {
+        let got = self.meta(g).shape;
+        let mut g = g;
+        let mut spans = got.clone();
+        if axes.iter().any(|a| a.step != 1) {
+            let split: Vec<usize> = got.iter().flat_map(|&len| [len, 1]).collect();
+            let widths = axes
+                .iter()
+                .flat_map(|a| [(0, 0), (0, a.step - 1)])
+                .collect();
+            let merged: Vec<usize> = got.iter().zip(axes).map(|(&len, a)| len * a.step).collect();
+            // The first element to one past the last taken.
+            spans = got
+                .iter()
+                .zip(axes)
+                .map(|(&len, a)| if len == 0 { 0 } else { (len - 1) * a.step + 1 })
+                .collect();
+            let take = spans
+                .iter()
+                .map(|&stop| SliceAxis {
+                    start: 0,
+                    stop,
+                    step: 1,
+                })
+                .collect();
+            g = self.op(TensorOp::Reshape(split), &[g])?;
+            g = self.op(
+                TensorOp::Pad {
+                    widths,
+                    value: Scalar::Real(0.0),
+                },
+                &[g],
+            )?;
+            g = self.op(TensorOp::Reshape(merged), &[g])?;
+            g = self.op(TensorOp::Slice(take), &[g])?;
+        }
+        let widths = axes
+            .iter()
+            .zip(from)
+            .zip(&spans)
+            .map(|((a, &n), &span)| {
+                let before = if span == 0 { 0 } else { a.start.min(n) };
+                (before, n - before - span)
+            })
+            .collect();
+        self.op(
+            TensorOp::Pad {
+                widths,
+                value: Scalar::Real(0.0),
+            },
+            &[g],
+        )
+    }
+
     /// The contributions of one step of result `out` and cotangent `g` to
     /// its arguments `args` (of which `need` say which want one).
     fn pullback(
@@ -721,7 +804,18 @@ impl Derivation<'_> {
                         let s = self.un(UnaryOp::Sign, x)?;
                         Some(self.bin(BinaryOp::Mul, g, s)?)
                     }
-                    UnaryOp::Abs => return Err(Missing::Rule(Some("abs of a complex tensor"))),
+                    UnaryOp::Abs => {
+                        // z̄ = ḡ z/|z|, 0 at 0 (the real `sign`'s choice).
+                        let complex = self.meta(x).dtype;
+                        let zero = self.full(dtype, Vec::new(), Scalar::Real(0.0))?;
+                        let at_zero = self.op(TensorOp::Compare(CmpOp::Eq), &[out, zero])?;
+                        let size = self.op(TensorOp::Cast(complex), &[out])?;
+                        let phase = self.bin(BinaryOp::Div, x, size)?;
+                        let zero = self.full(complex, Vec::new(), Scalar::Real(0.0))?;
+                        let phase = self.op(TensorOp::Select, &[at_zero, zero, phase])?;
+                        let gc = self.op(TensorOp::Cast(complex), &[g])?;
+                        Some(self.bin(BinaryOp::Mul, gc, phase)?)
+                    }
                     UnaryOp::Sign | UnaryOp::Not => None,
                 };
                 vec![d]
@@ -892,29 +986,7 @@ impl Derivation<'_> {
                 vec![Some(self.op(TensorOp::Reshape(from), &[placed])?)]
             }
             TensorOp::Reverse(axes) => vec![Some(self.op(TensorOp::Reverse(axes.clone()), &[g])?)],
-            TensorOp::Slice(axes) => {
-                if axes.iter().any(|a| a.step != 1) {
-                    return Err(Missing::Rule(Some("a slice with a step")));
-                }
-                let from = shape(self, 0);
-                let got = self.meta(g).shape;
-                let widths = axes
-                    .iter()
-                    .zip(&from)
-                    .zip(&got)
-                    .map(|((a, &n), &len)| {
-                        let before = a.start.min(n);
-                        (before, n - before - len)
-                    })
-                    .collect();
-                vec![Some(self.op(
-                    TensorOp::Pad {
-                        widths,
-                        value: Scalar::Real(0.0),
-                    },
-                    &[g],
-                )?)]
-            }
+            TensorOp::Slice(axes) => vec![Some(self.unslice(axes, g, &shape(self, 0))?)],
             TensorOp::Pad { widths, .. } => {
                 let from = shape(self, 0);
                 let axes = widths
@@ -992,15 +1064,29 @@ impl Derivation<'_> {
                 vec![None, da, db]
             }
             TensorOp::Clamp { .. } | TensorOp::ClampBetween => {
-                if need.iter().skip(1).any(|&n| n) {
-                    return Err(Missing::Rule(Some("the gradient of clamp's bounds")));
-                }
                 let x = args[0];
-                let inside = self.op(TensorOp::Compare(CmpOp::Eq), &[x, out])?;
-                let m = self.mask(inside, dtype)?;
+                let moved = self.op(TensorOp::Compare(CmpOp::Ne), &[x, out])?;
+                let kept = self.op(TensorOp::Compare(CmpOp::Eq), &[x, out])?;
+                let m = self.mask(kept, dtype)?;
                 let d = self.bin(BinaryOp::Mul, g, m)?;
                 let mut pulled = vec![Some(self.unbroadcast(d, &shape(self, 0))?)];
-                pulled.resize(args.len(), None);
+                if args.len() == 3 {
+                    // The bound the result took where it is not `x`: `hi`
+                    // where it equals `hi` (also where `lo > hi`), else `lo`.
+                    let moved = self.mask(moved, dtype)?;
+                    let at_hi = self.op(TensorOp::Compare(CmpOp::Eq), &[out, args[2]])?;
+                    let at_hi = self.mask(at_hi, dtype)?;
+                    let to_hi = self.bin(BinaryOp::Mul, moved, at_hi)?;
+                    let to_lo = self.bin(BinaryOp::Sub, moved, to_hi)?;
+                    for (k, to) in [(1, to_lo), (2, to_hi)] {
+                        pulled.push(if need[k] {
+                            let d = self.bin(BinaryOp::Mul, g, to)?;
+                            Some(self.unbroadcast(d, &shape(self, k))?)
+                        } else {
+                            None
+                        });
+                    }
+                }
                 pulled
             }
             TensorOp::Gather { axis } => {
@@ -1061,9 +1147,82 @@ impl Derivation<'_> {
             | TensorOp::Arange { .. }
             | TensorOp::Random { .. } => Vec::new(),
             TensorOp::Linalg(_) => unreachable!("decompositions have their own rules"),
-            TensorOp::Gemm { .. } => return Err(Missing::Rule(Some("record a matmul instead"))),
-            TensorOp::Diagonal { .. } => return Err(Missing::Rule(None)),
-            TensorOp::Compress { .. } => return Err(Missing::Rule(None)),
+            TensorOp::Gemm {
+                alpha,
+                beta,
+                a: read_a,
+                b: read_b,
+            } => {
+                // op(a) @ op(b) as a matmul of the operands as read, its
+                // contributions read back the same way (transposing and
+                // conjugating are their own inverses).
+                let ga = if alpha.parts() == (1.0, 0.0) {
+                    g
+                } else {
+                    self.scalar(BinaryOp::Mul, g, conj_scalar(*alpha))?
+                };
+                let a = self.read_as(args[0], *read_a)?;
+                let b = self.read_as(args[1], *read_b)?;
+                let pulled = self.pullback(&TensorOp::Matmul, &[a, b], out, ga, &need[..2])?;
+                let mut back = Vec::with_capacity(3);
+                for (d, read) in pulled.into_iter().zip([*read_a, *read_b]) {
+                    back.push(d.map(|d| self.read_as(d, read)).transpose()?);
+                }
+                // `c` is not read when `beta` is 0.
+                let reads_c = beta.parts() != (0.0, 0.0);
+                back.push(
+                    (need[2] && reads_c)
+                        .then(|| self.scalar(BinaryOp::Mul, g, conj_scalar(*beta)))
+                        .transpose()?,
+                );
+                back
+            }
+            TensorOp::Diagonal { axes } => {
+                // The diagonal put back, zeros elsewhere, padded to the
+                // input's extents where they differ.
+                let from = shape(self, 0);
+                let e = self.op(TensorOp::DiagEmbed { axes: *axes }, &[g])?;
+                let got = self.meta(e).shape;
+                let d = if got == from {
+                    e
+                } else {
+                    let widths = from.iter().zip(&got).map(|(&n, &k)| (0, n - k)).collect();
+                    self.op(
+                        TensorOp::Pad {
+                            widths,
+                            value: Scalar::Real(0.0),
+                        },
+                        &[e],
+                    )?
+                };
+                vec![Some(d)]
+            }
+            TensorOp::Compress { len } => {
+                // The flat positions taken (the compress of their numbers),
+                // and the cotangent added there.
+                let from = shape(self, 0);
+                let total: usize = from.iter().product();
+                let numbers = self.op(
+                    TensorOp::Arange {
+                        dtype: DType::I64,
+                        start: 0.0,
+                        step: 1.0,
+                        len: total,
+                    },
+                    &[],
+                )?;
+                let numbers = self.op(TensorOp::Reshape(from.clone()), &[numbers])?;
+                let taken = self.op(TensorOp::Compress { len: *len }, &[numbers, args[1]])?;
+                let zeros = self.full(dtype, vec![total], Scalar::Real(0.0))?;
+                let added = self.op(
+                    TensorOp::Scatter {
+                        axis: 0,
+                        mode: ScatterMode::Add,
+                    },
+                    &[zeros, taken, g],
+                )?;
+                vec![Some(self.op(TensorOp::Reshape(from), &[added])?), None]
+            }
         })
     }
 
@@ -1206,13 +1365,6 @@ impl Derivation<'_> {
                 vec![Some(self.lower_read(g)?)]
             }
             Linalg::Qr => {
-                // A = QR (m ≥ n): Ā = (Q̄ + Q copyltu(M)) R⁻ᴴ, M = R R̄ᴴ -
-                // Q̄ᴴ Q, copyltu(M) the Hermitian matrix of M's lower
-                // triangle (its diagonal's real part).
-                let shape = self.meta(a).shape;
-                if shape[0] < shape[1] {
-                    return Err(Missing::Rule(Some("qr of a matrix wider than tall")));
-                }
                 let (q, r) = (outs[0], outs[1]);
                 let gq = match gs[0] {
                     Some(g) => g,
@@ -1222,25 +1374,64 @@ impl Derivation<'_> {
                     Some(g) => g,
                     None => self.zeros_like(r)?,
                 };
-                let grh = self.adjoint(gr)?;
-                let rgr = self.matmul(r, grh)?;
-                let gqh = self.adjoint(gq)?;
-                let gqq = self.matmul(gqh, q)?;
-                let m = self.bin(BinaryOp::Sub, rgr, gqq)?;
-                let strict = self.tril(m, -1)?;
-                let strict_h = self.adjoint(strict)?;
-                let diag = self.op(TensorOp::Diagonal { axes: [0, 1] }, &[m])?;
-                let diag = self.op(TensorOp::Cast(dtype.real()), &[diag])?;
-                let diag = self.diag_of(diag, dtype)?;
-                let sym = self.bin(BinaryOp::Add, strict, strict_h)?;
-                let sym = self.bin(BinaryOp::Add, sym, diag)?;
-                let qm = self.matmul(q, sym)?;
-                let b = self.bin(BinaryOp::Add, gq, qm)?;
-                // B R⁻ᴴ
-                vec![Some(self.right_solve(b, r)?)]
+                let shape = self.meta(a).shape;
+                let (m, n) = (shape[0], shape[1]);
+                if m >= n {
+                    vec![Some(self.qr_tall(q, r, gq, gr)?)]
+                } else {
+                    // Wide: A = [X | Y], R = [U | V] with X = QU square and
+                    // Y = QV; Ȳ = Q V̄, and X̄ is the square rule's with
+                    // Q̄ + Y V̄ᴴ for Q̄ and Ū for R̄.
+                    let cols = |start, stop| {
+                        vec![
+                            SliceAxis::ALL,
+                            SliceAxis {
+                                start,
+                                stop,
+                                step: 1,
+                            },
+                        ]
+                    };
+                    let y = self.op(TensorOp::Slice(cols(m, n)), &[a])?;
+                    let u = self.op(TensorOp::Slice(cols(0, m)), &[r])?;
+                    let gu = self.op(TensorOp::Slice(cols(0, m)), &[gr])?;
+                    let gv = self.op(TensorOp::Slice(cols(m, n)), &[gr])?;
+                    let gy = self.matmul(q, gv)?;
+                    let gvh = self.adjoint(gv)?;
+                    let ygv = self.matmul(y, gvh)?;
+                    let gq = self.bin(BinaryOp::Add, gq, ygv)?;
+                    let gx = self.qr_tall(q, u, gq, gu)?;
+                    vec![Some(self.op(
+                        TensorOp::Concatenate { axis: 1, inputs: 2 },
+                        &[gx, gy],
+                    )?)]
+                }
             }
             Linalg::Svd => self.svd(a, outs, gs)?,
         })
+    }
+
+    /// QR's rule for `A = QR`, `m ≥ n`: `Ā = (Q̄ + Q copyltu(M)) R⁻ᴴ`,
+    /// `M = R R̄ᴴ - Q̄ᴴ Q`, copyltu(M) the Hermitian matrix of M's lower
+    /// triangle (its diagonal's real part).
+    fn qr_tall(&mut self, q: Value, r: Value, gq: Value, gr: Value) -> Result<Value, Missing> {
+        let dtype = self.meta(q).dtype;
+        let grh = self.adjoint(gr)?;
+        let rgr = self.matmul(r, grh)?;
+        let gqh = self.adjoint(gq)?;
+        let gqq = self.matmul(gqh, q)?;
+        let m = self.bin(BinaryOp::Sub, rgr, gqq)?;
+        let strict = self.tril(m, -1)?;
+        let strict_h = self.adjoint(strict)?;
+        let diag = self.op(TensorOp::Diagonal { axes: [0, 1] }, &[m])?;
+        let diag = self.op(TensorOp::Cast(dtype.real()), &[diag])?;
+        let diag = self.diag_of(diag, dtype)?;
+        let sym = self.bin(BinaryOp::Add, strict, strict_h)?;
+        let sym = self.bin(BinaryOp::Add, sym, diag)?;
+        let qm = self.matmul(q, sym)?;
+        let b = self.bin(BinaryOp::Add, gq, qm)?;
+        // B R⁻ᴴ
+        self.right_solve(b, r)
     }
 
     /// The thin SVD's rule: `A = U S Vᴴ`, `k = min(m, n)`,

@@ -265,7 +265,9 @@ impl Tape {
         let lanes = Places { lane };
         // The cotangents each tensor has got so far, on its place.
         let mut cot: HashMap<TensorId, Vec<TensorHandle>> = HashMap::new();
-        let one = lanes.at(loss.place())?.full(loss.dtype(), Scalar::Real(1.0))?;
+        let one = lanes
+            .at(loss.place())?
+            .full(loss.dtype(), Scalar::Real(1.0))?;
         cot.insert(loss.id(), vec![one]);
         for run in runs.iter().rev() {
             if let [i] = run[..] {
@@ -441,7 +443,11 @@ impl<E: TensorEngine> Places<'_, E> {
 
 /// What a gradient asks of a lane, whatever its engine.
 trait PlaceLane {
-    fn run(&self, program: &Program, inputs: &[&TensorHandle]) -> Result<Vec<TensorHandle>, OpError>;
+    fn run(
+        &self,
+        program: &Program,
+        inputs: &[&TensorHandle],
+    ) -> Result<Vec<TensorHandle>, OpError>;
     fn transfer(&self, handle: &TensorHandle, to: Place) -> Result<TensorHandle, OpError>;
     fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError>;
     fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError>;
@@ -450,7 +456,11 @@ trait PlaceLane {
 }
 
 impl<E: TensorEngine> PlaceLane for Lane<E> {
-    fn run(&self, program: &Program, inputs: &[&TensorHandle]) -> Result<Vec<TensorHandle>, OpError> {
+    fn run(
+        &self,
+        program: &Program,
+        inputs: &[&TensorHandle],
+    ) -> Result<Vec<TensorHandle>, OpError> {
         Lane::run_program(self, program, inputs)
     }
 

@@ -87,10 +87,21 @@ fn typed<T: Field>(op: Linalg, inputs: &[&Tensor]) -> Result<Vec<Tensor>, Tensor
     Ok(match op {
         Linalg::Qr => {
             let qr = a.qr();
-            vec![
-                Tensor::from_mat(qr.compute_thin_Q().as_ref()),
-                Tensor::from_mat(qr.thin_R()),
-            ]
+            let (mut q, mut r) = (qr.compute_thin_Q(), qr.thin_R().to_owned());
+            // R's diagonal made real and non-negative: column i of Q times
+            // the phase of R_ii, row i of R divided by it.
+            for i in 0..r.nrows().min(r.ncols()) {
+                let (re, im) = r[(i, i)].to_parts();
+                let size = re.hypot(im);
+                if size > 0.0 {
+                    let phase = T::from_parts(re / size, im / size);
+                    let back = T::from_parts(re / size, -im / size);
+                    q.col_mut(i).iter_mut().for_each(|x| *x *= phase);
+                    r.row_mut(i).iter_mut().for_each(|x| *x *= back);
+                    r[(i, i)] = T::from_parts(size, 0.0);
+                }
+            }
+            vec![Tensor::from_mat(q.as_ref()), Tensor::from_mat(r.as_ref())]
         }
         Linalg::Svd => {
             let svd = a.thin_svd().map_err(|e| failed(op, e))?;
@@ -276,6 +287,10 @@ mod tests {
             for i in 0..r.0 {
                 for j in 0..i.min(r.1) {
                     assert!(r.2[i * r.1 + j].norm() < 1e-12, "R is upper triangular");
+                }
+                if i < r.1 {
+                    let d = r.2[i * r.1 + i];
+                    assert!(d.im == 0.0 && d.re >= 0.0, "R's diagonal {d} is real, ≥ 0");
                 }
             }
             let out = run(Linalg::Svd, &[&a]).unwrap();

@@ -8,7 +8,9 @@ use crate::tensor::TensorError;
 /// A matrix decomposition or solve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Linalg {
-    /// `A = Q R`, thin: `Q` is `m × k`, `R` is `k × n`, `k = min(m, n)`.
+    /// `A = Q R`, thin: `Q` is `m × k`, `R` is `k × n`, `k = min(m, n)`;
+    /// `R`'s diagonal is real and non-negative (so the QR of a matrix of
+    /// full rank is unique).
     Qr,
     /// `A = U diag(S) Vᴴ`, thin; `S` is real, descending.
     Svd,
