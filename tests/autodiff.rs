@@ -582,6 +582,32 @@ fn products_and_einsum_as_one_node() {
 }
 
 #[test]
+fn an_n_ary_einsum_costs_a_linear_backward() {
+    // Six operands: replayed as its five binary contractions, walked back
+    // by two binary contractions each (one (n-1)-ary einsum per operand
+    // would be six einsums of five operands, quadratic in n).
+    for dtype in [F, C] {
+        let shapes: [&[usize]; 6] = [&[2, 3], &[3, 4], &[4, 2], &[2, 5], &[5, 3], &[3, 2]];
+        let inputs: Vec<Tensor> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| random(dtype, s, 30 + k as u64))
+            .collect();
+        let (p, all) = case(&inputs, |p, v| p.einsum("ab,bc,cd,de,ef,fg->ag", v));
+        let wrt: Vec<usize> = (0..6).collect();
+        check(&format!("{dtype} six-operand chain"), &p, &all, &wrt);
+        let g = p.gradient(0, &wrt).unwrap();
+        let einsums: Vec<usize> = g
+            .steps()
+            .iter()
+            .filter(|s| matches!(s.op, TensorOp::Einsum(_)))
+            .map(|s| s.args.len())
+            .collect();
+        assert_eq!(einsums, [2; 15], "{dtype}: {g}");
+    }
+}
+
+#[test]
 fn an_mps_norm_and_its_gradient() {
     // ⟨ψ|ψ⟩ of a 4-site MPS of bond 3 (c64), every tensor differentiated.
     let (d, chi) = (2, 3);

@@ -8,8 +8,11 @@
 //! The derivation replays the program's steps, then walks them backwards
 //! once, recording for each step that an input needing a gradient reaches
 //! the ops of its rule, and summing the contributions a value gets from
-//! every step that reads it. An einsum is one node: its backward is one
-//! einsum per operand, not a chain of pairwise steps.
+//! every step that reads it. An einsum is one node of the program; its
+//! derivation replays it as the binary contractions its engine would take
+//! and walks those back, two binary contractions each: an einsum of `n`
+//! operands costs at most `2(n - 1)` of them back, where one `(n-1)`-ary
+//! einsum per operand would cost `n(n - 2)`.
 //!
 //! # Complex numbers
 //!
@@ -256,6 +259,24 @@ struct Derivation<'a> {
     r: &'a mut Recorder,
     /// The derived program's value of each of the original's values.
     forward: Vec<Option<Value>>,
+    /// The binary contractions an einsum of three or more operands was
+    /// replayed as, by its step's number.
+    trees: HashMap<usize, Vec<PairNode>>,
+}
+
+/// One binary contraction of a replayed einsum.
+struct PairNode {
+    spec: EinsumSpec,
+    /// What it contracts: an operand of the einsum or an earlier node.
+    args: [Source; 2],
+    values: [Value; 2],
+}
+
+/// An argument of a [`PairNode`].
+#[derive(Clone, Copy)]
+enum Source {
+    Operand(usize),
+    Node(usize),
 }
 
 /// A rule's answer: a contribution per argument (`None`: none, or the
@@ -285,6 +306,7 @@ impl Derivation<'_> {
         let mut d = Derivation {
             r,
             forward: vec![None; metas.len()],
+            trees: HashMap::new(),
         };
         for &i in program.inputs() {
             let m = &metas[i];
@@ -296,9 +318,15 @@ impl Derivation<'_> {
         for &i in wrt {
             needs[program.inputs()[i]] = true;
         }
-        for step in program.steps() {
-            let outs = d.r.apply_many(step.op.clone(), &d.values(&step.args))?;
+        for (number, step) in program.steps().iter().enumerate() {
             let reached = step.args.iter().any(|&a| needs[a]);
+            let args = d.values(&step.args);
+            let outs = match &step.op {
+                TensorOp::Einsum(spec) if reached && args.len() > 2 => {
+                    d.replay_einsum(number, spec, &args)?
+                }
+                op => d.r.apply_many(op.clone(), &args)?,
+            };
             for (k, v) in outs.into_iter().enumerate() {
                 d.forward[step.first_result + k] = Some(v);
                 needs[step.first_result + k] = reached;
@@ -339,6 +367,11 @@ impl Derivation<'_> {
             let outs: Vec<Value> = results.map(|i| d.forward[i].expect("replayed")).collect();
             let pulled = match &step.op {
                 TensorOp::Linalg(op) => d.linalg(*op, &args, &outs, &gs, &need),
+                TensorOp::Einsum(_) if d.trees.contains_key(&number) => {
+                    let nodes = d.trees.remove(&number).expect("looked up");
+                    let g = gs[0].expect("one result, with a cotangent");
+                    d.einsum_tree(&nodes, g, &need)
+                }
                 op => {
                     let g = gs[0].expect("one result, with a cotangent");
                     d.pullback(op, &args, outs[0], g, &need)
@@ -1514,6 +1547,90 @@ impl Derivation<'_> {
     /// One einsum per operand: operand `i`'s cotangent is the einsum of the
     /// others (conjugated) and `g` into `i`'s labels; labels only `i` has
     /// (summed away by the forward einsum) are broadcast back after it.
+    /// Replays the einsum of step `step` as the binary contractions its
+    /// engine would take ([`EinsumSpec::pairwise`]), keeping them for the
+    /// backward walk; as one node when an operand repeats a label.
+    fn replay_einsum(
+        &mut self,
+        step: usize,
+        spec: &EinsumSpec,
+        args: &[Value],
+    ) -> Result<Vec<Value>, GradError> {
+        let shapes: Vec<Vec<usize>> = args.iter().map(|&a| self.meta(a).shape).collect();
+        let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+        let pairs = match spec.pairwise(&refs) {
+            Ok(Some(pairs)) => pairs,
+            // As one node: a repeated label, or shapes its recording refuses.
+            _ => return Ok(self.r.apply_many(TensorOp::Einsum(spec.clone()), args)?),
+        };
+        let mut terms: Vec<(Source, Value)> = args
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| (Source::Operand(k), v))
+            .collect();
+        let mut nodes: Vec<PairNode> = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            let b = terms.remove(pair.j);
+            let a = terms.remove(pair.i);
+            let labels = |l: &[char]| l.iter().collect::<String>();
+            let text = format!(
+                "{},{}->{}",
+                labels(&pair.a),
+                labels(&pair.b),
+                labels(&pair.result)
+            );
+            let binary = EinsumSpec::parse(&text).map_err(|source| RecordError::Op {
+                step,
+                op: "einsum",
+                source,
+            })?;
+            let v = self.r.apply(TensorOp::Einsum(binary.clone()), &[a.1, b.1])?;
+            nodes.push(PairNode {
+                spec: binary,
+                args: [a.0, b.0],
+                values: [a.1, b.1],
+            });
+            terms.push((Source::Node(nodes.len() - 1), v));
+        }
+        let (_, result) = terms.pop().expect("the last contraction");
+        self.trees.insert(step, nodes);
+        Ok(vec![result])
+    }
+
+    /// The backward walk of a replayed einsum: each binary contraction's
+    /// rule, from the last to the first, so that an einsum of `n` operands
+    /// costs `2(n - 1)` binary contractions at most (one `(n-1)`-ary
+    /// einsum per operand would cost `n(n - 2)`).
+    fn einsum_tree(&mut self, nodes: &[PairNode], g: Value, need: &[bool]) -> Pullback {
+        // Whether a node's result leads to an operand that wants a gradient.
+        let mut leads = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            let wants = node.args.map(|s| match s {
+                Source::Operand(k) => need[k],
+                Source::Node(m) => leads[m],
+            });
+            leads.push(wants[0] || wants[1]);
+        }
+        let mut cot: Vec<Option<Value>> = vec![None; nodes.len()];
+        *cot.last_mut().expect("a contraction") = Some(g);
+        let mut pulled = vec![None; need.len()];
+        for (n, node) in nodes.iter().enumerate().rev() {
+            let Some(c) = cot[n] else { continue };
+            let wants = node.args.map(|s| match s {
+                Source::Operand(k) => need[k],
+                Source::Node(m) => leads[m],
+            });
+            let got = self.einsum(&node.spec, &node.values, c, &wants)?;
+            for (source, d) in node.args.iter().zip(got) {
+                match *source {
+                    Source::Operand(k) => pulled[k] = d,
+                    Source::Node(m) => cot[m] = d,
+                }
+            }
+        }
+        Ok(pulled)
+    }
+
     fn einsum(&mut self, spec: &EinsumSpec, args: &[Value], g: Value, need: &[bool]) -> Pullback {
         let inputs = &spec.inputs;
         let output: &[char] = &spec.output;

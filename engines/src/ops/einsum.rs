@@ -400,7 +400,7 @@ impl Spec {
             let (i, j) = self.cheapest_pair(&terms, &extents);
             let b = terms.remove(j);
             let a = terms.remove(i);
-            let keep = self.needed(&terms, &a, &b);
+            let keep = self.needed(&terms, &a.labels, &b.labels);
             terms.push(Term::contract(backend, a, b, &keep)?);
         }
         let last = terms.pop().expect("at least one operand");
@@ -409,27 +409,69 @@ impl Spec {
 
     /// Labels still needed after contracting `a` with `b`: in the output or
     /// in another remaining term.
-    fn needed<B: Contraction>(&self, rest: &[Term<B>], a: &Term<B>, b: &Term<B>) -> Vec<char> {
-        a.labels
-            .iter()
-            .chain(&b.labels)
+    fn needed<T: AsRef<[char]>>(&self, rest: &[T], a: &[char], b: &[char]) -> Vec<char> {
+        a.iter()
+            .chain(b)
             .copied()
-            .filter(|c| self.output.contains(c) || rest.iter().any(|t| t.labels.contains(c)))
+            .filter(|c| {
+                self.output.contains(c) || rest.iter().any(|t| t.as_ref().contains(c))
+            })
             .collect()
+    }
+
+    /// The pairwise order [`Spec::contract`] takes for operands of
+    /// `shapes`, as binary contractions: each takes terms `i < j` out of
+    /// the list (operands first, results pushed last) and gives the labels
+    /// `result`, in the order the contraction makes them (batch, then
+    /// `i`'s own, then `j`'s own), the last one in the output's order.
+    /// `None` when an operand repeats a label (its diagonal comes first).
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::extents`].
+    pub(crate) fn pairwise(&self, shapes: &[&[usize]]) -> Result<Option<Vec<Pair>>, TensorError> {
+        let extents = self.extents(shapes.iter().copied())?;
+        if self
+            .inputs
+            .iter()
+            .any(|l| l.iter().enumerate().any(|(k, c)| l[..k].contains(c)))
+        {
+            return Ok(None);
+        }
+        let mut terms: Vec<Vec<char>> = self.inputs.to_vec();
+        let mut pairs = Vec::with_capacity(terms.len().saturating_sub(1));
+        while terms.len() > 1 {
+            let (i, j) = self.cheapest_pair(&terms, &extents);
+            let b = terms.remove(j);
+            let a = terms.remove(i);
+            let keep = self.needed(&terms, &a, &b);
+            let result: Vec<char> = if terms.is_empty() {
+                self.output.to_vec()
+            } else {
+                let kept = |c: &char| keep.contains(c);
+                let batch = a.iter().filter(|c| b.contains(c) && kept(c));
+                let a_own = a.iter().filter(|c| !b.contains(c) && kept(c));
+                let b_own = b.iter().filter(|c| !a.contains(c) && kept(c));
+                batch.chain(a_own).chain(b_own).copied().collect()
+            };
+            terms.push(result.clone());
+            pairs.push(Pair { i, j, a, b, result });
+        }
+        Ok(Some(pairs))
     }
 
     /// The pair whose result is smallest (greedy order). A label is kept
     /// when the output or a third term has it: counting the terms of each
     /// label once makes that check constant, so a step costs the pairs
     /// times their labels.
-    fn cheapest_pair<B: Contraction>(
+    fn cheapest_pair<T: AsRef<[char]>>(
         &self,
-        terms: &[Term<B>],
+        terms: &[T],
         extents: &BTreeMap<char, usize>,
     ) -> (usize, usize) {
         let mut holders: BTreeMap<char, usize> = BTreeMap::new();
         for t in terms {
-            for &c in &t.labels {
+            for &c in t.as_ref() {
                 *holders.entry(c).or_default() += 1;
             }
         }
@@ -439,13 +481,13 @@ impl Spec {
             for j in i + 1..terms.len() {
                 let mut size: usize = 1;
                 seen.clear();
-                for &c in terms[i].labels.iter().chain(&terms[j].labels) {
+                for &c in terms[i].as_ref().iter().chain(terms[j].as_ref()) {
                     if seen.contains(&c) {
                         continue;
                     }
                     seen.push(c);
-                    let in_pair = usize::from(terms[i].labels.contains(&c))
-                        + usize::from(terms[j].labels.contains(&c));
+                    let in_pair = usize::from(terms[i].as_ref().contains(&c))
+                        + usize::from(terms[j].as_ref().contains(&c));
                     if self.output.contains(&c) || holders[&c] > in_pair {
                         size = size.saturating_mul(extents[&c]);
                     }
@@ -484,6 +526,27 @@ pub(crate) trait Contraction {
         dims: [usize; 4],
         out: Vec<usize>,
     ) -> Result<Self::Value, Self::Error>;
+}
+
+/// One binary contraction of [`Spec::pairwise`]'s order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pair {
+    /// The first term's place in the list.
+    pub i: usize,
+    /// The second's (`i < j`), before the first is taken out.
+    pub j: usize,
+    /// The first term's labels.
+    pub a: Vec<char>,
+    /// The second's.
+    pub b: Vec<char>,
+    /// The result's.
+    pub result: Vec<char>,
+}
+
+impl<B: Contraction> AsRef<[char]> for Term<B> {
+    fn as_ref(&self) -> &[char] {
+        &self.labels
+    }
 }
 
 /// An intermediate: a value and one label per axis, all distinct.
