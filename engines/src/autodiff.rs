@@ -50,8 +50,7 @@
 //! - `prod` has the product of the other elements for derivative, zeros
 //!   included (one zero: only it gets a gradient; two: none does).
 //! - `gemm` gives `c` no gradient when `beta` is 0 (it is not read).
-//! - An op without a rule (an einsum operand with a repeated label, as
-//!   in a trace) fails the
+//! - An op without a rule fails the
 //!   derivation with [`GradError::NoRule`] naming the step; nothing is
 //!   half-built.
 //!
@@ -1584,7 +1583,9 @@ impl Derivation<'_> {
                 op: "einsum",
                 source,
             })?;
-            let v = self.r.apply(TensorOp::Einsum(binary.clone()), &[a.1, b.1])?;
+            let v = self
+                .r
+                .apply(TensorOp::Einsum(binary.clone()), &[a.1, b.1])?;
             nodes.push(PairNode {
                 spec: binary,
                 args: [a.0, b.0],
@@ -1641,9 +1642,15 @@ impl Derivation<'_> {
                 continue;
             }
             let own = &inputs[i];
-            if own.iter().enumerate().any(|(k, c)| own[..k].contains(c)) {
-                return Err(Missing::Rule(Some("an operand with a repeated label")));
+            let target = self.meta(args[i]).shape;
+            // The operand's labels once each (a repeat is a diagonal).
+            let mut unique: Vec<char> = Vec::with_capacity(own.len());
+            for &c in own.iter() {
+                if !unique.contains(&c) {
+                    unique.push(c);
+                }
             }
+            let extent = |c: &char| target[own.iter().position(|o| o == c).expect("own")];
             let elsewhere = |c: &char| {
                 output.contains(c)
                     || inputs
@@ -1651,7 +1658,7 @@ impl Derivation<'_> {
                         .enumerate()
                         .any(|(j, l)| j != i && l.contains(c))
             };
-            let kept: Vec<char> = own.iter().copied().filter(elsewhere).collect();
+            let kept: Vec<char> = unique.iter().copied().filter(elsewhere).collect();
             let mut operands = Vec::with_capacity(args.len());
             let mut subscripts: Vec<String> = Vec::with_capacity(args.len());
             for (j, &a) in args.iter().enumerate() {
@@ -1667,33 +1674,65 @@ impl Derivation<'_> {
                 subscripts.join(","),
                 kept.iter().collect::<String>()
             );
-            let grad_spec = EinsumSpec::parse(&text).map_err(|source| {
-                Missing::Record(RecordError::Op {
-                    step: 0,
-                    op: "einsum",
-                    source,
-                })
-            })?;
-            let d = self.op(TensorOp::Einsum(grad_spec), &operands)?;
-            let target = self.meta(args[i]).shape;
-            let d = if kept.len() == own.len() {
+            let d = self.einsum_op(&text, &operands)?;
+            let d = if kept.len() == unique.len() {
                 d
             } else {
                 let dims: Vec<usize> = kept
                     .iter()
-                    .map(|c| own.iter().position(|o| o == c).expect("kept from own"))
+                    .map(|c| unique.iter().position(|o| o == c).expect("kept from own"))
                     .collect();
-                self.op(
-                    TensorOp::BroadcastInDim {
-                        shape: target,
-                        dims,
-                    },
-                    &[d],
-                )?
+                let shape = unique.iter().map(extent).collect();
+                self.op(TensorOp::BroadcastInDim { shape, dims }, &[d])?
             };
-            pulled.push(Some(d));
+            if unique.len() == own.len() {
+                pulled.push(Some(d));
+                continue;
+            }
+            // Put on the diagonals: each repeat of a label is a fresh label
+            // tied to its first by an identity.
+            let used = |c: &char| output.contains(c) || inputs.iter().any(|l| l.contains(c));
+            let mut free = ('A'..='Z').chain('a'..='z').filter(|c| !used(c));
+            let dtype = self.meta(args[i]).dtype;
+            let mut operands = vec![d];
+            let mut subscripts = vec![unique.iter().collect::<String>()];
+            let mut placed = String::with_capacity(own.len());
+            for (k, &c) in own.iter().enumerate() {
+                if !own[..k].contains(&c) {
+                    placed.push(c);
+                    continue;
+                }
+                let f = free
+                    .next()
+                    .ok_or(Missing::Rule(Some("no label left for a repeated one")))?;
+                let n = extent(&c);
+                operands.push(self.op(
+                    TensorOp::Eye {
+                        dtype,
+                        rows: n,
+                        cols: n,
+                    },
+                    &[],
+                )?);
+                subscripts.push(format!("{c}{f}"));
+                placed.push(f);
+            }
+            let text = format!("{}->{placed}", subscripts.join(","));
+            pulled.push(Some(self.einsum_op(&text, &operands)?));
         }
         Ok(pulled)
+    }
+
+    /// An einsum of `text` on `operands`, recorded.
+    fn einsum_op(&mut self, text: &str, operands: &[Value]) -> Result<Value, Missing> {
+        let spec = EinsumSpec::parse(text).map_err(|source| {
+            Missing::Record(RecordError::Op {
+                step: 0,
+                op: "einsum",
+                source,
+            })
+        })?;
+        self.op(TensorOp::Einsum(spec), operands)
     }
 }
 

@@ -413,9 +413,7 @@ impl Spec {
         a.iter()
             .chain(b)
             .copied()
-            .filter(|c| {
-                self.output.contains(c) || rest.iter().any(|t| t.as_ref().contains(c))
-            })
+            .filter(|c| self.output.contains(c) || rest.iter().any(|t| t.as_ref().contains(c)))
             .collect()
     }
 
