@@ -1,6 +1,8 @@
 //! Derives the gradients of a fixed set of programs (MPS norms,
 //! contractions, elementwise chains, normalizations, truncated-SVD steps,
-//! a spectral function by eigh, a Cholesky solve; in f64 and c64), runs them on a lane, and writes each case (the program's
+//! a spectral function by eigh, a Cholesky solve, QR, gemm, repeated
+//! einsum labels, diagonals and stepped slices; in f64 and c64), runs them
+//! on a lane, and writes each case (the program's
 //! steps, its inputs, the loss and weft's gradients) as JSON, for
 //! `scripts/jax_check.py` to recompute with JAX and compare:
 //!
@@ -57,6 +59,14 @@ fn step(op: &TensorOp) -> Json {
             "op": "slice",
             "axes": axes.iter().map(|a| [a.start, a.stop, a.step]).collect::<Vec<_>>(),
         }),
+        TensorOp::Gemm { alpha, beta, a, b } => json!({
+            "op": "gemm",
+            "alpha": scalar(alpha),
+            "beta": scalar(beta),
+            "a": [a.transpose, a.conjugate],
+            "b": [b.transpose, b.conjugate],
+        }),
+        TensorOp::Diagonal { axes } => json!({ "op": "diagonal", "axes": axes }),
         other => panic!("the cases use no {}", other.name()),
     }
 }
@@ -132,6 +142,26 @@ fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
     let a2 = p.matmul(us, vh2)?;
     let w = p.mul(a2, v[1])?;
     real_total(p, w)
+}
+
+/// A QR's factors in a loss that does not depend on their gauge (the
+/// phases of `Q`'s columns and `R`'s rows): `Re Σ w ∘ R ∘ conj(R)`, plus
+/// `Re Σ m ∘ (Q Qᴴ)` when a third input is given.
+fn qr_loss(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
+    let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Qr), &[v[0]])?;
+    let (q, r) = (out[0], out[1]);
+    let rc = p.unary(UnaryOp::Conj, r)?;
+    let rr = p.mul(r, rc)?;
+    let w = p.mul(rr, v[1])?;
+    let mut total = real_total(p, w)?;
+    if let Some(&m) = v.get(2) {
+        let qh = adjoint(p, q)?;
+        let qq = p.matmul(q, qh)?;
+        let qm = p.mul(qq, m)?;
+        let t = real_total(p, qm)?;
+        total = p.add(total, t)?;
+    }
+    Ok(total)
 }
 
 fn main() -> Result<(), BoxError> {
@@ -320,6 +350,82 @@ fn main() -> Result<(), BoxError> {
                 let e = p.unary(UnaryOp::Exp, c)?;
                 let w = p.mul(e, v[2])?;
                 real_total(p, w)
+            },
+        ),
+        (
+            "qr of a wide matrix, c64",
+            vec![
+                rand(DType::C64, &[3, 5], 90)?,
+                rand(DType::C64, &[3, 5], 91)?,
+            ],
+            qr_loss,
+        ),
+        (
+            "qr of a tall matrix, f64",
+            vec![
+                rand(DType::F64, &[5, 3], 92)?,
+                rand(DType::F64, &[3, 3], 93)?,
+                rand(DType::F64, &[5, 5], 94)?,
+            ],
+            qr_loss,
+        ),
+        (
+            "gemm, c64: α aᴴ b + β c",
+            vec![
+                rand(DType::C64, &[2, 4, 3], 100)?,
+                rand(DType::C64, &[4, 5], 101)?,
+                rand(DType::C64, &[2, 3, 5], 102)?,
+                rand(DType::C64, &[2, 3, 5], 103)?,
+            ],
+            |p, v| {
+                let g = p.apply(
+                    TensorOp::Gemm {
+                        alpha: Scalar::Complex(weft::c64::new(0.5, -1.5)),
+                        beta: Scalar::Real(0.75),
+                        a: weft::MatOp::H,
+                        b: weft::MatOp::NONE,
+                    },
+                    &[v[0], v[1], v[2]],
+                )?;
+                let t = p.unary(UnaryOp::Tanh, g)?;
+                let w = p.mul(t, v[3])?;
+                real_total(p, w)
+            },
+        ),
+        (
+            "einsum with repeated labels, c64",
+            vec![
+                rand(DType::C64, &[3, 3, 4], 104)?,
+                rand(DType::C64, &[4, 3], 105)?,
+            ],
+            |p, v| {
+                let e = p.einsum("iik,kj->ij", &[v[0], v[1]])?;
+                let t = p.einsum("ii->", &[e])?;
+                let s = p.unary(UnaryOp::Sin, e)?;
+                let total = real_total(p, s)?;
+                let t = real_total(p, t)?;
+                p.add(total, t)
+            },
+        ),
+        (
+            "a diagonal and a stepped slice, f64",
+            vec![rand(DType::F64, &[4, 3, 5], 106)?],
+            |p, v| {
+                let d = p.apply(TensorOp::Diagonal { axes: [0, 2] }, &[v[0]])?;
+                let every = |start, step| weft::SliceAxis {
+                    start,
+                    stop: usize::MAX,
+                    step,
+                };
+                let s = p.apply(
+                    TensorOp::Slice(vec![every(1, 2), every(0, 1), every(0, 3)]),
+                    &[v[0]],
+                )?;
+                let ss = p.unary(UnaryOp::Sin, s)?;
+                let dd = p.mul(d, d)?;
+                let a = real_total(p, ss)?;
+                let b = real_total(p, dd)?;
+                p.add(a, b)
             },
         ),
     ];

@@ -90,11 +90,26 @@ def run(jnp, program, args):
                 outs = (jnp.linalg.cholesky(xs[0]),)
             elif fn == "solve":
                 outs = (jnp.linalg.solve(xs[0], xs[1]),)
+            elif fn == "qr":
+                outs = jnp.linalg.qr(xs[0], mode="reduced")
             else:
                 raise ValueError(f"no linalg {fn}")
             for k, value in enumerate(outs):
                 values[s["result"] + k] = value
             continue
+        elif op == "gemm":
+            def read(x, how):
+                transpose, conjugate = how
+                x = jnp.swapaxes(x, -1, -2) if transpose else x
+                return jnp.conj(x) if conjugate else x
+
+            alpha, beta = (complex(*step[k]) if step[k][1] != 0 else step[k][0]
+                           for k in ("alpha", "beta"))
+            out = alpha * jnp.matmul(read(xs[0], step["a"]), read(xs[1], step["b"]))
+            if beta != 0:
+                out = out + beta * xs[2]
+        elif op == "diagonal":
+            out = jnp.diagonal(xs[0], axis1=step["axes"][0], axis2=step["axes"][1])
         elif op == "permute":
             out = jnp.transpose(xs[0], step["perm"])
         elif op == "slice":
