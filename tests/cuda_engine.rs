@@ -992,6 +992,101 @@ fn programs_match_the_cpu() -> Result<Outcome, String> {
     })
 }
 
+/// A derived gradient program on the device equals the CPU's, and a tape
+/// whose loss crossed to the device gives its gradient back on the CPU.
+fn gradients_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let e = |err: weft::OpError| err.to_string();
+        // The norm of a c64 MPS of four sites and bond 4.
+        let shapes: Vec<Vec<usize>> = (0..4)
+            .map(|k| vec![if k == 0 { 1 } else { 4 }, 2, if k == 3 { 1 } else { 4 }])
+            .collect();
+        let norm = weft::Program::record(|p| {
+            let sites: Vec<weft::Value> = shapes.iter().map(|s| p.input(DType::C64, s)).collect();
+            let mut env = p.apply(
+                weft::TensorOp::Full {
+                    dtype: DType::C64,
+                    shape: vec![1, 1],
+                    value: weft::Scalar::Real(1.0),
+                },
+                &[],
+            )?;
+            for &a in &sites {
+                let ac = p.unary(weft::UnaryOp::Conj, a)?;
+                env = p.einsum("ab,asc,bsd->cd", &[env, ac, a])?;
+            }
+            let n = p.apply(weft::TensorOp::Cast(DType::F64), &[env])?;
+            let n = p.reshape(n, &[])?;
+            p.output(n)
+        })
+        .map_err(|e| e.to_string())?;
+        let grad = norm.gradient(0, &[0, 1, 2, 3]).map_err(|e| e.to_string())?;
+        let mut on_cpu = Vec::new();
+        for (k, s) in shapes.iter().enumerate() {
+            on_cpu.push(random(cpu, DType::C64, s, 1300 + k as u64)?);
+        }
+        let on_gpu: Vec<TensorHandle> = on_cpu
+            .iter()
+            .map(|h| cpu.transfer(h, Place::Cuda(0)).map_err(e))
+            .collect::<Result<_, _>>()?;
+        let want = cpu
+            .run_program(&grad, &on_cpu.iter().collect::<Vec<_>>())
+            .map_err(e)?;
+        let got = gpu
+            .run_program(&grad, &on_gpu.iter().collect::<Vec<_>>())
+            .map_err(e)?;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            close(
+                &format!("gradient output {k}"),
+                &download(gpu, g)?,
+                &download(cpu, w)?,
+                1e-10,
+            )?;
+        }
+        // L = Σ tanh(A x)² with A x on the device: the gradient crosses back.
+        let a = random(cpu, DType::F64, &[8, 8], 1310)?;
+        let x = random(cpu, DType::F64, &[8], 1311)?;
+        let loss = |lane_a: &dyn Fn(&TensorHandle) -> Result<TensorHandle, weft::OpError>| {
+            weft::Tape::record(|| -> Result<TensorHandle, weft::OpError> {
+                let (da, dx) = (lane_a(&a)?, lane_a(&x)?);
+                let on = |h: &TensorHandle| h.place();
+                let y = if on(&da) == Place::Cuda(0) {
+                    let y = gpu.einsum("ij,j->i", &[&da, &dx])?;
+                    let t = gpu.unary(weft::UnaryOp::Tanh, &y)?;
+                    gpu.sum_all(&gpu.mul(&t, &t)?)?
+                } else {
+                    let y = cpu.einsum("ij,j->i", &[&da, &dx])?;
+                    let t = cpu.unary(weft::UnaryOp::Tanh, &y)?;
+                    cpu.sum_all(&cpu.mul(&t, &t)?)?
+                };
+                Ok(y)
+            })
+        };
+        let (far, far_tape) = loss(&|h| cpu.transfer(h, Place::Cuda(0)));
+        let (near, near_tape) = loss(&|h| Ok(h.clone()));
+        let (far, near) = (far.map_err(e)?, near.map_err(e)?);
+        check(
+            far.place() == Place::Cuda(0),
+            format!("the loss is on {:?}", far.place()),
+        )?;
+        let got = far_tape.gradient(cpu, &far, &[&a, &x]).map_err(e)?;
+        let want = near_tape.gradient(cpu, &near, &[&a, &x]).map_err(e)?;
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            check(
+                g.place() == Place::Cpu(0),
+                format!("gradient {k} on {:?}", g.place()),
+            )?;
+            close(
+                &format!("gradient {k} across the transfer"),
+                &download(cpu, g)?,
+                &download(cpu, w)?,
+                1e-10,
+            )?;
+        }
+        Ok(())
+    })
+}
+
 /// A two-stage pipeline: CPU makes inputs, the GPU multiplies, the CPU reduces.
 fn cpu_gpu_pipeline() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
@@ -1142,6 +1237,7 @@ fn main() -> ExitCode {
             a_tensor_read_on_two_lanes_outlives_both_reads,
         ),
         ("programs_match_the_cpu", programs_match_the_cpu),
+        ("gradients_match_the_cpu", gradients_match_the_cpu),
         ("cpu_gpu_pipeline", cpu_gpu_pipeline),
         (
             "unsupported_and_device_errors_are_typed",
