@@ -32,20 +32,27 @@ fn kernels_compile() -> Result<Outcome, String> {
                 .into(),
         ));
     }
-    for dtype in DTYPES {
+    for dtype in DType::ALL {
         for arch in [Some((9, 0)), None] {
             let ptx = weft_engines::cuda::compile_kernels(dtype, arch)
                 .map_err(|log| format!("{dtype}: {log}"))?;
             let text = ptx.to_src();
-            for name in ["strided_copy", "binary", "unary", "reduce", "norm", "fill"] {
+            // Every kernel the engine loads for the type, and no other.
+            let names = weft_engines::cuda::kernel_names(dtype);
+            for name in &names {
                 let entry = format!(".entry {name}_{dtype}(");
                 check(text.contains(&entry), format!("{dtype}: no {entry}"))?;
             }
+            let entries = text.matches(".entry ").count();
+            check(
+                entries == names.len(),
+                format!("{dtype}: {entries} entries, {} kernels loaded", names.len()),
+            )?;
         }
     }
     // And as a cubin for Hopper, where this NVRTC targets it: an ELF image.
     if weft_engines::cuda::nvrtc_architectures().contains(&90) {
-        for dtype in DTYPES {
+        for dtype in DType::ALL {
             let cubin = weft_engines::cuda::compile_kernels_cubin(dtype, 90)
                 .map_err(|log| format!("{dtype} cubin: {log}"))?;
             check(
@@ -992,6 +999,184 @@ fn programs_match_the_cpu() -> Result<Outcome, String> {
     })
 }
 
+/// Integer and bool tensors on the device: moved, made, compared, selected
+/// and converted as on the CPU (exactly), float-to-integer conversions
+/// truncating and saturating (NaN to 0), integer narrowing wrapping.
+fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let e = |e: weft::OpError| e.to_string();
+        let step = |start, stop, step| SliceAxis { start, stop, step };
+        for (k, dtype) in [DType::I32, DType::I64, DType::Bool]
+            .into_iter()
+            .enumerate()
+        {
+            let s = 1400 + 10 * k as u64;
+            let make = |shape: &[usize], seed: u64| {
+                let d = if dtype == DType::Bool {
+                    Distribution::Bits
+                } else {
+                    Distribution::Integers { low: -50, high: 50 }
+                };
+                cpu.random(dtype, shape, d, seed).map_err(e)
+            };
+            let a = make(&[3, 4, 5], s)?;
+            let b = make(&[4, 5], s + 1)?;
+            let sq = make(&[2, 4, 4], s + 2)?;
+            let one = |h: &TensorHandle| std::slice::from_ref(h).to_vec();
+            same!(
+                format!("{dtype} permute"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&a),
+                |l, x| l.permute(&x[0], &[2, 0, 1])
+            );
+            same!(
+                format!("{dtype} stepped slice"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&a),
+                |l, x| l.slice(&x[0], &[step(1, 3, 1), step(0, 4, 3), step(4, 0, 1)])
+            );
+            same!(
+                format!("{dtype} reverse"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&a),
+                |l, x| l.reverse(&x[0], &[0, 2])
+            );
+            same!(
+                format!("{dtype} broadcast"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&b),
+                |l, x| l.broadcast_to(&x[0], &[3, 4, 5])
+            );
+            same!(
+                format!("{dtype} concatenate"),
+                0.0,
+                cpu,
+                gpu,
+                &[a.clone(), a.clone()],
+                |l, x| l.concatenate(&[&x[0], &x[1]], 1)
+            );
+            same!(format!("{dtype} pad"), 0.0, cpu, gpu, &one(&b), |l, x| l
+                .pad(&x[0], &[(1, 2), (0, 1)], Scalar::Int(1)));
+            same!(
+                format!("{dtype} diagonal"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&sq),
+                |l, x| l.diagonal_axes(&x[0], 1, 2)
+            );
+            same!(
+                format!("{dtype} diag_embed"),
+                0.0,
+                cpu,
+                gpu,
+                &one(&b),
+                |l, x| l.diag_embed_axes(&x[0], 0, 2)
+            );
+            same!(format!("{dtype} tril"), 0.0, cpu, gpu, &one(&sq), |l, x| l
+                .tril(&x[0], -1));
+            same!(format!("{dtype} triu"), 0.0, cpu, gpu, &one(&sq), |l, x| l
+                .triu(&x[0], 1));
+            for op in [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Ge] {
+                same!(
+                    format!("{dtype} {op:?}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &[a.clone(), b.clone()],
+                    |l, x| l.compare(op, &x[0], &x[1])
+                );
+            }
+            let mask = cpu.compare(CmpOp::Ne, &a, &b).map_err(e)?;
+            same!(
+                format!("{dtype} select"),
+                0.0,
+                cpu,
+                gpu,
+                &[mask, a.clone(), b.clone()],
+                |l, x| l.select(&x[0], &x[1], &x[2])
+            );
+            for to in DType::ALL {
+                same!(
+                    format!("{dtype} cast to {to}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&a),
+                    |l, x| l.cast(&x[0], to)
+                );
+            }
+            same!(format!("{dtype} full"), 0.0, cpu, gpu, &[], |l, _x| l.full(
+                dtype,
+                &[3, 2],
+                if dtype == DType::Bool {
+                    Scalar::Bool(true)
+                } else {
+                    Scalar::Int(-7)
+                }
+            ));
+            same!(format!("{dtype} eye"), 0.0, cpu, gpu, &[], |l, _x| l
+                .eye(dtype, 3, 4));
+            if dtype != DType::Bool {
+                same!(format!("{dtype} arange"), 0.0, cpu, gpu, &[], |l, _x| l
+                    .arange(dtype, -5.0, 3.0, 9));
+            }
+        }
+        // Exactly: floats to integers and bool, 64-bit integers narrowed.
+        let odd = cpu
+            .upload(
+                Tensor::from_vec(
+                    vec![
+                        2.9f64,
+                        -2.9,
+                        1e300,
+                        -1e300,
+                        f64::NAN,
+                        f64::INFINITY,
+                        2147483647.5,
+                        -2147483648.7,
+                        9.3e18,
+                        -0.0,
+                    ],
+                    &[10],
+                )
+                .map_err(|e| e.to_string())?,
+            )
+            .map_err(e)?;
+        let wide = cpu
+            .upload(
+                Tensor::from_vec(vec![i64::MAX, i64::MIN, (1 << 33) + 5, -1, 0], &[5])
+                    .map_err(|e| e.to_string())?,
+            )
+            .map_err(e)?;
+        for (from, to) in [
+            (&odd, DType::I32),
+            (&odd, DType::I64),
+            (&odd, DType::Bool),
+            (&wide, DType::I32),
+            (&wide, DType::F32),
+            (&wide, DType::Bool),
+        ] {
+            let want = download(cpu, &cpu.cast(from, to).map_err(e)?)?;
+            let there = cpu.transfer(from, Place::Cuda(0)).map_err(e)?;
+            let got = download(gpu, &gpu.cast(&there, to).map_err(e)?)?;
+            check(
+                got == want,
+                format!("{} to {to}: {got:?} against {want:?}", from.dtype()),
+            )?;
+        }
+        Ok(())
+    })
+}
+
 /// A derived gradient program on the device equals the CPU's, and a tape
 /// whose loss crossed to the device gives its gradient back on the CPU.
 fn gradients_match_the_cpu() -> Result<Outcome, String> {
@@ -1237,6 +1422,10 @@ fn main() -> ExitCode {
             a_tensor_read_on_two_lanes_outlives_both_reads,
         ),
         ("programs_match_the_cpu", programs_match_the_cpu),
+        (
+            "integer_and_bool_ops_match_the_cpu",
+            integer_and_bool_ops_match_the_cpu,
+        ),
         ("gradients_match_the_cpu", gradients_match_the_cpu),
         ("cpu_gpu_pipeline", cpu_gpu_pipeline),
         (

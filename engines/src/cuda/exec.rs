@@ -182,8 +182,19 @@ impl Exec<'_> {
         value: Scalar,
     ) -> Result<DeviceTensor, ExecError> {
         let mut out = self.alloc(dtype, shape)?;
-        let (re, im) = value.parts();
-        self.launch.create(&mut out, Create::Fill(re, im))?;
+        let what = if dtype.is_field() {
+            let (re, im) = value.parts();
+            Create::Fill(re, im)
+        } else {
+            // The vocabulary checked that the value is of the type.
+            Create::FillInt(match value {
+                Scalar::Int(i) => i,
+                Scalar::Bool(b) => i64::from(b),
+                Scalar::Real(x) => x as i64,
+                Scalar::Complex(z) => z.re as i64,
+            })
+        };
+        self.launch.create(&mut out, what)?;
         Ok(out)
     }
 
@@ -194,8 +205,14 @@ impl Exec<'_> {
         step: f64,
         len: usize,
     ) -> Result<DeviceTensor, ExecError> {
+        let what = if dtype.is_field() {
+            Create::Arange(start, step)
+        } else {
+            let (first, by) = crate::ops::integer_range(dtype, start, step, len)?;
+            Create::ArangeInt(first, by)
+        };
         let mut out = self.alloc(dtype, &[len])?;
-        self.launch.create(&mut out, Create::Arange(start, step))?;
+        self.launch.create(&mut out, what)?;
         Ok(out)
     }
 

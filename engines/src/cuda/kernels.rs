@@ -136,7 +136,11 @@ pub(crate) enum Kernel {
     Unary,
     Magnitude,
     Fill,
+    /// A fill with an exact 64-bit integer (integer and bool types).
+    FillInt,
     Arange,
+    /// An integer range, exact.
+    ArangeInt,
     Eye,
     Reduce,
     Norm,
@@ -149,26 +153,49 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 18] = [
+    /// The kernels every element type has.
+    const EVERY: [Kernel; 12] = [
         Kernel::StridedCopy,
+        Kernel::Eye,
+        Kernel::Compare,
+        Kernel::Select,
+        Kernel::Triangle,
+        Kernel::Cast(DType::F32),
+        Kernel::Cast(DType::F64),
+        Kernel::Cast(DType::C32),
+        Kernel::Cast(DType::C64),
+        Kernel::Cast(DType::I32),
+        Kernel::Cast(DType::I64),
+        Kernel::Cast(DType::Bool),
+    ];
+
+    /// The kernels of the float and complex types only.
+    const FIELD: [Kernel; 8] = [
         Kernel::Binary,
         Kernel::BinaryScalar,
         Kernel::Unary,
         Kernel::Magnitude,
         Kernel::Fill,
         Kernel::Arange,
-        Kernel::Eye,
         Kernel::Reduce,
-        Kernel::Norm,
-        Kernel::Compare,
-        Kernel::Select,
         Kernel::Clamp,
-        Kernel::Triangle,
-        Kernel::Cast(DType::F32),
-        Kernel::Cast(DType::F64),
-        Kernel::Cast(DType::C32),
-        Kernel::Cast(DType::C64),
     ];
+
+    /// The kernels compiled for `dtype` (as `source.cu`'s `KIND_*`
+    /// guards say).
+    pub(crate) fn of(dtype: DType) -> Vec<Kernel> {
+        let mut all = Kernel::EVERY.to_vec();
+        if dtype.is_field() {
+            all.extend(Kernel::FIELD);
+            all.push(Kernel::Norm);
+        } else {
+            all.push(Kernel::FillInt);
+            if dtype != DType::Bool {
+                all.push(Kernel::ArangeInt);
+            }
+        }
+        all
+    }
 
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -178,7 +205,9 @@ impl Kernel {
             Kernel::Unary => "unary",
             Kernel::Magnitude => "magnitude",
             Kernel::Fill => "fill",
+            Kernel::FillInt => "fill_int",
             Kernel::Arange => "arange",
+            Kernel::ArangeInt => "arange_int",
             Kernel::Eye => "eye",
             Kernel::Reduce => "reduce",
             Kernel::Norm => "norm",
@@ -190,25 +219,31 @@ impl Kernel {
             Kernel::Cast(DType::F64) => "cast_f64",
             Kernel::Cast(DType::C32) => "cast_c32",
             Kernel::Cast(DType::C64) => "cast_c64",
-            Kernel::Cast(other) => {
-                unreachable!("conversions are to the field types only (checked), not {other}")
-            }
+            Kernel::Cast(DType::I32) => "cast_i32",
+            Kernel::Cast(DType::I64) => "cast_i64",
+            Kernel::Cast(DType::Bool) => "cast_bool",
         }
     }
 }
 
-/// The element and real types and the name suffix of `dtype`.
+/// The names of the kernels the engine loads for `dtype` (each with the
+/// type's suffix in the compiled module: `binary_f64`).
+pub fn kernel_names(dtype: DType) -> Vec<&'static str> {
+    Kernel::of(dtype).into_iter().map(Kernel::name).collect()
+}
+
+/// The element and real types, the name suffix and the kind of `dtype`.
 fn prelude(dtype: DType) -> String {
-    let (t, r, suffix) = match dtype {
-        DType::F32 => ("float", "float", "f32"),
-        DType::F64 => ("double", "double", "f64"),
-        DType::C32 => ("cx<float>", "float", "c32"),
-        DType::C64 => ("cx<double>", "double", "c64"),
-        other => {
-            unreachable!("kernels are compiled for the field types only (checked), not {other}")
-        }
+    let (t, r, suffix, kind) = match dtype {
+        DType::F32 => ("float", "float", "f32", "FIELD"),
+        DType::F64 => ("double", "double", "f64", "FIELD"),
+        DType::C32 => ("cx<float>", "float", "c32", "FIELD"),
+        DType::C64 => ("cx<double>", "double", "c64", "FIELD"),
+        DType::I32 => ("int", "int", "i32", "INTEGER"),
+        DType::I64 => ("long long", "long long", "i64", "INTEGER"),
+        DType::Bool => ("unsigned char", "unsigned char", "bool", "BOOL"),
     };
-    format!("#define SUFFIX {suffix}\n#define ELEMENT {t}\n#define REAL {r}\n")
+    format!("#define SUFFIX {suffix}\n#define ELEMENT {t}\n#define REAL {r}\n#define KIND_{kind}\n")
 }
 
 /// The full source for one element type: the typedefs come after the
@@ -308,7 +343,7 @@ impl Kernels {
             let module = ctx
                 .load_module(image)
                 .map_err(|e| KernelError::Load(e.to_string()))?;
-            for k in Kernel::ALL {
+            for k in Kernel::of(dtype) {
                 let f = module
                     .load_function(&format!("{}_{dtype}", k.name()))
                     .map_err(|e| KernelError::Load(e.to_string()))?;
@@ -316,7 +351,10 @@ impl Kernels {
             }
             self.modules.insert(dtype, module);
         }
-        Ok(self.functions[&(dtype, kernel)].clone())
+        self.functions
+            .get(&(dtype, kernel))
+            .cloned()
+            .ok_or_else(|| KernelError::Load(format!("no {} kernel for {dtype}", kernel.name())))
     }
 }
 
@@ -484,7 +522,7 @@ mod tests {
                 .unwrap();
             assert!(src.find("typedef ELEMENT T;").unwrap() > cx);
             assert!(src.starts_with(&format!("#define SUFFIX {dtype}\n")));
-            for k in Kernel::ALL {
+            for k in Kernel::of(dtype) {
                 let (direct, cast) = (
                     format!("K({})(", k.name()),
                     format!("CAST_TO({},", k.name()),

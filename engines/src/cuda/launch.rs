@@ -212,9 +212,9 @@ impl Launcher<'_> {
     /// Kernel `kernel` of element type `dtype`, compiled on first use.
     fn function(&mut self, dtype: DType, kernel: Kernel) -> Result<CudaFunction, ExecError> {
         self.require(
-            dtype.is_field(),
+            Kernel::of(dtype).contains(&kernel),
             kernel.name(),
-            "the kernels are of floats and complexes",
+            "a kernel of this element type",
         )?;
         self.kernels
             .get(self.ctx, self.arch, dtype, kernel)
@@ -484,13 +484,8 @@ impl Launcher<'_> {
             MapArgs::Triangle { .. } => Kernel::Triangle,
             MapArgs::Cast => Kernel::Cast(out.dtype),
         };
-        match args {
-            MapArgs::Cast => self.require(
-                out.dtype.is_field(),
-                NAME,
-                "conversions are to floats and complexes",
-            )?,
-            _ => self.require(out.dtype == a.dtype, NAME, "element types differ")?,
+        if !matches!(args, MapArgs::Cast) {
+            self.require(out.dtype == a.dtype, NAME, "element types differ")?;
         }
         if let MapArgs::Clamp { .. } = args {
             self.require(a.dtype.is_float(), NAME, "clamp is of real types")?;
@@ -619,7 +614,9 @@ impl Launcher<'_> {
         }
         let kernel = match what {
             Create::Fill(..) => Kernel::Fill,
+            Create::FillInt(_) => Kernel::FillInt,
             Create::Arange(..) => Kernel::Arange,
+            Create::ArangeInt(..) => Kernel::ArangeInt,
             Create::Eye => Kernel::Eye,
         };
         self.order(&[], &[&*out])?;
@@ -627,11 +624,20 @@ impl Launcher<'_> {
         let mut launch = self.stream.launch_builder(&f);
         launch.arg(&mut *out.buf);
         let (x, y);
+        let (first, by);
         let (rows, cols);
         match what {
             Create::Fill(a, b) | Create::Arange(a, b) => {
                 (x, y) = (a, b);
                 launch.arg(&x).arg(&y).arg(&n);
+            }
+            Create::FillInt(v) => {
+                first = v;
+                launch.arg(&first).arg(&n);
+            }
+            Create::ArangeInt(f, b) => {
+                (first, by) = (f, b);
+                launch.arg(&first).arg(&by).arg(&n);
             }
             Create::Eye => {
                 let [r, c] = out.shape[..] else {
@@ -641,8 +647,9 @@ impl Launcher<'_> {
                 launch.arg(&rows).arg(&cols);
             }
         }
-        // SAFETY: `fill` and `arange` take (T*, double, double, long long)
-        // and write `n` elements; `eye` takes (T*, long long, long long) and
+        // SAFETY: `fill` and `arange` take (T*, double, double, long long),
+        // `fill_int` (T*, long long, long long) and `arange_int` (T*, long
+        // long, long long, long long), and write `n` elements; `eye` takes (T*, long long, long long) and
         // writes `rows·cols = n` (the output's shape). The buffer holds `n`
         // elements of `T`, its own type.
         unsafe { launch.launch(kernels::elementwise(n as usize)) }.map_err(self.err(NAME))?;
@@ -800,8 +807,12 @@ pub(super) enum RowArgs {
 pub(super) enum Create {
     /// Every element `re + i·im`.
     Fill(f64, f64),
+    /// Every element this integer (0 or 1 for `bool`), exactly.
+    FillInt(i64),
     /// `start + step·i`.
     Arange(f64, f64),
+    /// `first + by·i`, exactly (the values fit the integer type).
+    ArangeInt(i64, i64),
     /// The identity.
     Eye,
 }

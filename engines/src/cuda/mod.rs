@@ -60,7 +60,9 @@ mod launch;
 mod memory;
 mod streams;
 
-pub use kernels::{compile as compile_kernels, compile_cubin as compile_kernels_cubin};
+pub use kernels::{
+    compile as compile_kernels, compile_cubin as compile_kernels_cubin, kernel_names,
+};
 pub use launch::{cublas_present, driver_present, nvrtc_architectures, nvrtc_present};
 
 use std::cell::RefCell;
@@ -437,14 +439,34 @@ pub fn data_input(op: &TensorOp) -> usize {
 /// [`Unsupported`] errors give, and the CUDA column of the coverage table.
 /// There is no silent fallback: transfer the tensors to a CPU domain.
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
-    // A reshape is a copy of bytes, whatever they are, and a random
-    // tensor is made on the host (see `execute_into`) for every type.
-    if !dtype.is_field() && !matches!(op, TensorOp::Reshape(_) | TensorOp::Random { .. }) {
-        return Some("no integer or bool kernels yet");
+    if !dtype.is_field() {
+        // Integer and bool tensors move, are made, compared, selected and
+        // converted; their arithmetic has no kernel yet. A random tensor
+        // is made on the host (see `execute_into`) for every type.
+        return match op {
+            TensorOp::Reshape(_)
+            | TensorOp::Random { .. }
+            | TensorOp::Full { .. }
+            | TensorOp::Eye { .. }
+            | TensorOp::Permute(_)
+            | TensorOp::Slice(_)
+            | TensorOp::Reverse(_)
+            | TensorOp::BroadcastTo(_)
+            | TensorOp::BroadcastInDim { .. }
+            | TensorOp::Diagonal { .. }
+            | TensorOp::DiagEmbed { .. }
+            | TensorOp::Concatenate { .. }
+            | TensorOp::Pad { .. }
+            | TensorOp::Triangle { .. }
+            | TensorOp::Compare(_)
+            | TensorOp::Select
+            | TensorOp::Cast(_) => None,
+            TensorOp::Arange { .. } if dtype != DType::Bool => None,
+            _ => Some("no integer or bool arithmetic kernels yet"),
+        };
     }
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
-        TensorOp::Cast(to) if !to.is_field() => Some("no integer or bool kernels yet"),
         TensorOp::ArgReduce { .. }
         | TensorOp::Gather { .. }
         | TensorOp::Scatter { .. }

@@ -1,7 +1,10 @@
 // weft's CUDA kernels, compiled by NVRTC once per element type: the engine
-// prepends `typedef <element> T;`, `typedef <real> R;` and the element
-// type's suffix macro, so every kernel name ends in `_f32`, `_f64`, `_c32`
-// or `_c64`. No headers: NVRTC provides the device math functions.
+// prepends `typedef <element> T;`, `typedef <real> R;`, the element type's
+// suffix macro (every kernel name ends in `_f32`, `_f64`, `_c32`, `_c64`,
+// `_i32`, `_i64` or `_bool`) and its kind: KIND_FIELD (floats and
+// complexes), KIND_INTEGER (int, long long) or KIND_BOOL (a byte, 0 or 1).
+// A kernel a kind has no use for is not compiled for it. No headers: NVRTC
+// provides the device math functions.
 //
 // Op codes match the engine's tables (`cuda/kernels.rs`).
 
@@ -289,20 +292,64 @@ template <typename F> __device__ __forceinline__ F clamp(F x, F lo, F hi) {
 template <typename F> __device__ __forceinline__ cx<F> clamp(cx<F> z, cx<F>, cx<F>) { return z; }
 
 // Conversions between the element types, as Rust's `as`: a real to a
-// narrower real rounds to nearest, a complex to a real drops the
-// imaginary part, a real to a complex has imaginary part 0.
-template <typename F, typename G> __device__ __forceinline__ void convert(F &out, G x) {
-    out = (F)x;
+// narrower real rounds to nearest, a complex to anything else drops the
+// imaginary part, a real to a complex has imaginary part 0, a float to an
+// integer truncates toward zero and saturates (NaN gives 0), an integer to
+// a narrower one wraps, anything to bool is whether it is nonzero, and
+// bool to a number 0 or 1. `To<U>::from(x)` converts `x` to `U`.
+__device__ __forceinline__ long long to_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return 0x7fffffffffffffffLL;
+    if (x <= -9223372036854775808.0) return (long long)(-0x7fffffffffffffffLL - 1);
+    return (long long)x;
 }
-template <typename F, typename G> __device__ __forceinline__ void convert(cx<F> &out, G x) {
-    out = mk<F>((F)x, (F)0);
+__device__ __forceinline__ int to_i32(double x) {
+    if (x != x) return 0;
+    if (x >= 2147483648.0) return 0x7fffffff;
+    if (x <= -2147483648.0) return (int)(-0x7fffffff - 1);
+    return (int)x;
 }
-template <typename F, typename G> __device__ __forceinline__ void convert(F &out, cx<G> z) {
-    out = (F)z.re;
-}
-template <typename F, typename G> __device__ __forceinline__ void convert(cx<F> &out, cx<G> z) {
-    out = mk<F>((F)z.re, (F)z.im);
-}
+template <typename U> struct To {
+    template <typename G> static __device__ __forceinline__ U from(G x) { return (U)x; }
+    template <typename G> static __device__ __forceinline__ U from(cx<G> z) { return (U)z.re; }
+};
+template <typename F> struct To<cx<F> > {
+    template <typename G> static __device__ __forceinline__ cx<F> from(G x) {
+        return mk<F>((F)x, (F)0);
+    }
+    template <typename G> static __device__ __forceinline__ cx<F> from(cx<G> z) {
+        return mk<F>((F)z.re, (F)z.im);
+    }
+};
+template <> struct To<long long> {
+    template <typename G> static __device__ __forceinline__ long long from(G x) {
+        return (long long)x;
+    }
+    static __device__ __forceinline__ long long from(float x) { return to_i64((double)x); }
+    static __device__ __forceinline__ long long from(double x) { return to_i64(x); }
+    template <typename G> static __device__ __forceinline__ long long from(cx<G> z) {
+        return from(z.re);
+    }
+};
+template <> struct To<int> {
+    // Wrapping: two's complement, through the unsigned types.
+    template <typename G> static __device__ __forceinline__ int from(G x) {
+        return (int)(unsigned int)(unsigned long long)(long long)x;
+    }
+    static __device__ __forceinline__ int from(float x) { return to_i32((double)x); }
+    static __device__ __forceinline__ int from(double x) { return to_i32(x); }
+    template <typename G> static __device__ __forceinline__ int from(cx<G> z) {
+        return from(z.re);
+    }
+};
+template <> struct To<unsigned char> {
+    template <typename G> static __device__ __forceinline__ unsigned char from(G x) {
+        return x != (G)0 ? 1 : 0;
+    }
+    template <typename G> static __device__ __forceinline__ unsigned char from(cx<G> z) {
+        return (z.re != (G)0 || z.im != (G)0) ? 1 : 0;
+    }
+};
 
 #define GRID_STRIDE(i, n)                                                        \
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
@@ -322,6 +369,7 @@ extern "C" __global__ void K(strided_copy)(T *dst, const T *src, Dims d) {
     }
 }
 
+#ifdef KIND_FIELD
 // out[i] = a[...] op b[...], out contiguous, a and b broadcast by strides.
 extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dims d) {
     GRID_STRIDE(i, d.n) {
@@ -348,6 +396,8 @@ extern "C" __global__ void K(magnitude)(R *out, const T *a, long long n) {
     GRID_STRIDE(i, n) { out[i] = magnitude(a[i]); }
 }
 
+#endif
+
 // out[i] = (a[...] op b[...]) as a byte 0 or 1 (a `bool` tensor).
 extern "C" __global__ void K(compare)(unsigned char *out, const T *a, const T *b, int op, Dims d) {
     GRID_STRIDE(i, d.n) {
@@ -367,6 +417,7 @@ extern "C" __global__ void K(select)(T *out, const unsigned char *mask, const T 
     }
 }
 
+#ifdef KIND_FIELD
 // Each element limited to [lo, hi] (real types; NaN stays NaN; hi wins
 // where lo > hi, as max then min).
 extern "C" __global__ void K(clamp)(T *out, const T *a, double lo, double hi, long long n) {
@@ -375,6 +426,8 @@ extern "C" __global__ void K(clamp)(T *out, const T *a, double lo, double hi, lo
     from_real(h, hi);
     GRID_STRIDE(i, n) { out[i] = clamp(a[i], l, h); }
 }
+
+#endif
 
 // The lower (j - i <= k) or upper (j - i >= k) triangle of each of the
 // `rows × cols` matrices, zeros elsewhere.
@@ -394,13 +447,17 @@ extern "C" __global__ void K(triangle)(T *out, const T *a, long long rows, long 
 // The elements converted to each other element type.
 #define CAST_TO(name, U)                                                         \
     extern "C" __global__ void K(name)(U * out, const T *a, long long n) {      \
-        GRID_STRIDE(i, n) { convert(out[i], a[i]); }                            \
+        GRID_STRIDE(i, n) { out[i] = To<U>::from(a[i]); }                       \
     }
 CAST_TO(cast_f32, float)
 CAST_TO(cast_f64, double)
 CAST_TO(cast_c32, cx<float>)
 CAST_TO(cast_c64, cx<double>)
+CAST_TO(cast_i32, int)
+CAST_TO(cast_i64, long long)
+CAST_TO(cast_bool, unsigned char)
 
+#ifdef KIND_FIELD
 extern "C" __global__ void K(fill)(T *out, double re, double im, long long n) {
     T v;
     from_pair(v, re, im);
@@ -410,11 +467,25 @@ extern "C" __global__ void K(fill)(T *out, double re, double im, long long n) {
 extern "C" __global__ void K(arange)(T *out, double start, double step, long long n) {
     GRID_STRIDE(i, n) { from_real(out[i], start + step * (double)i); }
 }
+#else
+// The value given exactly, as a 64-bit integer (0 or 1 for bool).
+extern "C" __global__ void K(fill_int)(T *out, long long v, long long n) {
+    GRID_STRIDE(i, n) { out[i] = (T)v; }
+}
+#endif
+
+#ifdef KIND_INTEGER
+// first + by·i, exact: the host checked that every value fits the type.
+extern "C" __global__ void K(arange_int)(T *out, long long first, long long by, long long n) {
+    GRID_STRIDE(i, n) { out[i] = (T)(first + by * i); }
+}
+#endif
 
 extern "C" __global__ void K(eye)(T *out, long long rows, long long cols) {
     GRID_STRIDE(i, rows * cols) { from_real(out[i], (i / cols == i % cols) ? 1.0 : 0.0); }
 }
 
+#ifdef KIND_FIELD
 #define REDUCE_THREADS 256
 
 // Rows of `len` contiguous elements (the reduced axes moved last), each cut
@@ -473,3 +544,4 @@ extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long
         __syncthreads();
     }
 }
+#endif
