@@ -1006,6 +1006,7 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
         let e = |e: weft::OpError| e.to_string();
         let step = |start, stop, step| SliceAxis { start, stop, step };
+        let one = |h: &TensorHandle| vec![h.clone()];
         for (k, dtype) in [DType::I32, DType::I64, DType::Bool]
             .into_iter()
             .enumerate()
@@ -1022,7 +1023,6 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             let a = make(&[3, 4, 5], s)?;
             let b = make(&[4, 5], s + 1)?;
             let sq = make(&[2, 4, 4], s + 2)?;
-            let one = |h: &TensorHandle| std::slice::from_ref(h).to_vec();
             same!(
                 format!("{dtype} permute"),
                 0.0,
@@ -1128,6 +1128,181 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             if dtype != DType::Bool {
                 same!(format!("{dtype} arange"), 0.0, cpu, gpu, &[], |l, _x| l
                     .arange(dtype, -5.0, 3.0, 9));
+            }
+        }
+        // Elementwise arithmetic: wrapping, floor division and remainder
+        // with NumPy's signs, bitwise ops, and bool's logic.
+        for (k, dtype) in [DType::I32, DType::I64].into_iter().enumerate() {
+            let s = 1500 + 10 * k as u64;
+            let draw = |shape: &[usize], low: i64, high: i64, seed: u64| {
+                cpu.random(dtype, shape, Distribution::Integers { low, high }, seed)
+                    .map_err(e)
+            };
+            let a = draw(&[4, 6], -40, 40, s)?;
+            let b = draw(&[6], 1, 9, s + 1)?;
+            let nb = cpu.unary(UnaryOp::Neg, &b).map_err(e)?;
+            let small = draw(&[4, 6], 0, 5, s + 2)?;
+            let extreme = cpu
+                .full(
+                    dtype,
+                    &[6],
+                    Scalar::Int(if dtype == DType::I32 {
+                        i64::from(i32::MAX)
+                    } else {
+                        i64::MAX
+                    }),
+                )
+                .map_err(e)?;
+            for op in [
+                BinaryOp::Add,
+                BinaryOp::Sub,
+                BinaryOp::Mul,
+                BinaryOp::Maximum,
+                BinaryOp::Minimum,
+                BinaryOp::FloorDiv,
+                BinaryOp::Rem,
+                BinaryOp::And,
+                BinaryOp::Or,
+                BinaryOp::Xor,
+            ] {
+                for (what, rhs) in [("", &b), (" by negatives", &nb)] {
+                    same!(
+                        format!("{dtype} {op:?}{what}"),
+                        0.0,
+                        cpu,
+                        gpu,
+                        &[a.clone(), rhs.clone()],
+                        |l, x| l.binary(op, &x[0], &x[1])
+                    );
+                }
+                same!(
+                    format!("{dtype} {op:?} wrapping"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &[extreme.clone(), b.clone()],
+                    |l, x| l.binary(op, &x[0], &x[1])
+                );
+                same!(
+                    format!("{dtype} {op:?} with a scalar"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&a),
+                    |l, x| l.binary_scalar(op, &x[0], Scalar::Int(-3))
+                );
+            }
+            same!(
+                format!("{dtype} pow"),
+                0.0,
+                cpu,
+                gpu,
+                &[a.clone(), small.clone()],
+                |l, x| l.binary(BinaryOp::Pow, &x[0], &x[1])
+            );
+            for op in [
+                UnaryOp::Neg,
+                UnaryOp::Abs,
+                UnaryOp::Sign,
+                UnaryOp::Not,
+                UnaryOp::Conj,
+            ] {
+                same!(
+                    format!("{dtype} {op:?}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&a),
+                    |l, x| l.unary(op, &x[0])
+                );
+                same!(
+                    format!("{dtype} {op:?} of the extreme"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&extreme),
+                    |l, x| l.unary(op, &x[0])
+                );
+            }
+            // A zero divisor fails the op as on the CPU, naming the index;
+            // the dividend stays as it was.
+            let zeroed = cpu
+                .upload(
+                    Tensor::from_vec(vec![3i64, 1, 0, 2, 5, 7], &[6]).map_err(|e| e.to_string())?,
+                )
+                .map_err(e)?;
+            let zeroed = cpu.cast(&zeroed, dtype).map_err(e)?;
+            let want = cpu.binary(BinaryOp::Rem, &a, &zeroed).map_err(e)?;
+            let want = wait_err(cpu, &want)?;
+            let (ga, gz) = (
+                cpu.transfer(&a, Place::Cuda(0)).map_err(e)?,
+                cpu.transfer(&zeroed, Place::Cuda(0)).map_err(e)?,
+            );
+            let got = gpu.binary(BinaryOp::Rem, &ga, &gz).map_err(e)?;
+            let got = wait_err(gpu, &got)?;
+            check(
+                got.contains("division by zero") && got.contains("[2]"),
+                format!("{dtype} rem by zero: {got} (the CPU: {want})"),
+            )?;
+            close(
+                "the dividend after a refused rem",
+                &download(gpu, &ga)?,
+                &download(cpu, &a)?,
+                0.0,
+            )?;
+        }
+        let (p, q) = (
+            cpu.random(DType::Bool, &[3, 5], Distribution::Bits, 1530)
+                .map_err(e)?,
+            cpu.random(DType::Bool, &[5], Distribution::Bits, 1531)
+                .map_err(e)?,
+        );
+        for op in [BinaryOp::And, BinaryOp::Or, BinaryOp::Xor] {
+            same!(
+                format!("bool {op:?}"),
+                0.0,
+                cpu,
+                gpu,
+                &[p.clone(), q.clone()],
+                |l, x| l.binary(op, &x[0], &x[1])
+            );
+        }
+        same!(String::from("bool not"), 0.0, cpu, gpu, &one(&p), |l, x| l
+            .unary(UnaryOp::Not, &x[0]));
+        // Floor division and remainder of floats, a zero divisor included.
+        for dtype in [DType::F32, DType::F64] {
+            let a = cpu
+                .random(dtype, &[4, 6], Distribution::Normal, 1540)
+                .map_err(e)?;
+            let b = cpu
+                .random(dtype, &[6], Distribution::Normal, 1541)
+                .map_err(e)?;
+            let b = cpu
+                .apply(
+                    weft::TensorOp::Concatenate { axis: 0, inputs: 2 },
+                    &[
+                        &cpu.slice(
+                            &b,
+                            &[SliceAxis {
+                                start: 0,
+                                stop: 5,
+                                step: 1,
+                            }],
+                        )
+                        .map_err(e)?,
+                        &cpu.zeros(dtype, &[1]).map_err(e)?,
+                    ],
+                )
+                .map_err(e)?;
+            for op in [BinaryOp::FloorDiv, BinaryOp::Rem] {
+                same!(
+                    format!("{dtype} {op:?}"),
+                    tolerance(dtype),
+                    cpu,
+                    gpu,
+                    &[a.clone(), b.clone()],
+                    |l, x| l.binary(op, &x[0], &x[1])
+                );
             }
         }
         // Exactly: floats to integers and bool, 64-bit integers narrowed.
@@ -1384,8 +1559,9 @@ fn dropped_lanes_release_their_streams() -> Result<Outcome, String> {
     })
 }
 
-fn wait_err(gpu: &Lane<CudaEngine>, h: &TensorHandle) -> Result<String, String> {
-    match gpu.download(h).map_err(|e| e.to_string())?.wait() {
+/// The error `h`'s op failed with (it must fail), and its source.
+fn wait_err<E: weft::TensorEngine>(lane: &Lane<E>, h: &TensorHandle) -> Result<String, String> {
+    match lane.download(h).map_err(|e| e.to_string())?.wait() {
         Err(e) => Ok(format!(
             "{e}: {:?}",
             std::error::Error::source(&e).map(ToString::to_string)

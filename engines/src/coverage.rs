@@ -222,8 +222,6 @@ fn coverage_table() {
     assert_eq!(
         cuda_missing,
         [
-            "floor_div",
-            "rem",
             "qr",
             "svd",
             "eigh",

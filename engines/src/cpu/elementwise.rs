@@ -48,7 +48,7 @@ pub(super) fn binary(
     }
     let dtype = lhs.dtype();
     let data = if dtype.is_integer() {
-        check_integer_operands(op, rhs)?;
+        crate::ops::check_integer_operands(op, rhs)?;
         map_int2!(lhs.data(), rhs.data(), |a, b| integer(op, operands!(a, b)), else return Err(refused()))
     } else if dtype == DType::Bool {
         let (Data::Bool(a), Data::Bool(b)) = (lhs.data(), rhs.data()) else {
@@ -337,37 +337,6 @@ pub(crate) fn wrapping_pow<T: Integer>(base: T, exponent: T) -> T {
         e >>= 1;
     }
     result
-}
-
-/// Refuses, before any element is computed, what an integer op cannot
-/// compute: a zero divisor of `floor_div` or `rem`, a negative exponent.
-fn check_integer_operands(op: BinaryOp, rhs: &Tensor) -> Result<(), TensorError> {
-    if !matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) {
-        return Ok(());
-    }
-    let Some(values) = rhs.data().integers() else {
-        return Ok(());
-    };
-    let index = |flat: usize| crate::layout::unravel(flat, rhs.shape());
-    match op {
-        BinaryOp::Pow => match values.iter().position(|&e| e < 0) {
-            Some(at) => Err(TensorError::Argument {
-                op: "pow",
-                argument: "exponent",
-                value: format!("{} (element {:?})", values[at], index(at)),
-                must: "non-negative for integer tensors (cast to a float type for negative powers)",
-            }),
-            None => Ok(()),
-        },
-        _ => match values.iter().position(|&d| d == 0) {
-            Some(at) => Err(TensorError::DivisionByZero {
-                op: op.name(),
-                index: index(at),
-                shape: rhs.shape().to_vec(),
-            }),
-            None => Ok(()),
-        },
-    }
 }
 
 /// The integer ops, divisors and exponents checked.

@@ -97,6 +97,13 @@ impl Exec<'_> {
         scalar_first: bool,
     ) -> Result<DeviceTensor, ExecError> {
         let code = binary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        if !a.dtype.is_field() {
+            // As the CPU: the scalar as a rank-0 tensor (exact for every
+            // 64-bit integer), then the broadcast op.
+            let s = self.fill(a.dtype, &[], value)?;
+            let (l, r) = if scalar_first { (&s, a) } else { (a, &s) };
+            return self.binary(op, l, r, &a.shape);
+        }
         let mut out = self.alloc(a.dtype, &a.shape)?;
         self.launch
             .binary_scalar(&mut out, a, value.parts(), code, scalar_first)?;
@@ -621,9 +628,11 @@ pub(super) fn binary_code(op: BinaryOp) -> Option<i32> {
         BinaryOp::Maximum => 4,
         BinaryOp::Minimum => 5,
         BinaryOp::Pow => 6,
-        BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => {
-            return None
-        }
+        BinaryOp::FloorDiv => 7,
+        BinaryOp::Rem => 8,
+        BinaryOp::And => 9,
+        BinaryOp::Or => 10,
+        BinaryOp::Xor => 11,
     })
 }
 
@@ -655,7 +664,7 @@ pub(super) fn unary_code(op: UnaryOp) -> Option<i32> {
         UnaryOp::Sin => 10,
         UnaryOp::Cos => 11,
         UnaryOp::Tanh => 12,
-        UnaryOp::Not => return None,
+        UnaryOp::Not => 13,
     })
 }
 

@@ -154,8 +154,10 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// The kernels every element type has.
-    const EVERY: [Kernel; 12] = [
+    const EVERY: [Kernel; 14] = [
         Kernel::StridedCopy,
+        Kernel::Binary,
+        Kernel::Unary,
         Kernel::Eye,
         Kernel::Compare,
         Kernel::Select,
@@ -170,10 +172,8 @@ impl Kernel {
     ];
 
     /// The kernels of the float and complex types only.
-    const FIELD: [Kernel; 8] = [
-        Kernel::Binary,
+    const FIELD: [Kernel; 6] = [
         Kernel::BinaryScalar,
-        Kernel::Unary,
         Kernel::Magnitude,
         Kernel::Fill,
         Kernel::Arange,

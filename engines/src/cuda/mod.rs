@@ -79,7 +79,7 @@ use crate::engine::{
 use crate::layout::View;
 use crate::ops::{
     broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
-    TensorOp,
+    BinaryOp, TensorOp,
 };
 use crate::tensor::{DType, Data, Tensor, TensorError};
 use access::Tracker;
@@ -397,6 +397,49 @@ impl CudaEngine {
         self.store.get(&id).ok_or(NotResident(id))
     }
 
+    /// Refuses what an integer op cannot compute before anything is
+    /// launched, as the CPU does: a zero divisor of `floor_div` or `rem`
+    /// ([`TensorError::DivisionByZero`], naming its index), a negative
+    /// exponent of `pow`. A divisor (exponent) tensor is read back to the
+    /// host for this: one synchronous copy of that operand, for these
+    /// three ops of integer tensors only.
+    fn check_integer_operands(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        lane: u64,
+    ) -> Result<(), ExecError> {
+        let (b, divisor) = match (op, inputs) {
+            (TensorOp::Binary(b), [_, rhs]) => (*b, Err(*rhs)),
+            (
+                TensorOp::BinaryScalar {
+                    op: b,
+                    value,
+                    scalar_first,
+                },
+                [x],
+            ) => (*b, if *scalar_first { Err(*x) } else { Ok(*value) }),
+            _ => return Ok(()),
+        };
+        let x = self.store.get(&inputs[0]).ok_or(NotResident(inputs[0]))?;
+        if !x.dtype.is_integer() || !matches!(b, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow)
+        {
+            return Ok(());
+        }
+        let dtype = x.dtype;
+        let host = match divisor {
+            Ok(value) => TensorOp::Full {
+                dtype,
+                shape: Vec::new(),
+                value,
+            }
+            .run(&[], 1)?
+            .remove(0),
+            Err(id) => TensorEngine::download(self, id, lane)?,
+        };
+        Ok(crate::ops::check_integer_operands(b, &host)?)
+    }
+
     /// Reports an error a drop recorded since the last call (a free that
     /// failed, say): it surfaces on the next op instead of being lost.
     fn deferred_error(&self) -> Result<(), DeviceError> {
@@ -440,10 +483,12 @@ pub fn data_input(op: &TensorOp) -> usize {
 /// There is no silent fallback: transfer the tensors to a CPU domain.
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     if !dtype.is_field() {
-        // Integer and bool tensors move, are made, compared, selected and
-        // converted; their arithmetic has no kernel yet. A random tensor
-        // is made on the host (see `execute_into`) for every type.
+        // Integer and bool tensors move, are made, compared, selected,
+        // converted and computed with elementwise; their reductions and
+        // indexing have no kernel yet. A random tensor is made on the host
+        // (see `execute_into`) for every type.
         return match op {
+            TensorOp::Binary(_) | TensorOp::BinaryScalar { .. } | TensorOp::Unary(_) => None,
             TensorOp::Reshape(_)
             | TensorOp::Random { .. }
             | TensorOp::Full { .. }
@@ -462,7 +507,7 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
             | TensorOp::Select
             | TensorOp::Cast(_) => None,
             TensorOp::Arange { .. } if dtype != DType::Bool => None,
-            _ => Some("no integer or bool arithmetic kernels yet"),
+            _ => Some("no integer or bool kernel yet"),
         };
     }
     match op {
@@ -550,6 +595,7 @@ impl TensorEngine for CudaEngine {
             self.insert(out_id, out);
             return Ok(());
         }
+        self.check_integer_operands(op, inputs, lane)?;
         if matches!(
             op,
             TensorOp::Matmul | TensorOp::Einsum(_) | TensorOp::Gemm { .. }

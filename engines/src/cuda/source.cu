@@ -44,6 +44,9 @@ REAL_FN(r_tanh, tanhf, tanh)
 REAL_FN(r_sinh, sinhf, sinh)
 REAL_FN(r_cosh, coshf, cosh)
 REAL_FN(r_fabs, fabsf, fabs)
+REAL_FN(r_floor, floorf, floor)
+__device__ __forceinline__ float r_fmod(float a, float b) { return fmodf(a, b); }
+__device__ __forceinline__ double r_fmod(double a, double b) { return fmod(a, b); }
 __device__ __forceinline__ float r_hypot(float a, float b) { return hypotf(a, b); }
 __device__ __forceinline__ double r_hypot(double a, double b) { return hypot(a, b); }
 __device__ __forceinline__ float r_atan2(float a, float b) { return atan2f(a, b); }
@@ -160,7 +163,38 @@ template <typename F> __device__ __forceinline__ cx<F> unary(cx<F> z, int op) {
     }
 }
 
-// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow.
+// floor(a / b) and a - b·floor(a / b) of real floats, as NumPy's divmod
+// (CPython's algorithm: the remainder from fmod moved to the divisor's
+// sign, the quotient from it); a zero divisor gives a / b and NaN.
+template <typename F> __device__ __forceinline__ void floor_divmod(F a, F b, F *q, F *r) {
+    if (b == (F)0) {
+        *q = a / b;
+        *r = r_inf((F)0) - r_inf((F)0);
+        return;
+    }
+    F rem = r_fmod(a, b);
+    F div = (a - rem) / b;
+    if (rem != (F)0) {
+        if ((b < (F)0) != (rem < (F)0)) {
+            rem += b;
+            div -= (F)1;
+        }
+    } else {
+        rem = r_copysign((F)0, b);
+    }
+    F quotient;
+    if (div != (F)0) {
+        F fl = r_floor(div);
+        quotient = div - fl > (F)0.5 ? fl + (F)1 : fl;
+    } else {
+        quotient = r_copysign((F)0, a / b);
+    }
+    *q = quotient;
+    *r = rem;
+}
+
+// Binary op codes: 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum, 6 pow,
+// 7 floor_div, 8 rem (real floats).
 // Maximum and minimum propagate NaN; the host refuses them for complex types.
 template <typename F> __device__ __forceinline__ F binary(F a, F b, int op) {
     switch (op) {
@@ -170,6 +204,16 @@ template <typename F> __device__ __forceinline__ F binary(F a, F b, int op) {
     case 3: return a / b;
     case 4: return (a != a || b != b) ? a + b : (a >= b ? a : b);
     case 5: return (a != a || b != b) ? a + b : (a <= b ? a : b);
+    case 7: {
+        F q, r;
+        floor_divmod(a, b, &q, &r);
+        return q;
+    }
+    case 8: {
+        F q, r;
+        floor_divmod(a, b, &q, &r);
+        return r;
+    }
     default: return r_pow(a, b);
     }
 }
@@ -188,6 +232,72 @@ template <typename F> __device__ __forceinline__ cx<F> binary(cx<F> a, cx<F> b, 
     default: return a;
     }
 }
+
+// Integer binary codes: 0 add, 1 sub, 2 mul, 4 maximum, 5 minimum, 6 pow,
+// 7 floor_div, 8 rem, 9 and, 10 or, 11 xor. Arithmetic wraps (through
+// the unsigned type `U`), as NumPy's; the host refused zero divisors and
+// negative exponents before the launch.
+template <typename I, typename U> __device__ __forceinline__ I int_binary(I a, I b, int op) {
+    switch (op) {
+    case 0: return (I)((U)a + (U)b);
+    case 1: return (I)((U)a - (U)b);
+    case 2: return (I)((U)a * (U)b);
+    case 4: return a >= b ? a : b;
+    case 5: return a <= b ? a : b;
+    case 6: {
+        U result = 1, base = (U)a;
+        unsigned long long e = (unsigned long long)b;
+        while (e > 0) {
+            if (e & 1) result *= base;
+            base *= base;
+            e >>= 1;
+        }
+        return (I)result;
+    }
+    case 7: {
+        // MIN / -1 wraps to MIN, as NumPy's.
+        if (b == (I)-1) return (I)((U)0 - (U)a);
+        I q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    }
+    case 8: {
+        if (b == (I)-1) return 0;
+        I r = a % b;
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    case 9: return a & b;
+    case 10: return a | b;
+    default: return a ^ b;
+    }
+}
+__device__ __forceinline__ int binary(int a, int b, int op) {
+    return int_binary<int, unsigned int>(a, b, op);
+}
+__device__ __forceinline__ long long binary(long long a, long long b, int op) {
+    return int_binary<long long, unsigned long long>(a, b, op);
+}
+// bool: 9 and, 10 or, 11 xor of bytes 0 and 1.
+__device__ __forceinline__ unsigned char binary(unsigned char a, unsigned char b, int op) {
+    return op == 9 ? (a & b) : (op == 10 ? (a | b) : (a ^ b));
+}
+
+// Integer unary codes: 0 neg, 1 abs (both wrapping), 2 sign, 3 conj (the
+// value), 13 not (bitwise).
+template <typename I, typename U> __device__ __forceinline__ I int_unary(I x, int op) {
+    switch (op) {
+    case 0: return (I)((U)0 - (U)x);
+    case 1: return x < 0 ? (I)((U)0 - (U)x) : x;
+    case 2: return x > 0 ? (I)1 : (x < 0 ? (I)-1 : (I)0);
+    case 13: return ~x;
+    default: return x;
+    }
+}
+__device__ __forceinline__ int unary(int x, int op) { return int_unary<int, unsigned int>(x, op); }
+__device__ __forceinline__ long long unary(long long x, int op) {
+    return int_unary<long long, unsigned long long>(x, op);
+}
+// bool: 13 not.
+__device__ __forceinline__ unsigned char unary(unsigned char x, int) { return x ? 0 : 1; }
 
 // Reduction op codes: 0 sum, 1 prod, 2 max, 3 min, 4 mean.
 template <typename F> __device__ __forceinline__ F identity(int op) {
@@ -369,7 +479,6 @@ extern "C" __global__ void K(strided_copy)(T *dst, const T *src, Dims d) {
     }
 }
 
-#ifdef KIND_FIELD
 // out[i] = a[...] op b[...], out contiguous, a and b broadcast by strides.
 extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dims d) {
     GRID_STRIDE(i, d.n) {
@@ -379,6 +488,7 @@ extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dim
     }
 }
 
+#ifdef KIND_FIELD
 // out[i] = a[i] op s (or s op a[i]), the scalar given as (re, im).
 extern "C" __global__ void K(binary_scalar)(T *out, const T *a, double re, double im, int op,
                                            int scalar_first, long long n) {
@@ -387,9 +497,13 @@ extern "C" __global__ void K(binary_scalar)(T *out, const T *a, double re, doubl
     GRID_STRIDE(i, n) { out[i] = scalar_first ? binary(s, a[i], op) : binary(a[i], s, op); }
 }
 
+#endif
+
 extern "C" __global__ void K(unary)(T *out, const T *a, int op, long long n) {
     GRID_STRIDE(i, n) { out[i] = unary(a[i], op); }
 }
+
+#ifdef KIND_FIELD
 
 // |z| into the real type (abs of a complex tensor).
 extern "C" __global__ void K(magnitude)(R *out, const T *a, long long n) {

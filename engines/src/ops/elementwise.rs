@@ -2,7 +2,7 @@
 //! type and shape rules they are checked by.
 
 use crate::layout::broadcast_shapes;
-use crate::tensor::{DType, TensorError};
+use crate::tensor::{DType, Tensor, TensorError};
 
 /// A binary elementwise op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -221,4 +221,35 @@ pub fn check_select(
     }
     let ab = broadcast_shapes("select", a_shape, b_shape)?;
     broadcast_shapes("select", mask_shape, &ab)
+}
+
+/// Refuses, before any element is computed (by either engine), what an
+/// integer op cannot compute: a zero divisor of `floor_div` or `rem`, a negative exponent.
+pub(crate) fn check_integer_operands(op: BinaryOp, rhs: &Tensor) -> Result<(), TensorError> {
+    if !matches!(op, BinaryOp::FloorDiv | BinaryOp::Rem | BinaryOp::Pow) {
+        return Ok(());
+    }
+    let Some(values) = rhs.data().integers() else {
+        return Ok(());
+    };
+    let index = |flat: usize| crate::layout::unravel(flat, rhs.shape());
+    match op {
+        BinaryOp::Pow => match values.iter().position(|&e| e < 0) {
+            Some(at) => Err(TensorError::Argument {
+                op: "pow",
+                argument: "exponent",
+                value: format!("{} (element {:?})", values[at], index(at)),
+                must: "non-negative for integer tensors (cast to a float type for negative powers)",
+            }),
+            None => Ok(()),
+        },
+        _ => match values.iter().position(|&d| d == 0) {
+            Some(at) => Err(TensorError::DivisionByZero {
+                op: op.name(),
+                index: index(at),
+                shape: rhs.shape().to_vec(),
+            }),
+            None => Ok(()),
+        },
+    }
 }

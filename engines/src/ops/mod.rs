@@ -18,6 +18,7 @@ pub use crate::layout::broadcast_shapes;
 pub use create::{Distribution, Scalar};
 pub(crate) use einsum::Contraction;
 pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
+pub(crate) use elementwise::check_integer_operands;
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub(crate) use index::clamp_start;
 pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};
