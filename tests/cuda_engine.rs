@@ -1125,6 +1125,28 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             ));
             same!(format!("{dtype} eye"), 0.0, cpu, gpu, &[], |l, _x| l
                 .eye(dtype, 3, 4));
+            // Reductions: sums and products in i64 (wrapping), means in
+            // f64, extrema in the type, any/all as bool.
+            for op in weft::ReduceOp::ALL {
+                if op == weft::ReduceOp::Norm {
+                    continue;
+                }
+                for axes in [&[1][..], &[0, 2], &[0, 1, 2]] {
+                    let tol = if op == weft::ReduceOp::Mean {
+                        1e-12
+                    } else {
+                        0.0
+                    };
+                    same!(
+                        format!("{dtype} {op:?} over {axes:?}"),
+                        tol,
+                        cpu,
+                        gpu,
+                        &one(&a),
+                        |l, x| l.reduce(op, &x[0], axes, false)
+                    );
+                }
+            }
             if dtype != DType::Bool {
                 same!(format!("{dtype} arange"), 0.0, cpu, gpu, &[], |l, _x| l
                     .arange(dtype, -5.0, 3.0, 9));
@@ -1302,6 +1324,18 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                     gpu,
                     &[a.clone(), b.clone()],
                     |l, x| l.binary(op, &x[0], &x[1])
+                );
+            }
+            // any and all of floats: nonzero (NaN too) is true.
+            let with_zero = cpu.binary(BinaryOp::Mul, &a, &b).map_err(e)?;
+            for op in [weft::ReduceOp::Any, weft::ReduceOp::All] {
+                same!(
+                    format!("{dtype} {op:?}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&with_zero),
+                    |l, x| l.reduce(op, &x[0], &[1], false)
                 );
             }
         }

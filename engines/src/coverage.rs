@@ -227,8 +227,6 @@ fn coverage_table() {
             "eigh",
             "cholesky",
             "solve",
-            "any",
-            "all",
             "argmax",
             "argmin",
             "gather",

@@ -133,6 +133,20 @@ impl Exec<'_> {
         out_dtype: DType,
         out_shape: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
+        // The type the reduction runs in, as the CPU's: any and all of
+        // bool (nonzero), integer and bool sums and products in i64, an
+        // integer mean in f64.
+        let exact = !a.dtype.is_field();
+        let within = match op {
+            ReduceOp::Any | ReduceOp::All => DType::Bool,
+            ReduceOp::Sum | ReduceOp::Prod if exact => DType::I64,
+            ReduceOp::Mean if exact => DType::F64,
+            _ => a.dtype,
+        };
+        if within != a.dtype {
+            let converted = self.cast(a, within)?;
+            return self.reduce(op, &converted, axes, out_dtype, out_shape);
+        }
         let rank = a.shape.len();
         let kept: Vec<usize> = (0..rank).filter(|i| !axes.contains(i)).collect();
         let perm: Vec<usize> = kept.iter().copied().chain(axes.iter().copied()).collect();
@@ -693,7 +707,8 @@ pub(super) fn reduce_code(op: ReduceOp) -> Option<i32> {
         ReduceOp::Max => 2,
         ReduceOp::Min => 3,
         ReduceOp::Mean => 4,
-        ReduceOp::Any | ReduceOp::All => return None,
+        ReduceOp::Any => 5,
+        ReduceOp::All => 6,
     })
 }
 

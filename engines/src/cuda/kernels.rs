@@ -154,10 +154,11 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// The kernels every element type has.
-    const EVERY: [Kernel; 14] = [
+    const EVERY: [Kernel; 15] = [
         Kernel::StridedCopy,
         Kernel::Binary,
         Kernel::Unary,
+        Kernel::Reduce,
         Kernel::Eye,
         Kernel::Compare,
         Kernel::Select,
@@ -172,12 +173,11 @@ impl Kernel {
     ];
 
     /// The kernels of the float and complex types only.
-    const FIELD: [Kernel; 6] = [
+    const FIELD: [Kernel; 5] = [
         Kernel::BinaryScalar,
         Kernel::Magnitude,
         Kernel::Fill,
         Kernel::Arange,
-        Kernel::Reduce,
         Kernel::Clamp,
     ];
 

@@ -484,11 +484,14 @@ pub fn data_input(op: &TensorOp) -> usize {
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     if !dtype.is_field() {
         // Integer and bool tensors move, are made, compared, selected,
-        // converted and computed with elementwise; their reductions and
-        // indexing have no kernel yet. A random tensor is made on the host
+        // converted, computed with elementwise and reduced; their indexing
+        // has no kernel yet. A random tensor is made on the host
         // (see `execute_into`) for every type.
         return match op {
-            TensorOp::Binary(_) | TensorOp::BinaryScalar { .. } | TensorOp::Unary(_) => None,
+            TensorOp::Binary(_)
+            | TensorOp::BinaryScalar { .. }
+            | TensorOp::Unary(_)
+            | TensorOp::Reduce { .. } => None,
             TensorOp::Reshape(_)
             | TensorOp::Random { .. }
             | TensorOp::Full { .. }

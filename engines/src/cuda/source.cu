@@ -299,7 +299,8 @@ __device__ __forceinline__ long long unary(long long x, int op) {
 // bool: 13 not.
 __device__ __forceinline__ unsigned char unary(unsigned char x, int) { return x ? 0 : 1; }
 
-// Reduction op codes: 0 sum, 1 prod, 2 max, 3 min, 4 mean.
+// Reduction op codes: 0 sum, 1 prod, 2 max, 3 min, 4 mean, 5 any, 6 all
+// (of bool: the host converts to it first).
 template <typename F> __device__ __forceinline__ F identity(int op) {
     switch (op) {
     case 1: return (F)1;
@@ -326,6 +327,27 @@ template <typename F> __device__ __forceinline__ F combine(F a, F b, int op) {
 }
 template <typename F> __device__ __forceinline__ cx<F> combine(cx<F> a, cx<F> b, int op) {
     return op == 1 ? a * b : a + b;
+}
+// Integers: 0 sum and 1 prod wrap, 2 max, 3 min. Bool: 2 max and 5 any
+// are or, 3 min and 6 all are and.
+__device__ __forceinline__ void set_identity(int &x, int op) {
+    x = op == 1 ? 1 : (op == 2 ? (int)(-0x7fffffff - 1) : (op == 3 ? 0x7fffffff : 0));
+}
+__device__ __forceinline__ void set_identity(long long &x, int op) {
+    x = op == 1 ? 1
+        : (op == 2 ? (long long)(-0x7fffffffffffffffLL - 1) : (op == 3 ? 0x7fffffffffffffffLL : 0));
+}
+__device__ __forceinline__ void set_identity(unsigned char &x, int op) {
+    x = (op == 3 || op == 6) ? 1 : 0;
+}
+__device__ __forceinline__ int combine(int a, int b, int op) {
+    return op == 0 ? binary(a, b, 0) : (op == 1 ? binary(a, b, 2) : binary(a, b, op == 2 ? 4 : 5));
+}
+__device__ __forceinline__ long long combine(long long a, long long b, int op) {
+    return op == 0 ? binary(a, b, 0) : (op == 1 ? binary(a, b, 2) : binary(a, b, op == 2 ? 4 : 5));
+}
+__device__ __forceinline__ unsigned char combine(unsigned char a, unsigned char b, int op) {
+    return (op == 3 || op == 6) ? (a & b) : (a | b);
 }
 template <typename F> __device__ __forceinline__ F divide(F a, double n) { return a / (F)n; }
 template <typename F> __device__ __forceinline__ cx<F> divide(cx<F> a, double n) {
@@ -599,7 +621,6 @@ extern "C" __global__ void K(eye)(T *out, long long rows, long long cols) {
     GRID_STRIDE(i, rows * cols) { from_real(out[i], (i / cols == i % cols) ? 1.0 : 0.0); }
 }
 
-#ifdef KIND_FIELD
 #define REDUCE_THREADS 256
 
 // Rows of `len` contiguous elements (the reduced axes moved last), each cut
@@ -636,6 +657,7 @@ extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long lo
     }
 }
 
+#ifdef KIND_FIELD
 // Sums of |x|² per part, in the real type (`squared`: the input already
 // holds such sums, as real numbers), and their square roots if `root`.
 extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long len,
