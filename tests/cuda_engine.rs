@@ -1125,6 +1125,25 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             ));
             same!(format!("{dtype} eye"), 0.0, cpu, gpu, &[], |l, _x| l
                 .eye(dtype, 3, 4));
+            for op in [weft::ArgOp::Max, weft::ArgOp::Min] {
+                for axis in 0..3 {
+                    same!(
+                        format!("{dtype} {op:?} along {axis}"),
+                        0.0,
+                        cpu,
+                        gpu,
+                        &one(&a),
+                        |l, x| l.apply(
+                            weft::TensorOp::ArgReduce {
+                                op,
+                                axis,
+                                keep_dims: axis == 1
+                            },
+                            &[&x[0]]
+                        )
+                    );
+                }
+            }
             // Reductions: sums and products in i64 (wrapping), means in
             // f64, extrema in the type, any/all as bool.
             for op in weft::ReduceOp::ALL {
@@ -1325,6 +1344,37 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                     &[a.clone(), b.clone()],
                     |l, x| l.binary(op, &x[0], &x[1])
                 );
+            }
+            // argmax and argmin of floats: the first NaN wins, then the
+            // first of equals.
+            let nan = cpu.full(dtype, &[], Scalar::Real(f64::NAN)).map_err(e)?;
+            let ties = cpu
+                .binary(
+                    BinaryOp::FloorDiv,
+                    &a,
+                    &cpu.full(dtype, &[], Scalar::Real(0.5)).map_err(e)?,
+                )
+                .map_err(e)?;
+            let mask = cpu
+                .compare(
+                    CmpOp::Gt,
+                    &a,
+                    &cpu.full(dtype, &[], Scalar::Real(1.2)).map_err(e)?,
+                )
+                .map_err(e)?;
+            let holes = cpu.select(&mask, &nan, &ties).map_err(e)?;
+            for op in [weft::ArgOp::Max, weft::ArgOp::Min] {
+                for x in [&a, &ties, &holes] {
+                    same!(format!("{dtype} {op:?}"), 0.0, cpu, gpu, &one(x), |l, x| l
+                        .apply(
+                            weft::TensorOp::ArgReduce {
+                                op,
+                                axis: 1,
+                                keep_dims: false
+                            },
+                            &[&x[0]]
+                        ));
+                }
             }
             // any and all of floats: nonzero (NaN too) is true.
             let with_zero = cpu.binary(BinaryOp::Mul, &a, &b).map_err(e)?;

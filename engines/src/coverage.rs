@@ -227,8 +227,6 @@ fn coverage_table() {
             "eigh",
             "cholesky",
             "solve",
-            "argmax",
-            "argmin",
             "gather",
             "scatter",
             "scatter_add",

@@ -12,8 +12,8 @@ use super::DeviceTensor;
 use crate::engine::{ExecError, Place, Unsupported};
 use crate::layout::{row_major, View};
 use crate::ops::{
-    broadcast_view, diag_embed_view, permute_view, BinaryOp, CmpOp, Contraction, MatOp, ReduceOp,
-    Scalar, UnaryOp,
+    broadcast_view, diag_embed_view, permute_view, ArgOp, BinaryOp, CmpOp, Contraction, MatOp,
+    ReduceOp, Scalar, UnaryOp,
 };
 use crate::tensor::{DType, TensorError};
 
@@ -193,6 +193,36 @@ impl Exec<'_> {
             self.launch
                 .rows(&mut out, &partial, [rows, parts, 1], reduce(code))?;
         }
+        Ok(out)
+    }
+
+    /// The index of the extremum along `axis` (moved last by one gather
+    /// when it is not), one block per row.
+    pub(super) fn arg_reduce(
+        &mut self,
+        op: ArgOp,
+        a: &DeviceTensor,
+        axis: usize,
+        out_shape: &[usize],
+    ) -> Result<DeviceTensor, ExecError> {
+        let rank = a.shape.len();
+        let perm: Vec<usize> = (0..rank).filter(|&i| i != axis).chain([axis]).collect();
+        let moved;
+        let src = if axis + 1 == rank {
+            a
+        } else {
+            moved = self.gather(a, &permute_view(&a.shape, &perm)?)?;
+            &moved
+        };
+        let len = a.shape[axis];
+        let rows = a.len() / len.max(1);
+        let mut out = self.alloc(DType::I64, out_shape)?;
+        if rows == 0 {
+            return Ok(out);
+        }
+        let max = op == ArgOp::Max;
+        self.launch
+            .rows(&mut out, src, [rows, len, 1], RowArgs::Arg { max })?;
         Ok(out)
     }
 

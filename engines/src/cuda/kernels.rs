@@ -144,6 +144,8 @@ pub(crate) enum Kernel {
     Eye,
     Reduce,
     Norm,
+    /// The index of each row's extremum.
+    ArgReduce,
     Compare,
     Select,
     Clamp,
@@ -185,6 +187,9 @@ impl Kernel {
     /// guards say).
     pub(crate) fn of(dtype: DType) -> Vec<Kernel> {
         let mut all = Kernel::EVERY.to_vec();
+        if !dtype.is_complex() {
+            all.push(Kernel::ArgReduce);
+        }
         if dtype.is_field() {
             all.extend(Kernel::FIELD);
             all.push(Kernel::Norm);
@@ -211,6 +216,7 @@ impl Kernel {
             Kernel::Eye => "eye",
             Kernel::Reduce => "reduce",
             Kernel::Norm => "norm",
+            Kernel::ArgReduce => "arg_reduce",
             Kernel::Compare => "compare",
             Kernel::Select => "select",
             Kernel::Clamp => "clamp",
@@ -237,8 +243,8 @@ fn prelude(dtype: DType) -> String {
     let (t, r, suffix, kind) = match dtype {
         DType::F32 => ("float", "float", "f32", "FIELD"),
         DType::F64 => ("double", "double", "f64", "FIELD"),
-        DType::C32 => ("cx<float>", "float", "c32", "FIELD"),
-        DType::C64 => ("cx<double>", "double", "c64", "FIELD"),
+        DType::C32 => ("cx<float>", "float", "c32", "FIELD\n#define KIND_COMPLEX"),
+        DType::C64 => ("cx<double>", "double", "c64", "FIELD\n#define KIND_COMPLEX"),
         DType::I32 => ("int", "int", "i32", "INTEGER"),
         DType::I64 => ("long long", "long long", "i64", "INTEGER"),
         DType::Bool => ("unsigned char", "unsigned char", "bool", "BOOL"),

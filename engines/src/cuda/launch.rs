@@ -552,7 +552,15 @@ impl Launcher<'_> {
         let (kernel, out_dtype) = match args {
             RowArgs::Reduce { .. } => (Kernel::Reduce, src.dtype),
             RowArgs::Norm { .. } => (Kernel::Norm, src.dtype.real()),
+            RowArgs::Arg { .. } => (Kernel::ArgReduce, DType::I64),
         };
+        if let RowArgs::Arg { .. } = args {
+            self.require(
+                parts == 1 && len >= 1,
+                NAME,
+                "an argmax takes whole, nonempty rows",
+            )?;
+        }
         self.require(
             out.dtype == out_dtype,
             NAME,
@@ -580,8 +588,12 @@ impl Launcher<'_> {
             .arg(&r)
             .arg(&l)
             .arg(&p);
-        let (code, count, squared, root);
+        let (code, count, squared, root, want_max);
         match args {
+            RowArgs::Arg { max } => {
+                want_max = i32::from(max);
+                launch.arg(&want_max);
+            }
             RowArgs::Reduce { op, count: c } => {
                 (code, count) = (op, c);
                 launch.arg(&code).arg(&count);
@@ -595,9 +607,11 @@ impl Launcher<'_> {
             }
         }
         // SAFETY: `reduce` takes (T*, const T*, long long, long long, long
-        // long, int, double) and `norm` (R*, const T*, long long, long long,
-        // long long, int, int), as pushed for each; the source holds
-        // `rows·len` elements of `T` and the output `rows·parts` of its
+        // long, int, double), `norm` (R*, const T*, long long, long long,
+        // long long, int, int) and `arg_reduce` (long long*, const T*, long
+        // long, long long, long long, int), as pushed for each; the source
+        // holds `rows·len` elements of `T` (`len ≥ 1` for `arg_reduce`,
+        // which reads each row's first) and the output `rows·parts` of its
         // type (all checked).
         unsafe { launch.launch(kernels::rows(rows * parts)) }.map_err(self.err(NAME))?;
         self.recorded(&[src], &[&*out])?;
@@ -800,6 +814,8 @@ pub(super) enum RowArgs {
     Reduce { op: i32, count: f64 },
     /// Sums of `|x|²` (of `x` when `squared`: sums already), rooted if `root`.
     Norm { squared: bool, root: bool },
+    /// The `i64` index of each row's largest (`max`) or smallest element.
+    Arg { max: bool },
 }
 
 /// What a creation kernel writes (see [`Launcher::create`]).

@@ -491,7 +491,8 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
             TensorOp::Binary(_)
             | TensorOp::BinaryScalar { .. }
             | TensorOp::Unary(_)
-            | TensorOp::Reduce { .. } => None,
+            | TensorOp::Reduce { .. }
+            | TensorOp::ArgReduce { .. } => None,
             TensorOp::Reshape(_)
             | TensorOp::Random { .. }
             | TensorOp::Full { .. }
@@ -515,8 +516,7 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     }
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
-        TensorOp::ArgReduce { .. }
-        | TensorOp::Gather { .. }
+        TensorOp::Gather { .. }
         | TensorOp::Scatter { .. }
         | TensorOp::DynamicSlice { .. }
         | TensorOp::DynamicUpdateSlice
@@ -550,6 +550,7 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::Axpby { .. }
         | TensorOp::Dot { .. }
         | TensorOp::Random { .. }
+        | TensorOp::ArgReduce { .. }
         | TensorOp::Einsum(_) => None,
     }
 }
@@ -719,8 +720,10 @@ impl TensorEngine for CudaEngine {
                 )?,
                 TensorOp::Triangle { k, upper } => x.triangle(resident[0], *k, *upper)?,
                 TensorOp::Cast(to) => x.cast(resident[0], *to)?,
+                TensorOp::ArgReduce { op: a, axis, .. } => {
+                    x.arg_reduce(*a, resident[0], *axis, out_shape)?
+                }
                 TensorOp::Linalg(_)
-                | TensorOp::ArgReduce { .. }
                 | TensorOp::Gather { .. }
                 | TensorOp::Scatter { .. }
                 | TensorOp::DynamicSlice { .. }

@@ -2,7 +2,8 @@
 // prepends `typedef <element> T;`, `typedef <real> R;`, the element type's
 // suffix macro (every kernel name ends in `_f32`, `_f64`, `_c32`, `_c64`,
 // `_i32`, `_i64` or `_bool`) and its kind: KIND_FIELD (floats and
-// complexes), KIND_INTEGER (int, long long) or KIND_BOOL (a byte, 0 or 1).
+// complexes, these also KIND_COMPLEX), KIND_INTEGER (int, long long) or
+// KIND_BOOL (a byte, 0 or 1).
 // A kernel a kind has no use for is not compiled for it. No headers: NVRTC
 // provides the device math functions.
 //
@@ -656,6 +657,52 @@ extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long lo
         __syncthreads();
     }
 }
+
+#ifndef KIND_COMPLEX
+// Whether (v, i) beats (best, at) for argmax (`want_max`) or argmin: a
+// NaN beats every number, the earlier index wins ties (NumPy's rule).
+__device__ __forceinline__ bool beats(T v, long long i, T best, long long at, int want_max) {
+    bool v_nan = v != v, best_nan = best != best;
+    if (best_nan) return v_nan && i < at;
+    if (v_nan) return true;
+    if (v == best) return i < at;
+    return want_max ? v > best : v < best;
+}
+
+// The index of each row's extremum, one block per row (`parts` is 1).
+extern "C" __global__ void K(arg_reduce)(long long *out, const T *a, long long rows,
+                                        long long len, long long parts, int want_max) {
+    __shared__ T vals[REDUCE_THREADS];
+    __shared__ long long at[REDUCE_THREADS];
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const T *x = a + r * len;
+        long long best = -1;
+        T bv = x[0];
+        for (long long j = threadIdx.x; j < len; j += blockDim.x) {
+            if (best < 0 || beats(x[j], j, bv, best, want_max)) {
+                bv = x[j];
+                best = j;
+            }
+        }
+        vals[threadIdx.x] = bv;
+        at[threadIdx.x] = best;
+        __syncthreads();
+        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+            if (threadIdx.x < s) {
+                long long j = at[threadIdx.x + s];
+                if (j >= 0 && (at[threadIdx.x] < 0 ||
+                               beats(vals[threadIdx.x + s], j, vals[threadIdx.x], at[threadIdx.x], want_max))) {
+                    vals[threadIdx.x] = vals[threadIdx.x + s];
+                    at[threadIdx.x] = j;
+                }
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[r] = at[0];
+        __syncthreads();
+    }
+}
+#endif
 
 #ifdef KIND_FIELD
 // Sums of |x|² per part, in the real type (`squared`: the input already
