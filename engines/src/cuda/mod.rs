@@ -482,40 +482,22 @@ pub fn data_input(op: &TensorOp) -> usize {
 /// [`Unsupported`] errors give, and the CUDA column of the coverage table.
 /// There is no silent fallback: transfer the tensors to a CPU domain.
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
-    if !dtype.is_field() {
-        // Integer and bool tensors move, are made, compared, selected,
-        // converted, computed with elementwise and reduced; their indexing
-        // has no kernel yet. A random tensor is made on the host
-        // (see `execute_into`) for every type.
-        return match op {
-            TensorOp::Binary(_)
-            | TensorOp::BinaryScalar { .. }
-            | TensorOp::Unary(_)
-            | TensorOp::Reduce { .. }
-            | TensorOp::ArgReduce { .. } => None,
-            TensorOp::Reshape(_)
-            | TensorOp::Random { .. }
-            | TensorOp::Full { .. }
-            | TensorOp::Eye { .. }
-            | TensorOp::Permute(_)
-            | TensorOp::Slice(_)
-            | TensorOp::Reverse(_)
-            | TensorOp::BroadcastTo(_)
-            | TensorOp::BroadcastInDim { .. }
-            | TensorOp::Diagonal { .. }
-            | TensorOp::DiagEmbed { .. }
-            | TensorOp::Concatenate { .. }
-            | TensorOp::Pad { .. }
-            | TensorOp::Triangle { .. }
-            | TensorOp::Compare(_)
-            | TensorOp::Select
-            | TensorOp::Cast(_) => None,
-            TensorOp::Arange { .. } if dtype != DType::Bool => None,
-            _ => Some("no integer or bool kernel yet"),
-        };
-    }
+    // Products and clamps are of floats and complexes here; integer and
+    // bool tensors have every other op the device has.
+    let exact = !dtype.is_field();
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
+        TensorOp::Matmul
+        | TensorOp::Gemm { .. }
+        | TensorOp::Axpby { .. }
+        | TensorOp::Dot { .. }
+        | TensorOp::Einsum(_)
+        | TensorOp::Clamp { .. }
+        | TensorOp::ClampBetween
+            if exact =>
+        {
+            Some("no integer or bool kernel yet")
+        }
         TensorOp::Gather { .. }
         | TensorOp::Scatter { .. }
         | TensorOp::DynamicSlice { .. }
