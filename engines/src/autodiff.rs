@@ -549,11 +549,7 @@ impl Derivation<'_> {
 
     /// The adjoint of the last two axes.
     fn adjoint(&mut self, v: Value) -> Result<Value, Missing> {
-        let r = self.meta(v).shape.len();
-        let mut perm: Vec<usize> = (0..r).collect();
-        perm.swap(r - 2, r - 1);
-        let t = self.op(TensorOp::Permute(perm), &[v])?;
-        self.conj(t)
+        self.read_as(v, MatOp::H)
     }
 
     /// `v` as a product reads it: transposed and conjugated as `read`
