@@ -28,6 +28,7 @@ fn runtime(domains: usize, lane_capacity: usize) -> Runtime {
         .build()
         .expect("layout");
     Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .topology(layout)
         .pinning(Pinning::None)
         .threads_per_domain(WORKERS)

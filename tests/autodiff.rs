@@ -749,7 +749,11 @@ fn the_gradient_program_runs_on_a_lane_as_one_message() {
         p.unary(UnaryOp::Tanh, y)
     });
     let g = p.gradient(0, &[0, 1]).unwrap();
-    let rt = weft::Runtime::builder().split(1).build().unwrap();
+    let rt = weft::Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .unwrap();
     let lane = rt.lane(0).unwrap();
     let handles: Vec<_> = inputs
         .iter()
@@ -836,7 +840,11 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
 
 #[test]
 fn a_tape_records_eager_ops_programs_and_writes_into() {
-    let rt = weft::Runtime::builder().split(2).build().unwrap();
+    let rt = weft::Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(2)
+        .build()
+        .unwrap();
     let lane = rt.lane(0).unwrap();
     let (av, xv) = (random(F, &[4, 3], 60), random(F, &[3], 61));
     let a = lane.upload(av.clone()).unwrap();
@@ -930,7 +938,11 @@ fn values(lane: &weft::Lane, h: &weft::TensorHandle) -> Vec<f64> {
 
 #[test]
 fn gradients_cross_places_through_reverse_transfers() {
-    let rt = weft::Runtime::builder().split(2).build().unwrap();
+    let rt = weft::Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(2)
+        .build()
+        .unwrap();
     let (a, b) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
     let (xv, wv) = (random(F, &[5], 70), random(F, &[5], 71));
     let (x, w) = (a.upload(xv.clone()).unwrap(), b.upload(wv.clone()).unwrap());

@@ -387,7 +387,10 @@ fn bad_input_catalog() {
                 )
             },
             || {
-                Runtime::builder().cpulists(&outside.to_string()).build()?;
+                Runtime::builder()
+                    .overlap(weft::Overlap::Allow)
+                    .cpulists(&outside.to_string())
+                    .build()?;
                 Ok(())
             },
         ),
@@ -397,7 +400,11 @@ fn bad_input_catalog() {
             "got 0",
             |r| matches!(r, R::Build(BuildError::ZeroThreads)),
             || {
-                Runtime::builder().split(1).threads_per_domain(0).build()?;
+                Runtime::builder()
+                    .overlap(weft::Overlap::Allow)
+                    .split(1)
+                    .threads_per_domain(0)
+                    .build()?;
                 Ok(())
             },
         ),
@@ -406,7 +413,11 @@ fn bad_input_catalog() {
             "got 0",
             |r| matches!(r, R::Build(BuildError::ZeroLaneCapacity)),
             || {
-                Runtime::builder().split(1).lane_capacity(0).build()?;
+                Runtime::builder()
+                    .overlap(weft::Overlap::Allow)
+                    .split(1)
+                    .lane_capacity(0)
+                    .build()?;
                 Ok(())
             },
         ),
@@ -415,7 +426,11 @@ fn bad_input_catalog() {
             "1099511627776 is above the largest, 4294967295",
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             || {
-                Runtime::builder().split(1).lane_capacity(1 << 40).build()?;
+                Runtime::builder()
+                    .overlap(weft::Overlap::Allow)
+                    .split(1)
+                    .lane_capacity(1 << 40)
+                    .build()?;
                 Ok(())
             },
         ),
@@ -425,6 +440,7 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             || {
                 Runtime::builder()
+                    .overlap(weft::Overlap::Allow)
                     .split(1)
                     .lane_capacity(usize::MAX)
                     .build()?;
@@ -1347,6 +1363,7 @@ fn bad_input_catalog() {
 fn timeouts_too_long_for_the_clock_wait_instead_of_panicking() {
     let _watchdog = watchdog("bad_input", Duration::from_secs(120));
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .pinning(Pinning::None)
         .build()

@@ -13,7 +13,11 @@ use weft::{
 use weft_tests::{wait, wait_ok};
 
 fn runtime() -> Runtime {
-    Runtime::builder().split(1).build().expect("runtime")
+    Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime")
 }
 
 /// A tiny deterministic generator (xorshift), so a failing seed replays.

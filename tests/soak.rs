@@ -6,11 +6,10 @@
 //! test, alone in its binary, so that the peak RSS is its own.
 
 use std::collections::VecDeque;
-use std::fs;
 use std::time::{Duration, Instant};
 
 use weft::{BinaryOp, OpError, Runtime, Scalar, Tensor, Ticket};
-use weft_tests::{domains_builder, wait_ok, watchdog};
+use weft_tests::{domains_builder, status_bytes, wait_ok, watchdog};
 
 /// Peak RSS may grow at most this much over the RSS of the process just
 /// before the soak starts (runtime built, floor tensors resident). The
@@ -38,14 +37,6 @@ fn runtime() -> Runtime {
 }
 
 /// A `kB` field of `/proc/self/status`, in bytes.
-fn status_bytes(field: &str) -> u64 {
-    let status = fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
-        .map_or_else(|| panic!("no {field} in /proc/self/status"), |kb| kb * 1024)
-}
 
 /// What "back to the floor" means, in one place: resident tensors as they
 /// were, nothing queued, buffer pools bounded, peak RSS bounded.

@@ -191,6 +191,16 @@ pub fn quiet_panics(marker: &'static str) {
     });
 }
 
+/// A byte count from `/proc/self/status`, such as `VmRSS` or `VmHWM`.
+pub fn status_bytes(field: &str) -> u64 {
+    let status = fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+        .map_or_else(|| panic!("no {field} in /proc/self/status"), |kb| kb * 1024)
+}
+
 /// Number of OS threads of this process.
 pub fn thread_count() -> usize {
     fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
@@ -275,7 +285,9 @@ impl Drop for FakeSysfs {
 pub fn domains_builder(max: usize) -> weft::Builder {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
     if allowed.len() >= 2 {
-        weft::Runtime::builder().split(allowed.len().min(max))
+        weft::Runtime::builder()
+            .overlap(weft::Overlap::Allow)
+            .split(allowed.len().min(max))
     } else {
         unpinned_pair()
     }
@@ -290,6 +302,7 @@ pub fn unpinned_pair() -> weft::Builder {
         .build()
         .expect("layout");
     weft::Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .topology(layout)
         .pinning(weft::Pinning::None)
 }

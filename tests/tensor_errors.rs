@@ -17,8 +17,16 @@ type Case<'a> = (
 
 #[test]
 fn bad_input_catalog() {
-    let rt = Runtime::builder().split(1).build().expect("runtime");
-    let other = Runtime::builder().split(1).build().expect("runtime");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
+    let other = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let a0 = Tensor::from_vec((0..6).map(f64::from).collect::<Vec<_>>(), &[2, 3]).unwrap();
     let a = lane.upload(a0.clone()).unwrap();
@@ -317,7 +325,11 @@ fn bad_input_catalog() {
 
 #[test]
 fn clamp_keeps_nan_as_numpy_does() {
-    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     for dtype in [DType::F32, DType::F64] {
         let x64 = lane
@@ -349,7 +361,11 @@ fn clamp_keeps_nan_as_numpy_does() {
 
 #[test]
 fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
-    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane
         .upload(Tensor::from_vec(vec![1.0f64, 2.0, 0.5], &[3]).unwrap())
@@ -378,7 +394,11 @@ fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
 #[test]
 fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
     use weft::SliceAxis;
-    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let big = 1usize << 62;
     // No element, whatever the other extents and their order.

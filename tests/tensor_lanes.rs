@@ -6,7 +6,11 @@ use weft::{c64, DType, FailureCause, OpError, Place, Runtime, Tensor, TensorErro
 use weft_tests::{wait, wait_ok, Hold};
 
 fn one_domain() -> Runtime {
-    Runtime::builder().split(1).build().expect("runtime")
+    Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime")
 }
 
 fn matrix(rows: usize, cols: usize, seed: f64) -> Tensor {
@@ -251,6 +255,7 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
     // neither the store nor the pool grows with the length of the stream.
     let cap = 1 << 20;
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .buffer_cap(cap)
         .build()
@@ -291,6 +296,7 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
 #[test]
 fn a_zero_buffer_cap_keeps_nothing() {
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .buffer_cap(0)
         .build()
@@ -324,6 +330,7 @@ fn engine_view(lane: &weft::Lane) -> (usize, usize) {
 fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
     // Larger than the pool's cap: freeing it gives its memory back.
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .buffer_cap(1 << 20)
         .build()
@@ -349,6 +356,7 @@ fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
 fn an_idle_domain_lets_its_buffer_pool_go() {
     use std::time::{Duration, Instant};
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::from_millis(100))
         .build()
@@ -381,6 +389,7 @@ fn an_idle_domain_lets_its_buffer_pool_go() {
 
     // Never, when asked so.
     let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::MAX)
         .build()
@@ -936,7 +945,11 @@ fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
 
 #[test]
 fn sync_waits_for_a_tensor_without_downloading_it() {
-    let rt = Runtime::builder().split(2).build().expect("runtime");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(2)
+        .build()
+        .expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane.upload(matrix(64, 64, 0.25)).unwrap();
     let hold = Hold::on(&lane);
@@ -981,6 +994,7 @@ fn each_cpu_provider_computes_the_products_of_its_runtime() {
     ];
     for provider in providers {
         let rt = Runtime::builder()
+            .overlap(weft::Overlap::Allow)
             .split(1)
             .cpu_provider(provider)
             .build()

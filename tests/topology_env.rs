@@ -11,7 +11,10 @@ fn env_layout_overrides_discovery() {
     let t = Topology::discover().expect("env layout");
     assert_eq!(t.source(), LayoutSource::Environment);
     assert_eq!(t.domains()[0].cpus(), &CpuSet::single(first));
-    let rt = Runtime::new().expect("runtime from env layout");
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .build()
+        .expect("runtime from env layout");
     assert_eq!(rt.domains().len(), 1);
     drop(rt);
 

@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use weft_actors::Trace;
+use parking_lot::Mutex;
+use weft_actors::{ShutdownError, Trace};
 use weft_engines::{CpuProvider, Pinning};
 use weft_topology::{CpuSet, Topology, TopologyBuilder};
 
@@ -15,11 +16,21 @@ use crate::config::Config;
 use crate::domain::DomainTable;
 use crate::error::BuildError;
 use crate::handle::RuntimeId;
-use crate::runtime::Runtime;
+use crate::ledger::{self, Claimed, Overlap};
+use crate::runtime::{claimed_cpus, Runtime, RuntimeReport};
 
 /// The environment variable that turns tracing on: the path of the Chrome
 /// trace-event JSON file to write (see [`Builder::trace`]).
 pub const TRACE_ENV: &str = "WEFT_TRACE";
+
+/// The environment variable that sets the threads per domain where
+/// [`Builder::threads_per_domain`] does not: a positive integer.
+pub const THREADS_ENV: &str = "WEFT_THREADS";
+
+/// rayon's thread-count variable, honoured after [`THREADS_ENV`] with
+/// rayon's meaning of its values (0 or a value that is not a number:
+/// no setting).
+pub const RAYON_THREADS_ENV: &str = "RAYON_NUM_THREADS";
 
 /// Configures a [`Runtime`].
 #[derive(Debug, Clone)]
@@ -71,8 +82,12 @@ impl Builder {
         self
     }
 
-    /// Threads per domain, the actor thread included (default: the domain's
-    /// CPU count).
+    /// Threads per domain, the actor thread included. Where this is not
+    /// called, the first of these that is set decides: `WEFT_THREADS` (a
+    /// positive integer; anything else fails the build with
+    /// [`BuildError::Env`]), `RAYON_NUM_THREADS` (as rayon reads it: 0 or
+    /// a value that is not a number is no setting), else the domain's CPU
+    /// count. Either variable counts threads per domain, not in all.
     pub fn threads_per_domain(mut self, threads: usize) -> Self {
         self.config.threads_per_domain = Some(threads);
         self
@@ -153,6 +168,36 @@ impl Builder {
         self
     }
 
+    /// Stack size in bytes of every thread the runtime starts: actors and
+    /// pool workers alike (default: the platform's; deep recursive kernels
+    /// may want 16 MiB). [`Runtime::threads`] reports it.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.config.stack_size = Some(bytes);
+        self
+    }
+
+    /// What the build does when its CPUs overlap those of a live runtime
+    /// of this process (default [`Overlap::Refuse`]; see [`Overlap`] for
+    /// why). A test suite whose tests each build a runtime, run in
+    /// parallel, allows the overlap.
+    ///
+    /// ```
+    /// use weft::{BuildError, Overlap, Runtime};
+    ///
+    /// let first = Runtime::builder().split(1).build()?;
+    /// let refused = Runtime::builder().split(1).build();
+    /// assert!(matches!(refused, Err(BuildError::Overlap { runtime, .. }) if runtime == first.id()));
+    /// let shared = Runtime::builder().split(1).overlap(Overlap::Share).build()?;
+    /// assert_eq!(shared.id(), first.id());
+    /// let beside = Runtime::builder().split(1).overlap(Overlap::Allow).build()?;
+    /// assert_eq!(beside.overlaps()[0].runtime, first.id());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn overlap(mut self, policy: Overlap) -> Self {
+        self.config.overlap = policy;
+        self
+    }
+
     /// Records kept per actor while tracing (default 65 536).
     pub fn trace_capacity(mut self, records: usize) -> Self {
         self.config.trace_capacity = records;
@@ -165,10 +210,15 @@ impl Builder {
     ///
     /// [`BuildError::Topology`] for a bad layout, [`BuildError::ZeroThreads`]
     /// [`BuildError::ZeroLaneCapacity`] and [`BuildError::LaneCapacity`] for bad settings,
-    /// [`BuildError::Actor`] when a domain's actor cannot start (for example
-    /// when the kernel narrows a pin).
+    /// [`BuildError::Env`] for a bad `WEFT_THREADS`,
+    /// [`BuildError::Overlap`] for CPUs a live runtime runs (see
+    /// [`Builder::overlap`]), [`BuildError::Actor`] when a domain's actor
+    /// cannot start (for example when the kernel narrows a pin).
     pub fn build(self) -> Result<Runtime, BuildError> {
         let mut config = self.config;
+        if config.threads_per_domain.is_none() {
+            config.threads_per_domain = threads_from_env()?;
+        }
         if config.trace_path.is_none() {
             config.trace_path = std::env::var_os(TRACE_ENV)
                 .filter(|p| !p.is_empty())
@@ -193,9 +243,41 @@ impl Builder {
             None => self.topology.build()?,
         };
         let id = RuntimeId::next();
+        let cpus = claimed_cpus(&topology);
+        let claim = match ledger::claim(id, &cpus, config.overlap)? {
+            Claimed::New(claim) => claim,
+            Claimed::Shared(runtime) => return Ok(runtime),
+        };
+        // A failed start drops the claim: the CPUs are free again.
         let table = DomainTable::start(&topology, &config, id)?;
-        Ok(Runtime::from_parts(id, topology, table, config))
+        Ok(Runtime::from_parts(
+            id,
+            topology,
+            table,
+            config,
+            (cpus, claim),
+        ))
     }
+}
+
+/// The threads per domain the environment sets, if any
+/// ([`Builder::threads_per_domain`]).
+fn threads_from_env() -> Result<Option<usize>, BuildError> {
+    if let Some(value) = std::env::var_os(THREADS_ENV) {
+        let value = value.to_string_lossy().into_owned();
+        return match value.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(BuildError::Env {
+                var: THREADS_ENV,
+                value,
+                expected: "a positive number of threads per domain",
+            }),
+        };
+    }
+    let rayon = std::env::var(RAYON_THREADS_ENV).ok();
+    Ok(rayon
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0))
 }
 
 /// The CUDA devices to run (feature `cuda`).
@@ -236,4 +318,63 @@ impl Runtime {
     pub fn builder() -> Builder {
         Builder::default()
     }
+
+    /// The process's runtime, for libraries: the first call builds it from
+    /// the environment (as [`Runtime::new`], sharing a live runtime whose
+    /// CPUs overlap, [`Overlap::Share`]), and every later call returns a
+    /// handle to it, so that crates built on weft share its domains instead
+    /// of each starting their own. After it is shut down (by
+    /// [`Runtime::shutdown_global`] or through any handle), the next call
+    /// builds it anew.
+    ///
+    /// It is not shut down at exit by itself: statics are not dropped, and
+    /// a process that ends stops its threads with it, running no more of
+    /// their queued ops. A program that wants them drained, or its trace
+    /// written, calls [`Runtime::shutdown_global`] before it returns.
+    ///
+    /// ```
+    /// let a = weft::Runtime::global()?;
+    /// let b = weft::Runtime::global()?;
+    /// assert_eq!(a.id(), b.id());
+    /// # weft::Runtime::shutdown_global()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`], when it is built.
+    pub fn global() -> Result<Runtime, BuildError> {
+        let mut global = GLOBAL.lock();
+        if let Some(rt) = global.as_ref().filter(|rt| !rt.is_closed()) {
+            return Ok(rt.clone());
+        }
+        // Built under the lock: callers racing to the first use wait for
+        // one build instead of each starting one.
+        let rt = Builder::default().overlap(Overlap::Share).build()?;
+        *global = Some(rt.clone());
+        Ok(rt)
+    }
+
+    /// Shuts the process's runtime down ([`Runtime::shutdown`]), if it was
+    /// built: its report, or `None`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Runtime::shutdown`]; the runtime stays the global one.
+    pub fn shutdown_global() -> Result<Option<RuntimeReport>, ShutdownError> {
+        // Cloned, not taken, under the lock: the shutdown (which joins
+        // threads) runs without it, and a refused one leaves it in place.
+        let Some(rt) = GLOBAL.lock().clone() else {
+            return Ok(None);
+        };
+        let report = rt.shutdown()?;
+        let mut global = GLOBAL.lock();
+        if global.as_ref().is_some_and(|g| g.id() == rt.id()) {
+            *global = None;
+        }
+        Ok(Some(report))
+    }
 }
+
+/// The process's runtime ([`Runtime::global`]).
+static GLOBAL: Mutex<Option<Runtime>> = Mutex::new(None);

@@ -9,6 +9,8 @@ use weft_actors::{
 };
 use weft_engines::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
+use crate::ledger::Overlap;
+
 /// Default time a domain is idle before it lets its buffer pool go.
 pub const DEFAULT_IDLE_TRIM: Duration = Duration::from_secs(1);
 
@@ -27,6 +29,10 @@ pub(crate) struct Config {
     pub(crate) trace_path: Option<PathBuf>,
     pub(crate) trace_capacity: usize,
     pub(crate) trace: Option<Trace>,
+    /// Stack size of every actor and pool thread, if not the platform's.
+    pub(crate) stack_size: Option<usize>,
+    /// What a build does when its CPUs overlap a live runtime's.
+    pub(crate) overlap: Overlap,
     /// The CUDA devices to run: none, every one, or these ordinals.
     #[cfg(feature = "cuda")]
     pub(crate) cuda: Option<Option<Vec<usize>>>,
@@ -46,6 +52,8 @@ impl Default for Config {
             trace_path: None,
             trace_capacity: DEFAULT_TRACE_CAPACITY,
             trace: None,
+            stack_size: None,
+            overlap: Overlap::default(),
             #[cfg(feature = "cuda")]
             cuda: None,
         }
@@ -53,13 +61,21 @@ impl Default for Config {
 }
 
 impl Config {
+    /// Threads for a domain of `cpus` CPUs: as set, else one per CPU.
+    pub(crate) fn threads_for(&self, cpus: usize) -> usize {
+        self.threads_per_domain.unwrap_or(cpus)
+    }
+
     /// A builder for an actor of the runtime named `name`: every actor the
     /// runtime starts (domains, devices, hosted engines) gets these settings.
     pub(crate) fn actor(&self, name: String) -> ActorBuilder {
-        let builder = ActorBuilder::new(name)
+        let mut builder = ActorBuilder::new(name)
             .lane_capacity(self.lane_capacity)
             .idle_spin(self.idle_spin)
             .wait_spin(self.wait_spin);
+        if let Some(bytes) = self.stack_size {
+            builder = builder.stack_size(bytes);
+        }
         match &self.trace {
             Some(trace) => builder.trace(trace),
             None => builder,

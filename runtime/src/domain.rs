@@ -14,8 +14,8 @@ use weft_actors::{
     current_actor, mark_current_thread, release_queue, Actor, ActorStats, Housekeeping, Released,
     Releaser, ShutdownError, ShutdownReport,
 };
-use weft_engines::{CpuEngine, CpuEngineConfig, Place, TensorEngine, TensorId};
-use weft_topology::{CpuDomain, Topology};
+use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, Place, TensorEngine, TensorId};
+use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::Config;
 use crate::error::{BuildError, PlaceError};
@@ -34,6 +34,9 @@ pub(crate) struct Domain<E> {
     tensors: Arc<DomainTensors>,
     /// The NUMA node of a CPU domain, if known (none for a device).
     numa_node: Option<usize>,
+    /// The CPUs each pool thread of a CPU domain read back, by worker
+    /// (none for a device).
+    readback: Vec<CpuSet>,
 }
 
 impl<E> Domain<E> {
@@ -42,6 +45,7 @@ impl<E> Domain<E> {
             actor,
             tensors,
             numa_node,
+            readback: Vec::new(),
         }
     }
 
@@ -79,9 +83,12 @@ impl DomainTable {
             .map(|domain| {
                 let place = Place::Cpu(domain.index());
                 let (freed, housekeeping) = housekeeping(config.idle_trim);
-                let actor = start_cpu(domain, config, housekeeping)?;
+                let (actor, readback) = start_cpu(domain, config, housekeeping)?;
                 let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
-                Ok(Domain::new(actor, tensors, domain.numa_node()))
+                Ok(Domain {
+                    readback,
+                    ..Domain::new(actor, tensors, domain.numa_node())
+                })
             })
             .collect::<Result<_, BuildError>>()?;
         Ok(DomainTable {
@@ -112,6 +119,36 @@ impl DomainTable {
             Place::Cpu(index) => self.cpu.get(index)?.numa_node,
             Place::Cuda(_) => None,
         }
+    }
+
+    /// What each CPU domain's threads are, as `config` started them.
+    pub(crate) fn threads(&self, topology: &Topology, config: &Config) -> Vec<DomainThreads> {
+        (self.cpu.iter())
+            .zip(topology.domains())
+            .map(|(domain, layout)| {
+                let cpus = layout.cpus().clone();
+                let count = config.threads_for(cpus.len());
+                let actor = domain.actor.name().to_owned();
+                let names = std::iter::once(actor.clone())
+                    .chain((1..count).map(|w| format!("{actor}-w{w}")))
+                    .collect();
+                let affinity = match config.pinning {
+                    Pinning::None => Affinity::Unpinned,
+                    _ if domain.readback.len() == count => {
+                        Affinity::Verified(domain.readback.clone())
+                    }
+                    _ => Affinity::Declared,
+                };
+                DomainThreads {
+                    domain: layout.index(),
+                    cpus,
+                    pinning: config.pinning,
+                    names,
+                    affinity,
+                    stack_size: config.stack_size,
+                }
+            })
+            .collect()
     }
 
     /// Every domain's actor, in the table's order.
@@ -198,39 +235,78 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
 }
 
 /// Starts the actor of a CPU domain; its engine's pool is built on it.
+/// Also returns the CPUs each pool thread read back.
 fn start_cpu(
     domain: &CpuDomain,
     config: &Config,
     housekeeping: impl Housekeeping<CpuEngine>,
-) -> Result<Actor<CpuEngine>, BuildError> {
+) -> Result<(Actor<CpuEngine>, Vec<CpuSet>), BuildError> {
     let engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
         provider: config.provider,
+        stack_size: config.stack_size,
         ..CpuEngineConfig::new(
             domain.index(),
             domain.cpus().clone(),
-            config
-                .threads_per_domain
-                .unwrap_or_else(|| domain.cpus().len()),
+            config.threads_for(domain.cpus().len()),
         )
     };
-    config
+    let readback = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let read = readback.clone();
+    let actor = config
         .actor(actor_name(Place::Cpu(domain.index())))
         .spawn_with(
             move || {
                 let actor = current_actor().expect("an engine factory runs on its actor thread");
-                CpuEngine::new(CpuEngineConfig {
+                let engine = CpuEngine::new(CpuEngineConfig {
                     on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
                     ..engine_config
-                })
+                })?;
+                *read.lock() = engine.worker_cpus().to_vec();
+                Ok::<_, weft_engines::EngineError>(engine)
             },
             housekeeping,
         )
         .map_err(|source| BuildError::Actor {
             domain: domain.index(),
             source,
-        })
+        })?;
+    let readback = std::mem::take(&mut *readback.lock());
+    Ok((actor, readback))
+}
+
+/// A CPU domain's threads, as its engine started them
+/// ([`crate::Runtime::threads`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainThreads {
+    /// The domain's index.
+    pub domain: usize,
+    /// The domain's CPUs.
+    pub cpus: CpuSet,
+    /// How its threads were pinned.
+    pub pinning: Pinning,
+    /// The threads' names, the actor's (pool worker 0) first.
+    pub names: Vec<String>,
+    /// Where the threads run, and how that is known.
+    pub affinity: Affinity,
+    /// The stack size asked for, if any ([`crate::Builder::stack_size`]).
+    pub stack_size: Option<usize>,
+}
+
+/// How a domain's threads' affinity is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Affinity {
+    /// Each thread's mask, by worker, as read back from that thread after
+    /// it was pinned; the engine does not start if one differs from its pin.
+    Verified(Vec<CpuSet>),
+    /// The threads were not pinned ([`Pinning::None`]): they run anywhere
+    /// in the process's mask.
+    Unpinned,
+    /// Pinning was asked for but the platform cannot set or read a
+    /// thread's affinity: declared only.
+    Declared,
 }
 
 /// The CUDA devices of the table (feature `cuda`).

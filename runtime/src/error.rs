@@ -4,7 +4,7 @@ use std::fmt;
 
 use weft_actors::{ActorClosed, SpawnError};
 use weft_engines::{DeviceError, ExecError, Meta, NotResident, Place, TensorError, Unsupported};
-use weft_topology::TopologyError;
+use weft_topology::{CpuSet, TopologyError};
 
 use crate::handle::RuntimeId;
 
@@ -34,6 +34,33 @@ pub enum BuildError {
     LaneCapacity {
         /// The capacity asked for.
         capacity: usize,
+    },
+    /// The layout's CPUs overlap those of a live runtime of the process
+    /// and the builder refuses overlaps ([`crate::Overlap::Refuse`], the
+    /// default).
+    #[error(
+        "CPUs {cpus} are already run by weft {runtime} (on CPUs {runtime_cpus}): share it \
+         (`Runtime::global()` or `Overlap::Share`), build on other CPUs, or allow the \
+         overlap (`Overlap::Allow`)"
+    )]
+    Overlap {
+        /// The CPUs both would run on.
+        cpus: CpuSet,
+        /// The live runtime that runs them.
+        runtime: RuntimeId,
+        /// All of its CPUs.
+        runtime_cpus: CpuSet,
+    },
+    /// An environment variable that sets a default holds a value that
+    /// cannot be used.
+    #[error("environment variable {var}={value:?}: {expected}")]
+    Env {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it must hold.
+        expected: &'static str,
     },
     /// The actor of a domain could not start (for example, pinning failed).
     #[error("starting the actor of CPU domain {domain}: {source}")]

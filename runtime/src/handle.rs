@@ -32,6 +32,12 @@ use weft_engines::{DType, Meta, Place, TensorEngine, TensorId};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RuntimeId(pub(crate) u64);
 
+impl std::fmt::Display for RuntimeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "runtime {}", self.0)
+    }
+}
+
 impl RuntimeId {
     pub(crate) fn next() -> RuntimeId {
         static NEXT: AtomicU64 = AtomicU64::new(1);

@@ -28,6 +28,7 @@
 //   transfer, ops/             a lane's tensor ops (`impl Lane` blocks); transfers use ops
 //   lane                       `Lane`: the type, and opening one into a domain
 //   domain                     the table of domains: started, looked up, stopped
+//   ledger                     the process's claims on CPUs, between runtimes
 //   config, error              what actors start with; every error type
 //   handle                     tensor handles, `RuntimeId`, a domain's shared tensor state
 mod builder;
@@ -36,6 +37,7 @@ mod domain;
 mod error;
 mod handle;
 mod lane;
+mod ledger;
 mod ops;
 mod pipeline;
 mod runtime;
@@ -49,9 +51,11 @@ mod transfer;
 
 // The runtime: building one, running it, its errors and reports, and the
 // application-side helpers on top of lanes.
-pub use builder::{Builder, TRACE_ENV};
+pub use builder::{Builder, RAYON_THREADS_ENV, THREADS_ENV, TRACE_ENV};
 pub use config::DEFAULT_IDLE_TRIM;
+pub use domain::{Affinity, DomainThreads};
 pub use error::{BuildError, RuntimeError};
+pub use ledger::{Overlap, Overlapping};
 pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
 pub use scope::Scope;

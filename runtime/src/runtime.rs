@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use weft_actors::{Actor, ActorClosed, ActorStats, ShutdownError, ShutdownReport, Trace};
 use weft_engines::{CpuEngine, Pinning};
-use weft_topology::{pin_current_thread, CpuDomain, Topology};
+use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology};
 
 use crate::config::Config;
-use crate::domain::{DomainTable, Hosted, Stop};
+use crate::domain::{DomainTable, DomainThreads, Hosted, Stop};
 use crate::error::{OpError, RuntimeError};
 use crate::handle::RuntimeId;
 use crate::lane::Lane;
+use crate::ledger::{self, Claim, Overlapping};
 
 /// The weft runtime: one actor per CPU domain, each owning a [`CpuEngine`]
 /// whose pool is pinned to the domain. Cheap to clone; the actors shut down
@@ -33,7 +34,7 @@ pub struct Runtime {
     inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     id: RuntimeId,
     topology: Topology,
     /// Lanes hold it weakly, to reach other domains for transfers.
@@ -44,6 +45,14 @@ struct Inner {
     hosted: Mutex<HostedActors>,
     config: Config,
     app_threads: AtomicUsize,
+    /// The CPUs of every domain, as claimed in the process's ledger.
+    cpus: CpuSet,
+    /// What the domains' threads are and where they run.
+    threads: Vec<DomainThreads>,
+    /// The claim on `cpus`: released by a shutdown that joins every
+    /// actor, else when this is dropped. Declared after `table`, so that
+    /// the domains' threads are joined first.
+    claim: Mutex<Option<Claim>>,
 }
 
 /// The actors users host with [`Runtime::spawn_actor`].
@@ -78,6 +87,8 @@ impl fmt::Display for RuntimeReport {
 pub struct RuntimeStats {
     /// CPU domains in order, then CUDA devices, then hosted actors.
     pub actors: Vec<ActorStats>,
+    /// The live runtimes of the process whose CPUs overlap this one's.
+    pub overlaps: Vec<Overlapping>,
 }
 
 /// A table: one row per actor and per open lane, with op counts and the
@@ -87,6 +98,9 @@ impl fmt::Display for RuntimeStats {
         writeln!(f, "{}", ActorStats::TABLE_HEADER)?;
         for actor in &self.actors {
             write!(f, "{actor}")?;
+        }
+        for overlap in &self.overlaps {
+            writeln!(f, "overlap: {overlap}")?;
         }
         Ok(())
     }
@@ -101,17 +115,40 @@ impl Runtime {
         topology: Topology,
         table: DomainTable,
         config: Config,
+        (cpus, claim): (CpuSet, Claim),
     ) -> Runtime {
-        Runtime {
-            inner: Arc::new(Inner {
-                id,
-                topology,
-                table: Arc::new(table),
-                hosted: Mutex::new(HostedActors::default()),
-                config,
-                app_threads: AtomicUsize::new(0),
-            }),
-        }
+        let threads = table.threads(&topology, &config);
+        let inner = Arc::new(Inner {
+            id,
+            topology,
+            table: Arc::new(table),
+            hosted: Mutex::new(HostedActors::default()),
+            config,
+            app_threads: AtomicUsize::new(0),
+            cpus,
+            threads,
+            claim: Mutex::new(None),
+        });
+        claim.attach(&inner);
+        *inner.claim.lock() = Some(claim);
+        Runtime { inner }
+    }
+
+    /// Another handle to a live runtime (one shared through the ledger).
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Runtime {
+        Runtime { inner }
+    }
+
+    /// The live runtimes of the process whose CPUs overlap this one's
+    /// (built with [`crate::Overlap::Allow`], by either side).
+    pub fn overlaps(&self) -> Vec<Overlapping> {
+        ledger::overlaps(self.inner.id, &self.inner.cpus)
+    }
+
+    /// Each CPU domain's threads: how many, their names, and whether their
+    /// affinity was read back from each thread or only declared.
+    pub fn threads(&self) -> &[DomainThreads] {
+        &self.inner.threads
     }
 
     /// The CPU domain layout the runtime runs on.
@@ -149,6 +186,11 @@ impl Runtime {
     pub(crate) fn op_lane(&self, domain: usize) -> Result<Lane, OpError> {
         let table = &self.inner.table;
         Ok(Lane::open(table.cpu(domain)?, table)?)
+    }
+
+    /// Whether a shutdown has begun.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.hosted.lock().closed
     }
 
     /// This runtime's id; handles of other runtimes are refused.
@@ -222,7 +264,10 @@ impl Runtime {
             .chain(hosted.iter().map(|h| &**h))
             .map(Hosted::stats)
             .collect();
-        RuntimeStats { actors }
+        RuntimeStats {
+            actors,
+            overlaps: self.overlaps(),
+        }
     }
 
     /// Stops intake everywhere, runs every queued op, joins every actor
@@ -301,6 +346,7 @@ impl Runtime {
         }
         self.inner.write_trace();
         if stuck.is_empty() {
+            self.inner.release_claim();
             Ok(RuntimeReport { actors: reports })
         } else {
             Err(ShutdownError::TimedOut { timeout, stuck })
@@ -311,6 +357,7 @@ impl Runtime {
         let results = self.stop_each(|| how);
         self.inner.write_trace();
         let actors = results.into_iter().collect::<Result<_, _>>()?;
+        self.inner.release_claim();
         Ok(RuntimeReport { actors })
     }
 
@@ -360,6 +407,13 @@ impl Runtime {
 }
 
 impl Inner {
+    /// Frees the runtime's CPUs in the ledger: every actor is joined.
+    fn release_claim(&self) {
+        // Taken out first: the ledger's lock is not taken under this one.
+        let claim = self.claim.lock().take();
+        drop(claim);
+    }
+
     /// Writes the trace to its file, if the runtime is traced. A failure is
     /// reported on stderr: it happens at shutdown, with nobody to return to.
     fn write_trace(&self) {
@@ -393,4 +447,9 @@ impl fmt::Debug for Runtime {
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
+}
+
+/// Every CPU the domains of `topology` run on.
+pub(crate) fn claimed_cpus(topology: &Topology) -> CpuSet {
+    (topology.domains().iter()).fold(CpuSet::default(), |all, d| all.union(d.cpus()))
 }

@@ -107,6 +107,9 @@ pub struct CpuEngineConfig {
     pub buffer_cap: usize,
     /// Who computes the matrix products ([`CpuProvider::Faer`] by default).
     pub provider: CpuProvider,
+    /// Stack size of the pool's worker threads (the calling thread keeps
+    /// its own), if not rayon's default.
+    pub stack_size: Option<usize>,
 }
 
 /// The default byte cap of a domain's buffer pool: 256 MiB.
@@ -130,6 +133,7 @@ impl CpuEngineConfig {
             on_worker_start: None,
             buffer_cap: DEFAULT_BUFFER_CAP,
             provider: CpuProvider::Faer,
+            stack_size: None,
         }
     }
 }
@@ -144,6 +148,7 @@ impl fmt::Debug for CpuEngineConfig {
             .field("name", &self.name)
             .field("buffer_cap", &self.buffer_cap)
             .field("provider", &self.provider)
+            .field("stack_size", &self.stack_size)
             .finish_non_exhaustive()
     }
 }

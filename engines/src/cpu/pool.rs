@@ -99,7 +99,11 @@ impl PinnedPool {
             }
         };
         let name = config.name.clone();
-        let pool = rayon::ThreadPoolBuilder::new()
+        let mut builder = rayon::ThreadPoolBuilder::new();
+        if let Some(bytes) = config.stack_size {
+            builder = builder.stack_size(bytes);
+        }
+        let pool = builder
             .num_threads(config.threads)
             .use_current_thread()
             .thread_name(move |i| format!("{name}-w{i}"))

@@ -1,0 +1,379 @@
+//! weft inside a larger program: the process's ledger of CPUs between
+//! runtimes (refused, shared, allowed overlaps), the process's global
+//! runtime, thread counts from the environment, the report of each
+//! domain's threads, and stack sizes.
+//!
+//! Every test here builds runtimes whose CPUs overlap on purpose, and some
+//! set environment variables, so they run one at a time (`serial`).
+
+use std::sync::{Barrier, Mutex, MutexGuard};
+use std::thread;
+
+use weft::{
+    Affinity, BuildError, CpuSet, Overlap, Pinning, Runtime, RAYON_THREADS_ENV, THREADS_ENV,
+};
+use weft_tests::{status_bytes, thread_count, wait_ok};
+
+/// Holds the other tests of this binary off.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The process's allowed CPUs.
+fn allowed() -> CpuSet {
+    weft_topology::process_allowed_cpus().expect("the allowed CPUs")
+}
+
+/// A one-domain runtime on every allowed CPU, refusing overlaps.
+fn whole() -> Runtime {
+    Runtime::builder().split(1).build().expect("a runtime")
+}
+
+/// The runtime answers: an op runs on its first domain.
+fn answers(rt: &Runtime) -> bool {
+    let lane = rt.lane(0).expect("a lane");
+    wait_ok(lane.run(|_| 6 * 7).expect("submit")) == 42
+}
+
+#[test]
+fn an_overlapping_build_is_refused_naming_the_cpus_and_the_runtime() {
+    let _serial = serial();
+    let first = whole();
+    let err = Runtime::builder().split(1).build().unwrap_err();
+    let BuildError::Overlap {
+        cpus,
+        runtime,
+        runtime_cpus,
+    } = &err
+    else {
+        panic!("expected an overlap, got {err}");
+    };
+    assert_eq!(*runtime, first.id());
+    assert_eq!(cpus, &allowed());
+    assert_eq!(runtime_cpus, &allowed());
+    let text = err.to_string();
+    assert!(
+        text.contains(&allowed().to_string()) && text.contains(&first.id().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("Overlap::Allow"), "{text}");
+    // The refusal cost the live runtime nothing.
+    assert!(answers(&first));
+
+    // A shutdown that joins every thread frees the CPUs, though the
+    // handle lives on.
+    first.shutdown().expect("shutdown");
+    let second = whole();
+    assert!(answers(&second));
+    // So does dropping the last handle.
+    drop(second);
+    assert!(answers(&whole()));
+}
+
+#[test]
+fn a_shared_build_returns_the_live_runtime() {
+    let _serial = serial();
+    let first = whole();
+    // Its own layout and settings are not used: it is the same runtime.
+    let shared = Runtime::builder()
+        .cpulists(&allowed().first().unwrap().to_string())
+        .threads_per_domain(1)
+        .overlap(Overlap::Share)
+        .build()
+        .expect("shared");
+    assert_eq!(shared.id(), first.id());
+    assert_eq!(shared.domains(), first.domains());
+    // Tensors of one handle are tensors of the other.
+    let t = shared
+        .lane(0)
+        .unwrap()
+        .upload(weft::Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap())
+        .unwrap();
+    let back = wait_ok(first.lane(0).unwrap().download(&t).unwrap());
+    assert_eq!(back.as_slice::<f64>().unwrap(), &[1.0, 2.0]);
+    assert!(first.overlaps().is_empty(), "sharing is not an overlap");
+    drop((first, t));
+    // The shared handle keeps the runtime: a refusing build still sees it.
+    assert!(matches!(
+        Runtime::builder().split(1).build(),
+        Err(BuildError::Overlap { runtime, .. }) if runtime == shared.id()
+    ));
+    drop(shared);
+    // With nothing to share, a sharing build builds.
+    let fresh = Runtime::builder()
+        .split(1)
+        .overlap(Overlap::Share)
+        .build()
+        .unwrap();
+    assert!(answers(&fresh));
+}
+
+#[test]
+fn an_allowed_overlap_is_reported_by_both_runtimes() {
+    let _serial = serial();
+    let first = whole();
+    let beside = Runtime::builder()
+        .split(1)
+        .overlap(Overlap::Allow)
+        .build()
+        .expect("allowed");
+    assert_ne!(beside.id(), first.id());
+    let seen_by_first = first.overlaps();
+    assert_eq!(seen_by_first.len(), 1);
+    assert_eq!(seen_by_first[0].runtime, beside.id());
+    assert_eq!(seen_by_first[0].cpus, allowed());
+    assert_eq!(beside.overlaps()[0].runtime, first.id());
+    let stats = beside.stats();
+    assert_eq!(stats.overlaps, beside.overlaps());
+    let table = stats.to_string();
+    assert!(
+        table.contains(&format!(
+            "overlap: CPUs {} shared with {}",
+            allowed(),
+            first.id()
+        )),
+        "{table}"
+    );
+    assert!(answers(&first) && answers(&beside));
+    drop(beside);
+    assert!(first.overlaps().is_empty());
+    assert!(first.stats().overlaps.is_empty());
+}
+
+#[test]
+fn disjoint_layouts_live_side_by_side() {
+    let _serial = serial();
+    let cpus: Vec<usize> = allowed().iter().collect();
+    if cpus.len() < 2 {
+        println!(
+            "skipped: needs two allowed CPUs, this process has {}",
+            cpus.len()
+        );
+        return;
+    }
+    let left = Runtime::builder()
+        .cpulists(&cpus[0].to_string())
+        .build()
+        .expect("left");
+    let right = Runtime::builder()
+        .cpulists(&cpus[1].to_string())
+        .build()
+        .expect("right, disjoint from left");
+    assert!(left.overlaps().is_empty() && right.overlaps().is_empty());
+    // A third over both is refused, naming the first it meets.
+    let both = format!("{},{}", cpus[0], cpus[1]);
+    match Runtime::builder().cpulists(&both).build() {
+        Err(BuildError::Overlap { cpus: shared, .. }) => assert_eq!(shared.len(), 1),
+        other => panic!("expected an overlap, got {other:?}"),
+    }
+    assert!(answers(&left) && answers(&right));
+}
+
+#[test]
+fn the_global_runtime_is_built_once_for_every_thread() {
+    let _serial = serial();
+    let callers = 8;
+    let barrier = Barrier::new(callers);
+    let ids: Vec<_> = thread::scope(|s| {
+        let handles: Vec<_> = (0..callers)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let rt = Runtime::global().expect("global");
+                    assert!(answers(&rt));
+                    rt.id()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
+    // It holds its CPUs like any runtime.
+    assert!(matches!(
+        Runtime::builder().split(1).build(),
+        Err(BuildError::Overlap { runtime, .. }) if runtime == ids[0]
+    ));
+    let report = Runtime::shutdown_global()
+        .expect("shutdown")
+        .expect("built");
+    assert!(!report.actors.is_empty());
+    assert!(Runtime::shutdown_global().unwrap().is_none());
+    // The next use builds it anew.
+    let again = Runtime::global().unwrap();
+    assert_ne!(again.id(), ids[0]);
+    assert!(answers(&again));
+    Runtime::shutdown_global().unwrap();
+}
+
+#[test]
+fn the_global_runtime_shares_the_applications() {
+    let _serial = serial();
+    let app = Runtime::builder().split(1).build().unwrap();
+    let global = Runtime::global().unwrap();
+    assert_eq!(global.id(), app.id());
+    drop(global);
+    // Shutting the global one down shuts the application's down: they
+    // are one runtime.
+    Runtime::shutdown_global().unwrap();
+    assert!(app.lane(0).is_err());
+}
+
+#[test]
+fn thread_counts_follow_the_builder_then_the_environment() {
+    let _serial = serial();
+    let threads = |rt: &Runtime| rt.threads()[0].names.len();
+    let build = || Runtime::builder().split(1).build();
+    std::env::remove_var(THREADS_ENV);
+    std::env::remove_var(RAYON_THREADS_ENV);
+    let cpus = allowed().len();
+    assert_eq!(threads(&build().unwrap()), cpus);
+
+    std::env::set_var(RAYON_THREADS_ENV, "3");
+    assert_eq!(threads(&build().unwrap()), 3);
+    // rayon's reading: 0 and a value that is not a number set nothing.
+    for value in ["0", "many"] {
+        std::env::set_var(RAYON_THREADS_ENV, value);
+        assert_eq!(
+            threads(&build().unwrap()),
+            cpus,
+            "{RAYON_THREADS_ENV}={value}"
+        );
+    }
+    std::env::set_var(RAYON_THREADS_ENV, "3");
+    std::env::set_var(THREADS_ENV, "2");
+    assert_eq!(threads(&build().unwrap()), 2, "WEFT_THREADS comes first");
+    let explicit = Runtime::builder()
+        .split(1)
+        .threads_per_domain(1)
+        .build()
+        .unwrap();
+    assert_eq!(threads(&explicit), 1, "the builder comes before both");
+    drop(explicit);
+
+    for value in ["0", "two", ""] {
+        std::env::set_var(THREADS_ENV, value);
+        let err = build().unwrap_err();
+        assert!(
+            matches!(&err, BuildError::Env { var, value: v, .. } if *var == THREADS_ENV && v == value),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&format!("{value:?}")), "{err}");
+    }
+    std::env::remove_var(THREADS_ENV);
+    std::env::remove_var(RAYON_THREADS_ENV);
+}
+
+#[test]
+fn each_domains_threads_are_reported_with_their_names_and_affinity() {
+    let _serial = serial();
+    let rt = Runtime::builder()
+        .split(1)
+        .threads_per_domain(2)
+        .build()
+        .unwrap();
+    let report = &rt.threads()[0];
+    assert_eq!(report.domain, 0);
+    assert_eq!(report.cpus, allowed());
+    assert_eq!(report.pinning, Pinning::PerCore);
+    assert_eq!(report.names, ["weft-cpu-0", "weft-cpu-0-w1"]);
+    // The names are the threads' own.
+    let lane = rt.lane(0).unwrap();
+    let names = wait_ok(
+        lane.run(|engine| {
+            engine.install(|| rayon::broadcast(|_| thread::current().name().map(str::to_owned)))
+        })
+        .unwrap(),
+    );
+    assert_eq!(
+        names,
+        [
+            Some("weft-cpu-0".to_owned()),
+            Some("weft-cpu-0-w1".to_owned())
+        ]
+    );
+    // Per core: worker i on the domain's i-th CPU, wrapping around.
+    let cpus: Vec<usize> = allowed().iter().collect();
+    let expected: Vec<CpuSet> = (0..2)
+        .map(|w| CpuSet::single(cpus[w % cpus.len()]))
+        .collect();
+    assert_eq!(report.affinity, Affinity::Verified(expected));
+    drop((lane, rt));
+
+    let unpinned = Runtime::builder()
+        .split(1)
+        .pinning(Pinning::None)
+        .build()
+        .unwrap();
+    assert_eq!(unpinned.threads()[0].affinity, Affinity::Unpinned);
+}
+
+/// Recurses `depth` frames of 64 KiB each.
+fn deep(depth: usize) -> u64 {
+    let frame = std::hint::black_box([depth as u8; 64 << 10]);
+    if depth == 0 {
+        return u64::from(frame[0]);
+    }
+    u64::from(frame[depth % frame.len()]) + deep(depth - 1)
+}
+
+#[test]
+fn the_stack_size_reaches_actors_and_pool_workers() {
+    let _serial = serial();
+    // 8 MiB of frames: past the 2 MiB default of spawned threads, so
+    // this would overflow (and abort the test) on a default stack.
+    let depth = 128;
+    let rt = Runtime::builder()
+        .split(1)
+        .threads_per_domain(2)
+        .stack_size(32 << 20)
+        .build()
+        .unwrap();
+    assert_eq!(rt.threads()[0].stack_size, Some(32 << 20));
+    let lane = rt.lane(0).unwrap();
+    let sums = wait_ok(
+        lane.run(move |engine| engine.install(|| rayon::broadcast(|_| deep(depth))))
+            .unwrap(),
+    );
+    assert_eq!(sums.len(), 2);
+    assert!(sums.iter().all(|&s| s == sums[0]));
+}
+
+#[test]
+fn creating_and_dropping_shared_handles_returns_threads_and_memory() {
+    let _serial = serial();
+    let cycle = || {
+        let owner = whole();
+        for _ in 0..4 {
+            let shared = Runtime::builder()
+                .split(1)
+                .overlap(Overlap::Share)
+                .build()
+                .unwrap();
+            assert_eq!(shared.id(), owner.id());
+            assert!(answers(&shared));
+        }
+        let global = Runtime::global().unwrap();
+        assert_eq!(global.id(), owner.id());
+        drop((global, owner));
+        Runtime::shutdown_global().unwrap();
+    };
+    // Warm-up: the allocator's and the test harness's first costs.
+    for _ in 0..5 {
+        cycle();
+    }
+    let threads = thread_count();
+    let rss = status_bytes("VmRSS");
+    for _ in 0..100 {
+        cycle();
+    }
+    assert_eq!(
+        thread_count(),
+        threads,
+        "every runtime's threads are joined"
+    );
+    let grown = status_bytes("VmRSS").saturating_sub(rss);
+    assert!(grown < 16 << 20, "RSS grew {grown} bytes over 100 cycles");
+}
