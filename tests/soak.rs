@@ -36,8 +36,6 @@ fn runtime() -> Runtime {
     builder.build().expect("runtime")
 }
 
-/// A `kB` field of `/proc/self/status`, in bytes.
-
 /// What "back to the floor" means, in one place: resident tensors as they
 /// were, nothing queued, buffer pools bounded, peak RSS bounded.
 struct Floor {
