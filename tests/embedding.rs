@@ -377,3 +377,163 @@ fn creating_and_dropping_shared_handles_returns_threads_and_memory() {
     let grown = status_bytes("VmRSS").saturating_sub(rss);
     assert!(grown < 16 << 20, "RSS grew {grown} bytes over 100 cycles");
 }
+
+/// A little of the vocabulary on `rt`'s first domain, large enough for
+/// the kernels to split over the pool: every result, flattened.
+fn workload(rt: &Runtime) -> Vec<Vec<f64>> {
+    let lane = rt.lane(0).unwrap();
+    let n = 192;
+    let values = |shift: f64| -> Vec<f64> {
+        (0..n * n)
+            .map(|i| ((i as f64 * 0.37 + shift).sin() * 10.0).round() / 10.0)
+            .collect()
+    };
+    let a = lane
+        .upload(weft::Tensor::from_vec(values(0.0), &[n, n]).unwrap())
+        .unwrap();
+    let b = lane
+        .upload(weft::Tensor::from_vec(values(1.0), &[n, n]).unwrap())
+        .unwrap();
+    let product = lane.matmul(&a, &b).unwrap();
+    let contracted = lane.einsum("ij,jk,kl->il", &[&a, &b, &a]).unwrap();
+    let sum = lane.add(&product, &a).unwrap();
+    let total = lane.sum_all(&sum).unwrap();
+    let (_, r) = lane.qr(&a).unwrap();
+    let rows = lane.reduce(weft::ReduceOp::Max, &b, &[1], false).unwrap();
+    [product, contracted, total, r, rows]
+        .iter()
+        .map(|h| {
+            let t = wait_ok(lane.download(h).unwrap());
+            t.as_slice::<f64>().unwrap().to_vec()
+        })
+        .collect()
+}
+
+fn close(got: &[Vec<f64>], want: &[Vec<f64>]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert_eq!(g.len(), w.len());
+        for (x, y) in g.iter().zip(w) {
+            assert!((x - y).abs() <= 1e-9 * (1.0 + y.abs()), "{x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn a_callers_rayon_pool_runs_the_vocabulary_with_no_thread_of_weft() {
+    let _serial = serial();
+    let want = workload(&whole());
+    let pool = std::sync::Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .thread_name(|i| format!("app-pool-{i}"))
+            .build()
+            .unwrap(),
+    );
+    let before = thread_count();
+    let rt = Runtime::builder()
+        .split(1)
+        .host_pool(pool.clone())
+        .build()
+        .unwrap();
+    assert_eq!(thread_count(), before, "weft started no thread");
+    let report = &rt.threads()[0];
+    assert!(report.hosted);
+    assert_eq!(report.threads, 3);
+    assert_eq!(report.affinity, Affinity::Caller);
+    assert!(
+        report.names[0].starts_with("app-pool-"),
+        "{:?}",
+        report.names
+    );
+    // The actor is a worker of the pool, and its kernels run there.
+    let lane = rt.lane(0).unwrap();
+    let seen = wait_ok(
+        lane.run(|engine| {
+            let name = thread::current().name().map(str::to_owned);
+            (name, engine.install(rayon::current_num_threads))
+        })
+        .unwrap(),
+    );
+    assert!(seen.0.unwrap().starts_with("app-pool-"));
+    assert_eq!(seen.1, 3);
+    close(&workload(&rt), &want);
+    // The pool goes on with the application's own work meanwhile.
+    assert_eq!(pool.install(|| (0..1000u64).sum::<u64>()), 499_500);
+    drop(lane);
+    rt.shutdown().unwrap();
+    // The actor's job has returned: its worker is the pool's again.
+    assert_eq!(pool.broadcast(|_| 1).len(), 3);
+    assert_eq!(thread_count(), before);
+}
+
+#[test]
+fn callers_threads_host_the_actors_and_get_them_back() {
+    let _serial = serial();
+    let want = workload(&whole());
+    let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let started = threads.clone();
+    let before = thread_count();
+    let rt = Runtime::builder()
+        .split(1)
+        .threads_per_domain(1)
+        .host(move |domain, job| {
+            assert_eq!(job.name(), format!("weft-cpu-{domain}"));
+            let thread = thread::Builder::new()
+                .name(format!("app-{domain}"))
+                .spawn(move || job.run())?;
+            started.lock().unwrap().push(thread);
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    assert_eq!(thread_count(), before + 1, "only the application's thread");
+    assert_eq!(rt.threads()[0].names, ["app-0"]);
+    assert!(rt.threads()[0].hosted);
+    close(&workload(&rt), &want);
+    rt.shutdown().unwrap();
+    for thread in threads.lock().unwrap().drain(..) {
+        thread.join().expect("the job returned");
+    }
+    assert_eq!(thread_count(), before);
+}
+
+#[test]
+fn a_host_that_does_not_take_the_job_fails_the_build_and_frees_the_cpus() {
+    let _serial = serial();
+    let refuses = |launch: fn(
+        usize,
+        weft::ActorJob,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+                   says: &str| {
+        let err = Runtime::builder()
+            .split(1)
+            .host(launch)
+            .build()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, BuildError::Actor { domain: 0, .. }), "{text}");
+        assert!(text.contains(says), "{text}");
+        // Its claim went with it.
+        assert!(answers(&whole()));
+    };
+    refuses(
+        |_, _| Err("no threads to spare".into()),
+        "no threads to spare",
+    );
+    refuses(
+        |_, job| {
+            job.run();
+            Ok(())
+        },
+        "must hand it to another thread",
+    );
+    refuses(
+        |_, job| {
+            drop(job);
+            Ok(())
+        },
+        "dropped the actor's job",
+    );
+    refuses(|_, _| panic!("host bug"), "host bug");
+}

@@ -28,6 +28,8 @@ pub struct ActorBuilder {
     wait_spin: Duration,
     stack_size: Option<usize>,
     trace: Option<Trace>,
+    /// Where the actor's loop runs, if not on a thread of its own.
+    host: Option<Host>,
 }
 
 /// Default number of ops one lane holds before `submit` waits.
@@ -75,6 +77,15 @@ pub enum SpawnError {
         /// The thread name.
         name: String,
         /// The factory's error.
+        source: Box<dyn Error + Send + Sync>,
+    },
+    /// The host of [`ActorBuilder::host`] refused the actor's job, or the
+    /// job was run where it would have waited for itself.
+    #[error("the host of actor `{name}` did not take its job: {source}")]
+    Launch {
+        /// The actor's name.
+        name: String,
+        /// Why.
         source: Box<dyn Error + Send + Sync>,
     },
     /// The engine factory panicked.
@@ -144,6 +155,7 @@ impl ActorBuilder {
             wait_spin: DEFAULT_WAIT_SPIN,
             stack_size: None,
             trace: None,
+            host: None,
         }
     }
 
@@ -172,9 +184,47 @@ impl ActorBuilder {
         self
     }
 
-    /// The actor thread's stack size.
+    /// The actor thread's stack size (not used with [`ActorBuilder::host`]).
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs the actor on a thread the caller owns instead of one of its
+    /// own: `spawn` hands the actor's whole life (building its engine,
+    /// its loop, dropping its engine) to `launch` as an [`ActorJob`], and
+    /// `launch` gives it to another thread, which calls [`ActorJob::run`]:
+    /// a thread of the caller's rayon pool (`pool.spawn(|| job.run())`),
+    /// or one it spawned and pinned. That thread is the actor's until the
+    /// actor shuts down; a shutdown waits for the job to return. The rule
+    /// stays: one thread owns the engine.
+    ///
+    /// `spawn` waits for the engine to be built, so `launch` must not run
+    /// the job itself: a job run on the thread that is spawning it is
+    /// refused ([`SpawnError::Launch`]) instead of waiting for itself.
+    ///
+    /// ```
+    /// use weft_actors::ActorBuilder;
+    ///
+    /// let actor = ActorBuilder::new("hosted")
+    ///     .host(|job| {
+    ///         // A thread the application starts and names (and may pin).
+    ///         std::thread::Builder::new()
+    ///             .name("app-worker".into())
+    ///             .spawn(move || job.run())?;
+    ///         Ok(())
+    ///     })
+    ///     .spawn(|| Ok::<_, std::io::Error>(0u64))?;
+    /// let here = actor.lane()?.run(|_| std::thread::current().name().map(str::to_owned))?;
+    /// assert_eq!(here.wait()?.as_deref(), Some("app-worker"));
+    /// actor.shutdown()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn host<F>(mut self, launch: F) -> Self
+    where
+        F: Fn(ActorJob) -> Result<(), Box<dyn Error + Send + Sync>> + Send + Sync + 'static,
+    {
+        self.host = Some(Host(Arc::new(launch)));
         self
     }
 
@@ -239,76 +289,219 @@ impl ActorBuilder {
         let thread_shared = shared.clone();
         let idle_spin = self.idle_spin;
         let name = self.name.clone();
-        let mut builder = thread::Builder::new().name(self.name.clone());
-        if let Some(bytes) = self.stack_size {
-            builder = builder.stack_size(bytes);
-        }
         // Held by the thread until its very end, engine dropped: a
         // shutdown with a deadline waits for it to disconnect.
         let (exit_tx, exited) = channel::bounded::<()>(1);
-        let thread = builder
-            .spawn(move || {
-                let _exit = exit_tx;
-                mark_current_thread(thread_shared.id);
-                #[cfg(feature = "tracing")]
-                let _span = tracing::info_span!("weft_actor", name = %name, id = %thread_shared.id)
-                    .entered();
-                let engine = match catch_unwind(AssertUnwindSafe(factory)) {
-                    Ok(Ok(engine)) => engine,
-                    Ok(Err(error)) => {
-                        let _ = started_tx.send(Err(SpawnError::Factory {
-                            name,
-                            source: error.into(),
-                        }));
-                        return;
-                    }
-                    Err(payload) => {
-                        let _ = started_tx.send(Err(SpawnError::FactoryPanicked {
-                            name,
-                            message: take_message(payload),
-                        }));
-                        return;
-                    }
-                };
-                let _ = started_tx.send(Ok(()));
-                drop(started_tx);
-                Core::new(
-                    engine,
-                    Box::new(housekeeping),
-                    thread_shared,
-                    inbox,
-                    idle_spin,
-                )
-                .run();
-            })
-            .map_err(|source| SpawnError::Thread {
-                name: self.name.clone(),
-                source,
-            })?;
+        let body = move || {
+            let _exit = exit_tx;
+            mark_current_thread(thread_shared.id);
+            #[cfg(feature = "tracing")]
+            let _span =
+                tracing::info_span!("weft_actor", name = %name, id = %thread_shared.id).entered();
+            let engine = match catch_unwind(AssertUnwindSafe(factory)) {
+                Ok(Ok(engine)) => engine,
+                Ok(Err(error)) => {
+                    let _ = started_tx.send(Err(SpawnError::Factory {
+                        name,
+                        source: error.into(),
+                    }));
+                    return;
+                }
+                Err(payload) => {
+                    let _ = started_tx.send(Err(SpawnError::FactoryPanicked {
+                        name,
+                        message: take_message(payload),
+                    }));
+                    return;
+                }
+            };
+            let _ = started_tx.send(Ok(()));
+            drop(started_tx);
+            Core::new(
+                engine,
+                Box::new(housekeeping),
+                thread_shared,
+                inbox,
+                idle_spin,
+            )
+            .run();
+        };
+        let running = match &self.host {
+            None => {
+                let mut builder = thread::Builder::new().name(self.name.clone());
+                if let Some(bytes) = self.stack_size {
+                    builder = builder.stack_size(bytes);
+                }
+                let thread = builder.spawn(body).map_err(|source| SpawnError::Thread {
+                    name: self.name.clone(),
+                    source,
+                })?;
+                Running::Thread(thread)
+            }
+            Some(host) => host.launch(&self.name, Box::new(body))?,
+        };
         let started = started_rx.recv();
         match started {
             Ok(Ok(())) => Ok(Actor {
                 owner: Arc::new(Owner {
                     shared,
-                    thread: Mutex::new(Some(thread)),
+                    thread: Mutex::new(Some(running)),
                     report: Mutex::new(None),
                     exited,
                 }),
             }),
             Ok(Err(error)) => {
-                let _ = thread.join();
+                let _ = running.finish();
                 Err(error)
             }
-            Err(_) => {
-                let message = match thread.join() {
-                    Err(payload) => take_message(payload),
-                    Ok(()) => "the actor thread ended before its engine was built".to_owned(),
-                };
-                Err(SpawnError::FactoryPanicked {
+            Err(_) => match running.finish() {
+                Err(Ended::Refused(source)) => Err(SpawnError::Launch {
                     name: self.name,
-                    message,
-                })
-            }
+                    source,
+                }),
+                died => Err(SpawnError::FactoryPanicked {
+                    name: self.name,
+                    message: died.err().map_or_else(
+                        || "the actor thread ended before its engine was built".to_owned(),
+                        Ended::message,
+                    ),
+                }),
+            },
+        }
+    }
+}
+
+/// Where a caller's threads take actors' jobs ([`ActorBuilder::host`]).
+#[derive(Clone)]
+struct Host(Arc<Launch>);
+
+/// A host's launcher.
+type Launch = dyn Fn(ActorJob) -> Result<(), Box<dyn Error + Send + Sync>> + Send + Sync;
+
+impl fmt::Debug for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Host")
+    }
+}
+
+std::thread_local! {
+    /// Set while this thread is handing a job to a host: a job run here
+    /// would wait for itself.
+    static LAUNCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Host {
+    /// Hands the actor's life, `body`, to the host.
+    fn launch(&self, name: &str, body: Box<dyn FnOnce() + Send>) -> Result<Running, SpawnError> {
+        let (ended_tx, ended) = channel::bounded::<Ended>(1);
+        let job = ActorJob {
+            name: name.to_owned(),
+            body: Some(body),
+            ended: ended_tx,
+        };
+        LAUNCHING.with(|l| l.set(true));
+        let launched = catch_unwind(AssertUnwindSafe(|| (self.0)(job)));
+        LAUNCHING.with(|l| l.set(false));
+        let refused = |source| SpawnError::Launch {
+            name: name.to_owned(),
+            source,
+        };
+        match launched {
+            Ok(Ok(())) => Ok(Running::Hosted(ended)),
+            Ok(Err(source)) => Err(refused(source)),
+            Err(payload) => Err(refused(
+                format!("the host panicked: {}", take_message(payload)).into(),
+            )),
+        }
+    }
+}
+
+/// An actor's whole life, for a caller's thread to run
+/// ([`ActorBuilder::host`]).
+pub struct ActorJob {
+    name: String,
+    body: Option<Box<dyn FnOnce() + Send>>,
+    ended: channel::Sender<Ended>,
+}
+
+impl fmt::Debug for ActorJob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActorJob")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl ActorJob {
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs the actor on the calling thread: builds its engine, serves its
+    /// lanes and returns once it has shut down and dropped its engine. A
+    /// panic of the actor's own machinery is caught and reported to the
+    /// shutdown, not passed on to the caller's thread.
+    pub fn run(mut self) {
+        let Some(body) = self.body.take() else {
+            return;
+        };
+        if LAUNCHING.with(std::cell::Cell::get) {
+            let _ = self.ended.send(Ended::Refused(
+                "the job was run on the thread that is spawning the actor, which waits for it: \
+                 the host must hand it to another thread"
+                    .into(),
+            ));
+            return;
+        }
+        let ended = match catch_unwind(AssertUnwindSafe(body)) {
+            Ok(()) => Ended::Returned,
+            Err(payload) => Ended::Panicked(take_message(payload)),
+        };
+        let _ = self.ended.send(ended);
+    }
+}
+
+/// How an actor's thread is waited for.
+enum Running {
+    /// A thread of its own, joined.
+    Thread(thread::JoinHandle<()>),
+    /// A caller's thread: the job says when it has ended.
+    Hosted(channel::Receiver<Ended>),
+}
+
+/// How a hosted job ended, when it did not simply return.
+enum Ended {
+    Returned,
+    Panicked(String),
+    /// Run where it would have waited for itself.
+    Refused(Box<dyn Error + Send + Sync>),
+}
+
+impl Ended {
+    fn message(self) -> String {
+        match self {
+            Ended::Returned => "the actor's job returned".to_owned(),
+            Ended::Panicked(message) => message,
+            Ended::Refused(source) => source.to_string(),
+        }
+    }
+}
+
+impl Running {
+    /// Waits for the actor's thread to end: `Ok` if it returned.
+    fn finish(self) -> Result<(), Ended> {
+        match self {
+            Running::Thread(thread) => thread
+                .join()
+                .map_err(|payload| Ended::Panicked(take_message(payload))),
+            Running::Hosted(ended) => match ended.recv() {
+                Ok(Ended::Returned) => Ok(()),
+                Ok(other) => Err(other),
+                Err(_) => Err(Ended::Panicked(
+                    "the host dropped the actor's job without running it".to_owned(),
+                )),
+            },
         }
     }
 }
@@ -322,7 +515,7 @@ pub struct Actor<E> {
 
 struct Owner<E> {
     shared: Arc<Shared<E>>,
-    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    thread: Mutex<Option<Running>>,
     report: Mutex<Option<ShutdownReport>>,
     /// Disconnects when the actor thread ends (nothing is ever sent).
     exited: channel::Receiver<()>,
@@ -476,8 +669,8 @@ impl<E> Owner<E> {
     fn join(&self) -> ShutdownReport {
         let shared = &self.shared;
         let mut thread = self.thread.lock();
-        if let Some(handle) = thread.take() {
-            let died = handle.join().err().map(take_message);
+        if let Some(running) = thread.take() {
+            let died = running.finish().err().map(Ended::message);
             *self.report.lock() = Some(shared.report(died));
         }
         drop(thread);

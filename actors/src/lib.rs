@@ -46,7 +46,7 @@ mod ticket;
 mod trace;
 
 pub use actor::{
-    Actor, ActorBuilder, ActorClosed, Housekeeping, Nudge, SpawnError, DEFAULT_IDLE_SPIN,
+    Actor, ActorBuilder, ActorClosed, ActorJob, Housekeeping, Nudge, SpawnError, DEFAULT_IDLE_SPIN,
     DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};

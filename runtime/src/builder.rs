@@ -4,15 +4,17 @@
 //! [`Runtime::builder`]: they live beside the builder, so that the
 //! runtime's own file does not depend on how it is built.
 
+use std::error::Error;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use weft_actors::{ShutdownError, Trace};
+use weft_actors::{ActorJob, ShutdownError, Trace};
 use weft_engines::{CpuProvider, Pinning};
 use weft_topology::{CpuSet, Topology, TopologyBuilder};
 
-use crate::config::Config;
+use crate::config::{Config, Hosting};
 use crate::domain::DomainTable;
 use crate::error::BuildError;
 use crate::handle::RuntimeId;
@@ -195,6 +197,74 @@ impl Builder {
     /// ```
     pub fn overlap(mut self, policy: Overlap) -> Self {
         self.config.overlap = policy;
+        self
+    }
+
+    /// Runs each CPU domain's actor on a thread the application owns:
+    /// `launch(domain, job)` hands the job to one of its threads, which
+    /// calls [`ActorJob::run`] and is the domain's actor (pool worker 0)
+    /// until the runtime shuts down (see [`weft_actors::ActorBuilder::host`]). For
+    /// applications that start and pin their threads themselves. The
+    /// domain's other `threads_per_domain - 1` pool workers are still
+    /// weft's: with one thread per domain, weft starts none. The actor's
+    /// thread is pinned as [`Builder::pinning`] says; [`Pinning::None`]
+    /// leaves the application's mask alone.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let threads = Arc::new(Mutex::new(Vec::new()));
+    /// let started = threads.clone();
+    /// let rt = weft::Runtime::builder()
+    ///     .split(1)
+    ///     .threads_per_domain(1)
+    ///     .host(move |domain, job| {
+    ///         let thread = std::thread::Builder::new()
+    ///             .name(format!("app-domain-{domain}"))
+    ///             .spawn(move || job.run())?;
+    ///         started.lock().unwrap().push(thread);
+    ///         Ok(())
+    ///     })
+    ///     .build()?;
+    /// assert_eq!(rt.threads()[0].names, ["app-domain-0"]);
+    /// rt.shutdown()?; // the job returns, and the thread may be joined
+    /// for thread in threads.lock().unwrap().drain(..) {
+    ///     thread.join().unwrap();
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn host<F>(mut self, launch: F) -> Self
+    where
+        F: Fn(usize, ActorJob) -> Result<(), Box<dyn Error + Send + Sync>> + Send + Sync + 'static,
+    {
+        self.config.host = Some(Hosting::Threads(Arc::new(launch)));
+        self
+    }
+
+    /// Runs every CPU domain on a rayon pool the application built: each
+    /// domain's actor is a job on one of its workers for as long as the
+    /// runtime runs, and the domain's kernels run on the pool
+    /// ([`CpuEngine::install`](weft_engines::CpuEngine::install) from the
+    /// actor runs in place). weft starts, pins and reads back no thread:
+    /// the pool's threads are the application's, as it pinned them
+    /// ([`Affinity::Caller`](crate::Affinity::Caller)). The pool gives up
+    /// one worker per domain to the actors, so it needs more workers than
+    /// domains for other work to go on; `threads_per_domain`, `pinning` and
+    /// `stack_size` do not apply to it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build()?);
+    /// let rt = weft::Runtime::builder().split(1).host_pool(pool.clone()).build()?;
+    /// let lane = rt.lane(0)?;
+    /// let here = lane.run(|engine| engine.install(rayon::current_num_threads))?;
+    /// assert_eq!(here.wait()?, 2);
+    /// # rt.shutdown()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn host_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
+        self.config.host = Some(Hosting::Pool(pool));
         self
     }
 

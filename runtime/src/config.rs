@@ -1,11 +1,14 @@
 //! The settings a runtime starts its actors with, as `Builder` collects them.
 
+use std::error::Error;
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use weft_actors::{
-    ActorBuilder, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_TRACE_CAPACITY,
-    DEFAULT_WAIT_SPIN,
+    ActorBuilder, ActorJob, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
+    DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
 use weft_engines::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
@@ -13,6 +16,30 @@ use crate::ledger::Overlap;
 
 /// Default time a domain is idle before it lets its buffer pool go.
 pub const DEFAULT_IDLE_TRIM: Duration = Duration::from_secs(1);
+
+/// A caller's launcher of CPU domains' actors: the domain, and its job.
+pub(crate) type Launch =
+    dyn Fn(usize, ActorJob) -> Result<(), Box<dyn Error + Send + Sync>> + Send + Sync;
+
+/// Whose threads the CPU domains' actors run on ([`crate::Builder::host`],
+/// [`crate::Builder::host_pool`]).
+#[derive(Clone)]
+pub(crate) enum Hosting {
+    /// Threads the caller's launcher hands each job to.
+    Threads(Arc<Launch>),
+    /// A pool of the caller's: each actor is a job on it, and its
+    /// kernels run on it.
+    Pool(Arc<rayon::ThreadPool>),
+}
+
+impl fmt::Debug for Hosting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Hosting::Threads(_) => f.write_str("Threads"),
+            Hosting::Pool(pool) => write!(f, "Pool({} threads)", pool.current_num_threads()),
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
@@ -33,6 +60,8 @@ pub(crate) struct Config {
     pub(crate) stack_size: Option<usize>,
     /// What a build does when its CPUs overlap a live runtime's.
     pub(crate) overlap: Overlap,
+    /// Whose threads the CPU domains' actors run on, if not their own.
+    pub(crate) host: Option<Hosting>,
     /// The CUDA devices to run: none, every one, or these ordinals.
     #[cfg(feature = "cuda")]
     pub(crate) cuda: Option<Option<Vec<usize>>>,
@@ -54,6 +83,7 @@ impl Default for Config {
             trace: None,
             stack_size: None,
             overlap: Overlap::default(),
+            host: None,
             #[cfg(feature = "cuda")]
             cuda: None,
         }

@@ -17,7 +17,7 @@ use weft_actors::{
 use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, Place, TensorEngine, TensorId};
 use weft_topology::{CpuDomain, CpuSet, Topology};
 
-use crate::config::Config;
+use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
 use crate::handle::{DomainTensors, RuntimeId, Spent};
 #[cfg(feature = "cuda")]
@@ -34,9 +34,21 @@ pub(crate) struct Domain<E> {
     tensors: Arc<DomainTensors>,
     /// The NUMA node of a CPU domain, if known (none for a device).
     numa_node: Option<usize>,
-    /// The CPUs each pool thread of a CPU domain read back, by worker
-    /// (none for a device).
-    readback: Vec<CpuSet>,
+    /// What a CPU domain's engine found its threads to be (none for a
+    /// device).
+    readback: Option<Readback>,
+}
+
+/// What a CPU domain's engine found its threads to be, on its own thread.
+#[derive(Debug, Clone, Default)]
+struct Readback {
+    /// The actor thread's name.
+    name: String,
+    /// Threads in the engine's pool.
+    threads: usize,
+    /// The CPUs each pool thread read back, by worker (none on a
+    /// caller's pool, or where the platform cannot read them).
+    cpus: Vec<CpuSet>,
 }
 
 impl<E> Domain<E> {
@@ -45,7 +57,7 @@ impl<E> Domain<E> {
             actor,
             tensors,
             numa_node,
-            readback: Vec::new(),
+            readback: None,
         }
     }
 
@@ -86,7 +98,7 @@ impl DomainTable {
                 let (actor, readback) = start_cpu(domain, config, housekeeping)?;
                 let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
                 Ok(Domain {
-                    readback,
+                    readback: Some(readback),
                     ..Domain::new(actor, tensors, domain.numa_node())
                 })
             })
@@ -126,26 +138,34 @@ impl DomainTable {
         (self.cpu.iter())
             .zip(topology.domains())
             .map(|(domain, layout)| {
-                let cpus = layout.cpus().clone();
-                let count = config.threads_for(cpus.len());
-                let actor = domain.actor.name().to_owned();
-                let names = std::iter::once(actor.clone())
-                    .chain((1..count).map(|w| format!("{actor}-w{w}")))
-                    .collect();
+                let readback = domain.readback.clone().unwrap_or_default();
+                let on_pool = matches!(config.host, Some(Hosting::Pool(_)));
+                let names = match on_pool {
+                    // The caller's pool: only the actor's thread is known.
+                    true => vec![readback.name.clone()],
+                    false => std::iter::once(readback.name.clone())
+                        .chain(
+                            (1..readback.threads).map(|w| format!("{}-w{w}", domain.actor.name())),
+                        )
+                        .collect(),
+                };
                 let affinity = match config.pinning {
+                    _ if on_pool => Affinity::Caller,
                     Pinning::None => Affinity::Unpinned,
-                    _ if domain.readback.len() == count => {
-                        Affinity::Verified(domain.readback.clone())
+                    _ if readback.cpus.len() == readback.threads => {
+                        Affinity::Verified(readback.cpus)
                     }
                     _ => Affinity::Declared,
                 };
                 DomainThreads {
                     domain: layout.index(),
-                    cpus,
+                    cpus: layout.cpus().clone(),
                     pinning: config.pinning,
+                    threads: readback.threads,
                     names,
                     affinity,
                     stack_size: config.stack_size,
+                    hosted: config.host.is_some(),
                 }
             })
             .collect()
@@ -235,27 +255,43 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
 }
 
 /// Starts the actor of a CPU domain; its engine's pool is built on it.
-/// Also returns the CPUs each pool thread read back.
+/// Also returns what the engine found its threads to be.
 fn start_cpu(
     domain: &CpuDomain,
     config: &Config,
     housekeeping: impl Housekeeping<CpuEngine>,
-) -> Result<(Actor<CpuEngine>, Vec<CpuSet>), BuildError> {
-    let engine_config = CpuEngineConfig {
+) -> Result<(Actor<CpuEngine>, Readback), BuildError> {
+    let index = domain.index();
+    let mut engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
         provider: config.provider,
         stack_size: config.stack_size,
         ..CpuEngineConfig::new(
-            domain.index(),
+            index,
             domain.cpus().clone(),
             config.threads_for(domain.cpus().len()),
         )
     };
-    let readback = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut actor = config.actor(actor_name(Place::Cpu(index)));
+    match &config.host {
+        None => {}
+        Some(Hosting::Threads(launch)) => {
+            let launch = launch.clone();
+            actor = actor.host(move |job| launch(index, job));
+        }
+        Some(Hosting::Pool(pool)) => {
+            engine_config.pool = Some(pool.clone());
+            let pool = pool.clone();
+            actor = actor.host(move |job| {
+                pool.spawn(move || job.run());
+                Ok(())
+            });
+        }
+    }
+    let readback = Arc::new(parking_lot::Mutex::new(Readback::default()));
     let read = readback.clone();
-    let actor = config
-        .actor(actor_name(Place::Cpu(domain.index())))
+    let actor = actor
         .spawn_with(
             move || {
                 let actor = current_actor().expect("an engine factory runs on its actor thread");
@@ -263,13 +299,17 @@ fn start_cpu(
                     on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
                     ..engine_config
                 })?;
-                *read.lock() = engine.worker_cpus().to_vec();
+                *read.lock() = Readback {
+                    name: std::thread::current().name().unwrap_or("").to_owned(),
+                    threads: engine.domain().threads,
+                    cpus: engine.worker_cpus().to_vec(),
+                };
                 Ok::<_, weft_engines::EngineError>(engine)
             },
             housekeeping,
         )
         .map_err(|source| BuildError::Actor {
-            domain: domain.index(),
+            domain: index,
             source,
         })?;
     let readback = std::mem::take(&mut *readback.lock());
@@ -286,12 +326,18 @@ pub struct DomainThreads {
     pub cpus: CpuSet,
     /// How its threads were pinned.
     pub pinning: Pinning,
-    /// The threads' names, the actor's (pool worker 0) first.
+    /// Threads in the domain's pool, the actor's included.
+    pub threads: usize,
+    /// The threads' names, the actor's (pool worker 0) first; on a
+    /// caller's pool ([`crate::Builder::host_pool`]), the actor's only.
     pub names: Vec<String>,
     /// Where the threads run, and how that is known.
     pub affinity: Affinity,
     /// The stack size asked for, if any ([`crate::Builder::stack_size`]).
     pub stack_size: Option<usize>,
+    /// Whether the actor runs on a caller's thread ([`crate::Builder::host`]
+    /// or [`crate::Builder::host_pool`]).
+    pub hosted: bool,
 }
 
 /// How a domain's threads' affinity is known.
@@ -307,6 +353,10 @@ pub enum Affinity {
     /// Pinning was asked for but the platform cannot set or read a
     /// thread's affinity: declared only.
     Declared,
+    /// The threads are a caller's pool's ([`crate::Builder::host_pool`]),
+    /// pinned (or not) as the caller chose; weft neither pins nor reads
+    /// them back.
+    Caller,
 }
 
 /// The CUDA devices of the table (feature `cuda`).

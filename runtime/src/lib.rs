@@ -66,10 +66,11 @@ pub use tape::Tape;
 pub use lane::Lane;
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
-    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, Call, Event, EventState, Failure,
-    FailureCause, Housekeeping, Nudge, Op, OpBody, ShutdownError, ShutdownMode, ShutdownReport,
-    SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket, TicketError, TicketFor,
-    TryCall, TrySubmitError, TryWaitError, WaitTimeoutError, MAX_LANE_CAPACITY, OPS_PER_TURN,
+    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorJob, Call, Event, EventState,
+    Failure, FailureCause, Housekeeping, Nudge, Op, OpBody, ShutdownError, ShutdownMode,
+    ShutdownReport, SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket,
+    TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
+    MAX_LANE_CAPACITY, OPS_PER_TURN,
 };
 // Their counters and timelines.
 pub use weft_actors::{

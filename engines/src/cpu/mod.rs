@@ -110,6 +110,12 @@ pub struct CpuEngineConfig {
     /// Stack size of the pool's worker threads (the calling thread keeps
     /// its own), if not rayon's default.
     pub stack_size: Option<usize>,
+    /// A pool the caller built, to run the engine's kernels on instead of
+    /// a pool of its own: no thread is started or pinned, and `threads`,
+    /// `pinning` and `stack_size` are not used. The engine's thread should
+    /// be one of its workers, so that [`CpuEngine::install`] runs in
+    /// place; from any other thread each install hands its work over.
+    pub pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// The default byte cap of a domain's buffer pool: 256 MiB.
@@ -134,6 +140,7 @@ impl CpuEngineConfig {
             buffer_cap: DEFAULT_BUFFER_CAP,
             provider: CpuProvider::Faer,
             stack_size: None,
+            pool: None,
         }
     }
 }
@@ -149,6 +156,7 @@ impl fmt::Debug for CpuEngineConfig {
             .field("buffer_cap", &self.buffer_cap)
             .field("provider", &self.provider)
             .field("stack_size", &self.stack_size)
+            .field("pool", &self.pool.as_ref().map(|p| p.current_num_threads()))
             .finish_non_exhaustive()
     }
 }
@@ -251,14 +259,19 @@ impl CpuEngine {
     /// or a pool rayon could not build.
     pub fn new(config: CpuEngineConfig) -> Result<CpuEngine, EngineError> {
         let pool = PinnedPool::build(&config)?;
+        // On the caller's pool, weft pinned nothing.
+        let pinning = match config.pool {
+            Some(_) => Pinning::None,
+            None => config.pinning,
+        };
         let mut engine = CpuEngine {
             store: Store::default(),
             buffers: BufferPool::new(config.buffer_cap),
             domain: DomainInfo {
                 index: config.index,
                 cpus: config.cpus,
-                threads: config.threads,
-                pinning: config.pinning,
+                threads: pool.rayon.current_num_threads(),
+                pinning,
                 provider: config.provider,
             },
             pool,

@@ -19,7 +19,7 @@ pub(super) struct PinnedPool {
     /// Panics of jobs spawned on the pool (`pool().spawn`), which rayon
     /// would otherwise answer by aborting the process.
     pub(super) panics: Arc<PoolPanics>,
-    pub(super) rayon: rayon::ThreadPool,
+    pub(super) rayon: Arc<rayon::ThreadPool>,
     /// The CPUs each thread reported at build time, by worker index.
     pub(super) worker_cpus: Vec<CpuSet>,
     /// Declared after `rayon`: dropped after it, it waits for the workers.
@@ -51,6 +51,16 @@ impl PinnedPool {
     /// [`EngineError`]: zero threads, a pin the kernel refused or narrowed,
     /// or a pool rayon could not build.
     pub(super) fn build(config: &CpuEngineConfig) -> Result<PinnedPool, EngineError> {
+        if let Some(pool) = &config.pool {
+            // The caller's pool, its threads pinned (or not) as the caller
+            // chose: nothing here is started, pinned or read back.
+            return Ok(PinnedPool {
+                panics: Arc::default(),
+                rayon: pool.clone(),
+                worker_cpus: Vec::new(),
+                _exits: ExitWait(Arc::default()),
+            });
+        }
         if config.threads == 0 {
             return Err(EngineError::ZeroThreads);
         }
@@ -117,7 +127,7 @@ impl PinnedPool {
             .map_err(|source| EngineError::Pool { domain, source })?;
         let mut built = PinnedPool {
             panics,
-            rayon: pool,
+            rayon: Arc::new(pool),
             worker_cpus: Vec::new(),
             _exits: ExitWait(exits),
         };
