@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p weft-examples --examples
 cargo build --release -q -p weft-examples --features cuda --example cuda_bench
-for bench in lane_bench tensor_bench; do
+for bench in lane_bench tensor_bench embedding_bench; do
     printf '\n==> %s\n' "$bench"
     cargo run --release -q -p weft-examples --example "$bench"
 done

@@ -537,3 +537,48 @@ fn a_host_that_does_not_take_the_job_fails_the_build_and_frees_the_cpus() {
     );
     refuses(|_, _| panic!("host bug"), "host bug");
 }
+
+#[test]
+fn a_callers_pool_too_small_for_its_domains_is_refused() {
+    let _serial = serial();
+    let pool = std::sync::Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap(),
+    );
+    let layout = || Runtime::builder().split(1).host_pool(pool.clone());
+    // Built from the pool's only worker, the actor's job could never start.
+    match pool.install(|| layout().build()) {
+        Err(BuildError::HostPool {
+            domains: 1,
+            workers: 0,
+        }) => {}
+        other => panic!("expected HostPool, got {other:?}"),
+    }
+    // From outside it, the one worker is enough for one domain.
+    let rt = layout().build().unwrap();
+    assert!(answers(&rt));
+    if allowed().len() >= 2 {
+        drop(rt);
+        let err = Runtime::builder()
+            .split(2)
+            .host_pool(pool.clone())
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BuildError::HostPool {
+                    domains: 2,
+                    workers: 1
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("1 free worker(s) cannot host 2"),
+            "{err}"
+        );
+    }
+}

@@ -249,8 +249,10 @@ impl Builder {
     /// the pool's threads are the application's, as it pinned them
     /// ([`Affinity::Caller`](crate::Affinity::Caller)). The pool gives up
     /// one worker per domain to the actors, so it needs more workers than
-    /// domains for other work to go on; `threads_per_domain`, `pinning` and
-    /// `stack_size` do not apply to it.
+    /// domains for other work to go on (fewer free workers than domains:
+    /// [`BuildError::HostPool`]), and the build waits for a worker to take
+    /// each job. `threads_per_domain`, `pinning` and `stack_size` do not
+    /// apply to it.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -280,7 +282,8 @@ impl Builder {
     ///
     /// [`BuildError::Topology`] for a bad layout, [`BuildError::ZeroThreads`]
     /// [`BuildError::ZeroLaneCapacity`] and [`BuildError::LaneCapacity`] for bad settings,
-    /// [`BuildError::Env`] for a bad `WEFT_THREADS`,
+    /// [`BuildError::Env`] for a bad `WEFT_THREADS`, [`BuildError::HostPool`]
+    /// for a caller's pool with too few workers,
     /// [`BuildError::Overlap`] for CPUs a live runtime runs (see
     /// [`Builder::overlap`]), [`BuildError::Actor`] when a domain's actor
     /// cannot start (for example when the kernel narrows a pin).
@@ -312,6 +315,16 @@ impl Builder {
             Some(topology) => topology,
             None => self.topology.build()?,
         };
+        if let Some(Hosting::Pool(pool)) = &config.host {
+            // Each actor takes a worker for good: with fewer free workers
+            // than domains, a domain's job would never start.
+            let building_on_it = usize::from(pool.current_thread_index().is_some());
+            let workers = pool.current_num_threads() - building_on_it;
+            let domains = topology.domains().len();
+            if workers < domains {
+                return Err(BuildError::HostPool { domains, workers });
+            }
+        }
         let id = RuntimeId::next();
         let cpus = claimed_cpus(&topology);
         let claim = match ledger::claim(id, &cpus, config.overlap)? {

@@ -51,6 +51,18 @@ pub enum BuildError {
         /// All of its CPUs.
         runtime_cpus: CpuSet,
     },
+    /// The pool of [`crate::Builder::host_pool`] has fewer workers free
+    /// than there are domains, each of whose actors needs one for good.
+    #[error(
+        "a caller's pool with {workers} free worker(s) cannot host {domains} CPU domain(s): \
+         each domain's actor takes a worker for as long as the runtime runs"
+    )]
+    HostPool {
+        /// The CPU domains to host.
+        domains: usize,
+        /// The pool's workers, less the building thread if it is one.
+        workers: usize,
+    },
     /// An environment variable that sets a default holds a value that
     /// cannot be used.
     #[error("environment variable {var}={value:?}: {expected}")]
