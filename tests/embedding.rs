@@ -310,6 +310,43 @@ fn each_domains_threads_are_reported_with_their_names_and_affinity() {
     assert_eq!(unpinned.threads()[0].affinity, Affinity::Unpinned);
 }
 
+#[test]
+fn thread_names_take_the_builders_prefix() {
+    let _serial = serial();
+    let rt = Runtime::builder()
+        .split(1)
+        .threads_per_domain(2)
+        .thread_names("solver")
+        .build()
+        .unwrap();
+    assert_eq!(rt.threads()[0].names, ["solver-cpu-0", "solver-cpu-0-w1"]);
+    let lane = rt.lane(0).unwrap();
+    let names = wait_ok(
+        lane.run(|engine| {
+            engine.install(|| rayon::broadcast(|_| thread::current().name().map(str::to_owned)))
+        })
+        .unwrap(),
+    );
+    assert_eq!(
+        names,
+        [
+            Some("solver-cpu-0".to_owned()),
+            Some("solver-cpu-0-w1".to_owned())
+        ]
+    );
+    let app = rt
+        .spawn(0, |_| thread::current().name().map(str::to_owned))
+        .unwrap();
+    assert_eq!(app.join().unwrap().as_deref(), Some("solver-app-0"));
+    let hosted = rt.spawn_actor(0, || Ok::<_, std::io::Error>(())).unwrap();
+    assert_eq!(hosted.name(), "solver-cpu-0-actor-0");
+    // An actor shut down is named in the errors of ops sent to it.
+    drop(hosted);
+    rt.shutdown().unwrap();
+    let err = lane.zeros(weft::DType::F64, &[2]).unwrap_err();
+    assert!(err.to_string().contains("solver-cpu-0"), "{err}");
+}
+
 /// Recurses `depth` frames of 64 KiB each.
 fn deep(depth: usize) -> u64 {
     let frame = std::hint::black_box([depth as u8; 64 << 10]);

@@ -178,6 +178,24 @@ impl Builder {
         self
     }
 
+    /// What every thread name of the runtime begins with (default
+    /// `weft`): the actors are `{prefix}-cpu-{i}` and `{prefix}-cuda-{i}`,
+    /// the pool workers `{prefix}-cpu-{i}-w{k}`, hosted actors
+    /// `{prefix}-cpu-{i}-actor-{n}` and application threads
+    /// `{prefix}-app-{n}`, as `top -H`, debuggers, reports and traces show
+    /// them. Linux shows the first 15 bytes of a name.
+    ///
+    /// ```
+    /// let rt = weft::Runtime::builder().split(1).thread_names("solver").build()?;
+    /// assert_eq!(rt.threads()[0].names[0], "solver-cpu-0");
+    /// assert_eq!(rt.actor(0)?.name(), "solver-cpu-0");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn thread_names(mut self, prefix: impl Into<String>) -> Self {
+        self.config.name = prefix.into();
+        self
+    }
+
     /// What the build does when its CPUs overlap those of a live runtime
     /// of this process (default [`Overlap::Refuse`]; see [`Overlap`] for
     /// why). A test suite whose tests each build a runtime, run in

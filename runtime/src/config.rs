@@ -14,6 +14,10 @@ use weft_engines::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
 use crate::ledger::Overlap;
 
+/// What a runtime's thread names begin with unless
+/// [`crate::Builder::thread_names`] says otherwise.
+pub const DEFAULT_THREAD_NAMES: &str = "weft";
+
 /// Default time a domain is idle before it lets its buffer pool go.
 pub const DEFAULT_IDLE_TRIM: Duration = Duration::from_secs(1);
 
@@ -62,6 +66,8 @@ pub(crate) struct Config {
     pub(crate) overlap: Overlap,
     /// Whose threads the CPU domains' actors run on, if not their own.
     pub(crate) host: Option<Hosting>,
+    /// What every thread name of the runtime begins with.
+    pub(crate) name: String,
     /// The CUDA devices to run: none, every one, or these ordinals.
     #[cfg(feature = "cuda")]
     pub(crate) cuda: Option<Option<Vec<usize>>>,
@@ -84,6 +90,7 @@ impl Default for Config {
             stack_size: None,
             overlap: Overlap::default(),
             host: None,
+            name: DEFAULT_THREAD_NAMES.to_owned(),
             #[cfg(feature = "cuda")]
             cuda: None,
         }

@@ -89,6 +89,7 @@ impl DomainTable {
         runtime: RuntimeId,
     ) -> Result<DomainTable, BuildError> {
         let next_id = Arc::new(AtomicU64::new(0));
+        let prefix: Arc<str> = config.name.as_str().into();
         let cpu = topology
             .domains()
             .iter()
@@ -96,7 +97,8 @@ impl DomainTable {
                 let place = Place::Cpu(domain.index());
                 let (freed, housekeeping) = housekeeping(config.idle_trim);
                 let (actor, readback) = start_cpu(domain, config, housekeeping)?;
-                let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
+                let tensors =
+                    DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);
                 Ok(Domain {
                     readback: Some(readback),
                     ..Domain::new(actor, tensors, domain.numa_node())
@@ -110,7 +112,8 @@ impl DomainTable {
                 .into_iter()
                 .map(|(ordinal, freed, actor)| {
                     let place = Place::Cuda(ordinal);
-                    let tensors = DomainTensors::start(runtime, place, &next_id, freed, &actor);
+                    let tensors =
+                        DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);
                     Domain::new(actor, tensors, None)
                 })
                 .collect(),
@@ -213,10 +216,10 @@ impl<E: 'static> Hosted for Actor<E> {
 }
 
 /// The thread name of the actor of `place`, as the runtime starts it.
-pub(crate) fn actor_name(place: Place) -> String {
+pub(crate) fn actor_name(prefix: &str, place: Place) -> String {
     match place {
-        Place::Cpu(i) => format!("weft-cpu-{i}"),
-        Place::Cuda(i) => format!("weft-cuda-{i}"),
+        Place::Cpu(i) => format!("{prefix}-cpu-{i}"),
+        Place::Cuda(i) => format!("{prefix}-cuda-{i}"),
     }
 }
 
@@ -262,18 +265,20 @@ fn start_cpu(
     housekeeping: impl Housekeeping<CpuEngine>,
 ) -> Result<(Actor<CpuEngine>, Readback), BuildError> {
     let index = domain.index();
+    let name = actor_name(&config.name, Place::Cpu(index));
     let mut engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
         provider: config.provider,
         stack_size: config.stack_size,
+        name: name.clone(),
         ..CpuEngineConfig::new(
             index,
             domain.cpus().clone(),
             config.threads_for(domain.cpus().len()),
         )
     };
-    let mut actor = config.actor(actor_name(Place::Cpu(index)));
+    let mut actor = config.actor(name);
     match &config.host {
         None => {}
         Some(Hosting::Threads(launch)) => {
@@ -424,7 +429,7 @@ impl DomainTable {
                 };
                 let (freed, housekeeping) = housekeeping(config.idle_trim);
                 let actor = config
-                    .actor(actor_name(Place::Cuda(ordinal)))
+                    .actor(actor_name(&config.name, Place::Cuda(ordinal)))
                     .spawn_with(
                         move || -> Result<CudaEngine, Box<dyn Error + Send + Sync>> {
                             if let Some(cpus) = &pin {

@@ -51,6 +51,8 @@ impl RuntimeId {
 pub(crate) struct DomainTensors {
     runtime: RuntimeId,
     place: Place,
+    /// The runtime's thread names begin with it ([`crate::Builder::thread_names`]).
+    prefix: Arc<str>,
     next_id: Arc<AtomicU64>,
     /// Shared by every handle of the domain: one reference count each.
     frees: Arc<Releaser<TensorId>>,
@@ -135,7 +137,7 @@ impl DomainTensors {
     /// queue that `actor`'s housekeeping drains, and releases nudge it.
     pub(crate) fn start<E: 'static>(
         runtime: RuntimeId,
-        place: Place,
+        (place, prefix): (Place, &Arc<str>),
         next_id: &Arc<AtomicU64>,
         (frees, freed, spent): (Releaser<TensorId>, Arc<Released<TensorId>>, Spent),
         actor: &Actor<E>,
@@ -143,6 +145,7 @@ impl DomainTensors {
         Arc::new(DomainTensors {
             runtime,
             place,
+            prefix: prefix.clone(),
             next_id: next_id.clone(),
             frees: Arc::new(frees.nudging(actor.nudge())),
             freed,
@@ -163,6 +166,11 @@ impl DomainTensors {
     /// The domain.
     pub(crate) fn place(&self) -> Place {
         self.place
+    }
+
+    /// The name of the actor of `place` in this domain's runtime.
+    pub(crate) fn actor_name(&self, place: Place) -> String {
+        crate::domain::actor_name(&self.prefix, place)
     }
 
     /// A handle for a tensor that an op about to be submitted produces: a

@@ -198,10 +198,11 @@ impl Runtime {
         self.inner.id
     }
 
-    /// The name of the next application thread: `weft-app-N`.
+    /// The name of the next application thread: `weft-app-N` (with the
+    /// default names).
     pub(crate) fn app_thread_name(&self) -> String {
         let n = self.inner.app_threads.fetch_add(1, Ordering::Relaxed);
-        format!("weft-app-{n}")
+        format!("{}-app-{n}", self.inner.config.name)
     }
 
     /// Hosts a user's own engine as an actor on CPU domain `domain`: its
@@ -233,7 +234,8 @@ impl Runtime {
                 return Err(closed());
             }
             hosted.named += 1;
-            format!("weft-cpu-{domain}-actor-{}", hosted.named - 1)
+            let prefix = &self.inner.config.name;
+            format!("{prefix}-cpu-{domain}-actor-{}", hosted.named - 1)
         };
         // The factory runs with no lock held: it may call back into the
         // runtime (stats, another spawn) or take its time.

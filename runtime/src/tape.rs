@@ -422,7 +422,7 @@ impl<E: TensorEngine> Places<'_, E> {
         }
         let closed = || {
             OpError::Closed(weft_actors::ActorClosed {
-                actor: crate::domain::actor_name(place),
+                actor: self.lane.tensors().actor_name(place),
             })
         };
         let table = self.lane.table().ok_or_else(closed)?;

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use weft_actors::{ActorClosed, Event, Flow};
 use weft_engines::{Meta, Place, Tensor, TensorEngine};
 
-use crate::domain::{actor_name, DomainTable};
+use crate::domain::DomainTable;
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
@@ -57,7 +57,7 @@ impl<E: TensorEngine> Lane<E> {
         }
         let closed = || {
             OpError::Closed(ActorClosed {
-                actor: actor_name(to),
+                actor: self.tensors().actor_name(to),
             })
         };
         let table = self.table().ok_or_else(closed)?;

@@ -23,7 +23,6 @@ use weft_engines::{
     CpuEngine, DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId, TensorOp,
 };
 
-use crate::domain::actor_name;
 use crate::error::OpError;
 use crate::handle::{DomainTensors, TensorHandle};
 use crate::lane::Lane;
@@ -332,7 +331,7 @@ impl<E: TensorEngine> Lane<E> {
         }
         self.actor_lane().submit(op).map_err(|e| match e {
             SubmitError::Closed(_) => OpError::Closed(ActorClosed {
-                actor: actor_name(self.place()),
+                actor: self.tensors().actor_name(self.place()),
             }),
             SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
         })
