@@ -17,6 +17,10 @@ use crate::sync::thread_local;
 pub struct ActorId(u64);
 
 impl ActorId {
+    /// No actor: what work started outside every actor names (actors'
+    /// ids begin at 1).
+    pub const NONE: ActorId = ActorId(0);
+
     pub(crate) fn next() -> ActorId {
         // Plain std atomic: ids are not part of any checked protocol.
         static NEXT: AtomicU64 = AtomicU64::new(1);

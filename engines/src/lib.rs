@@ -16,6 +16,8 @@
 //!   the domain's resident [`Store`] of tensors, its buffer pool and the
 //!   CPU kernels (products and decompositions through faer).
 //! - `cuda::CudaEngine` (feature `cuda`): a CUDA device's engine.
+//! - `mpi::MpiEngine` (feature `mpi`): a rank's MPI, owned by the MPI
+//!   actor.
 //! - [`Tensor`]: dense, row-major host tensors of `f32`, `f64`, [`c32`],
 //!   [`c64`].
 //!
@@ -34,6 +36,8 @@ mod cpu;
 pub mod cuda;
 mod engine;
 mod layout;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod ops;
 mod program;
 mod tensor;

@@ -381,6 +381,25 @@ fn threads_from_env() -> Result<Option<usize>, BuildError> {
         .filter(|&n| n > 0))
 }
 
+/// Ranks over MPI (feature `mpi`).
+#[cfg(feature = "mpi")]
+impl Builder {
+    /// Also starts this rank's MPI actor: it initialises MPI on its own
+    /// thread and makes every MPI call of the runtime
+    /// ([`crate::Runtime::rank`], [`crate::Lane::send`], [`crate::Lane::recv`],
+    /// the collectives). Every rank of the job builds its runtime with it
+    /// (the start is collective). It stops after the domains at shutdown,
+    /// and MPI is finalised once, when it does.
+    ///
+    /// [`Builder::build`] fails with [`BuildError::Mpi`] when the process
+    /// was not started by an MPI launcher (`mpirun`), or MPI is already
+    /// running or was finalised in this process.
+    pub fn mpi(mut self) -> Self {
+        self.config.mpi = true;
+        self
+    }
+}
+
 /// The CUDA devices to run (feature `cuda`).
 #[cfg(feature = "cuda")]
 impl Builder {

@@ -71,6 +71,9 @@ pub(crate) struct Config {
     /// The CUDA devices to run: none, every one, or these ordinals.
     #[cfg(feature = "cuda")]
     pub(crate) cuda: Option<Option<Vec<usize>>>,
+    /// Whether to start the rank's MPI actor.
+    #[cfg(feature = "mpi")]
+    pub(crate) mpi: bool,
 }
 
 impl Default for Config {
@@ -93,6 +96,8 @@ impl Default for Config {
             name: DEFAULT_THREAD_NAMES.to_owned(),
             #[cfg(feature = "cuda")]
             cuda: None,
+            #[cfg(feature = "mpi")]
+            mpi: false,
         }
     }
 }

@@ -72,9 +72,17 @@ impl<E> Domain<E> {
     }
 }
 
-/// Every domain of a runtime, in the order reports list them: CPU domains
-/// by index, then CUDA devices in the order asked for.
+/// Every domain of a runtime, in the order reports list them: the MPI
+/// actor if there is one, CPU domains by index, then CUDA devices in the
+/// order asked for.
 pub(crate) struct DomainTable {
+    /// The rank's MPI actor (feature `mpi`). First, so that it stops (and
+    /// is dropped) before the domains: its shutdown cancels the receives
+    /// nothing matched, which fails the domains' ops waiting on them,
+    /// instead of leaving the domains to wait for a message that will
+    /// never come.
+    #[cfg(feature = "mpi")]
+    mpi: Option<crate::mpi::MpiActor>,
     cpu: Vec<Domain<CpuEngine>>,
     #[cfg(feature = "cuda")]
     cuda: Vec<Domain<CudaEngine>>,
@@ -117,6 +125,11 @@ impl DomainTable {
                     Domain::new(actor, tensors, None)
                 })
                 .collect(),
+            #[cfg(feature = "mpi")]
+            mpi: match config.mpi {
+                true => Some(crate::mpi::MpiActor::start(config)?),
+                false => None,
+            },
         })
     }
 
@@ -126,6 +139,12 @@ impl DomainTable {
             domain: index,
             count: self.cpu.len(),
         })
+    }
+
+    /// The rank's MPI actor, if the runtime runs one.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn mpi(&self) -> Option<&crate::mpi::MpiActor> {
+        self.mpi.as_ref()
     }
 
     /// The NUMA node of `place`, if it is a CPU domain whose node is known.
@@ -174,11 +193,15 @@ impl DomainTable {
             .collect()
     }
 
-    /// Every domain's actor, in the table's order.
+    /// Every actor of the table, in its order (the order a shutdown stops
+    /// them).
     pub(crate) fn actors(&self) -> impl Iterator<Item = &dyn Hosted> {
         let actors = self.cpu.iter().map(|d| &d.actor as &dyn Hosted);
         #[cfg(feature = "cuda")]
         let actors = actors.chain(self.cuda.iter().map(|d| &d.actor as &dyn Hosted));
+        // The MPI actor first (see the field).
+        #[cfg(feature = "mpi")]
+        let actors = (self.mpi.iter().map(|m| m.actor() as &dyn Hosted)).chain(actors);
         actors
     }
 }

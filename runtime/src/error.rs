@@ -12,6 +12,10 @@ use crate::handle::RuntimeId;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
+    /// MPI was asked for and cannot be had (feature `mpi`).
+    #[cfg(feature = "mpi")]
+    #[error(transparent)]
+    Mpi(#[from] weft_engines::mpi::MpiError),
     /// CUDA devices were asked for and cannot be had: no driver library,
     /// no device, or not the one asked for.
     #[cfg(feature = "cuda")]
@@ -191,6 +195,10 @@ pub enum OpError {
     /// The domain's actor is shut down.
     #[error(transparent)]
     Closed(#[from] ActorClosed),
+    /// An operation between ranks failed (feature `mpi`).
+    #[cfg(feature = "mpi")]
+    #[error(transparent)]
+    Mpi(#[from] weft_engines::mpi::MpiError),
     /// The lane is full and the caller runs on an actor, which must not block.
     #[error("the lane is full and the caller runs on an actor, which must not block")]
     WouldDeadlock,

@@ -38,6 +38,8 @@ mod error;
 mod handle;
 mod lane;
 mod ledger;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod ops;
 mod pipeline;
 mod runtime;
@@ -67,7 +69,7 @@ pub use lane::Lane;
 pub use weft_actors::Lane as ActorLane;
 pub use weft_actors::{
     current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorJob, Call, Event, EventState,
-    Failure, FailureCause, Housekeeping, Nudge, Op, OpBody, ShutdownError, ShutdownMode,
+    Failure, FailureCause, Housekeeping, Nudge, Op, OpBody, Promise, ShutdownError, ShutdownMode,
     ShutdownReport, SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket,
     TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
     MAX_LANE_CAPACITY, OPS_PER_TURN,
@@ -106,8 +108,14 @@ pub use weft_topology::{
 
 // CUDA (feature `cuda`): the devices of the machine, and the engine a
 // `Lane<CudaEngine>` drives.
+// MPI (feature `mpi`): ranks of a job, and their collectives.
 #[cfg(feature = "cuda")]
 pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
+#[cfg(feature = "mpi")]
+pub use weft_engines::mpi::{
+    Collective, MpiEngine, MpiError, Reduction, LAUNCHER_ENV, MAX_AXES as MPI_MAX_AXES,
+    MAX_TAG as MPI_MAX_TAG,
+};
 #[cfg(all(feature = "cuda", target_os = "linux"))]
 pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
 

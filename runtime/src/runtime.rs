@@ -189,6 +189,12 @@ impl Runtime {
     }
 
     /// Whether a shutdown has begun.
+    /// The runtime's domains.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn table(&self) -> &DomainTable {
+        &self.inner.table
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.inner.hosted.lock().closed
     }

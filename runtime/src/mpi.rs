@@ -1,0 +1,452 @@
+//! Ranks over MPI (feature `mpi`): the rank's MPI actor and the lane ops that reach it.
+//!
+//! One actor per process owns MPI ([`MpiEngine`]: it initialised it and
+//! makes every call). A lane op between ranks is up to three ops, none of
+//! which waits for another:
+//!
+//! 1. *mpi out*, on the lane's actor after the tensor's producer: a host
+//!    copy of the tensor into a hand-off slot (one copy out of the domain's
+//!    store, which keeps its own; from a CUDA device, through the host);
+//! 2. the MPI actor's op, ordered after *mpi out* by its event: it hands
+//!    the copy to MPI (which reads that buffer in place) and returns; the
+//!    request is progressed by the actor's loop, and its completion keeps a
+//!    [`Promise`] (or fails it with the typed error);
+//! 3. *mpi in*, on the lane's actor after the promise's event: what MPI
+//!    received, in the `Vec` MPI wrote it into, becomes resident under the
+//!    handle the call returned (no copy on the receiving side on a CPU).
+//!
+//! Every op the application submits between ranks goes down one lane into
+//! the MPI actor, in submission order, so collectives reach MPI in the
+//! order the application called them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use weft_actors::{Actor, Event, EventState, Flow, Op, Promise, SpawnError, Ticket};
+use weft_engines::mpi::{launched, Collective, Done, MpiEngine, MpiError, Reduction};
+use weft_engines::{CpuEngine, DType, Meta, Tensor, TensorEngine};
+
+use crate::config::Config;
+use crate::domain::DomainTable;
+use crate::error::{BuildError, OpError};
+use crate::handle::TensorHandle;
+use crate::lane::Lane;
+use crate::runtime::Runtime;
+
+/// Idle time after which the MPI actor, with requests outstanding, stops
+/// testing them back to back and backs off (to at most [`POLL_MAX`]).
+const SPIN: Duration = Duration::from_micros(200);
+const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// The rank's MPI actor, and the one lane every MPI op goes down.
+pub(crate) struct MpiActor {
+    actor: Actor<MpiEngine>,
+    lane: weft_actors::Lane<MpiEngine>,
+    rank: usize,
+    ranks: usize,
+}
+
+impl MpiActor {
+    /// Starts the actor: MPI is initialised on its thread.
+    pub(crate) fn start(config: &Config) -> Result<MpiActor, BuildError> {
+        launched()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let factory = move || {
+            let engine = MpiEngine::start()?;
+            let _ = tx.send((engine.rank(), engine.ranks()));
+            Ok::<_, MpiError>(engine)
+        };
+        // While requests are outstanding it tests them back to back for a
+        // while, then every `idle / 8` up to a millisecond.
+        let progress = |engine: &mut MpiEngine, idle: Option<Duration>| {
+            if !engine.progress() {
+                return None;
+            }
+            Some(match idle {
+                Some(idle) if idle > SPIN => (idle / 8).min(POLL_MAX),
+                _ => Duration::ZERO,
+            })
+        };
+        let actor = config
+            .actor(format!("{}-mpi", config.name))
+            .spawn_with(factory, progress)
+            .map_err(|e| match e {
+                SpawnError::Factory { source, .. } => match source.downcast::<MpiError>() {
+                    Ok(e) => BuildError::Mpi(*e),
+                    Err(other) => BuildError::Mpi(MpiError::Unavailable {
+                        reason: other.to_string(),
+                    }),
+                },
+                other => BuildError::Mpi(MpiError::Unavailable {
+                    reason: format!("the MPI actor could not start: {other}"),
+                }),
+            })?;
+        let (rank, ranks) = rx.recv().map_err(|_| MpiError::Unavailable {
+            reason: "the MPI actor stopped before it said its rank".into(),
+        })?;
+        let lane = actor.lane().map_err(|e| MpiError::Unavailable {
+            reason: e.to_string(),
+        })?;
+        Ok(MpiActor {
+            actor,
+            lane,
+            rank,
+            ranks,
+        })
+    }
+
+    pub(crate) fn actor(&self) -> &Actor<MpiEngine> {
+        &self.actor
+    }
+}
+
+/// Where an MPI op's result goes: the MPI actor fills it, *mpi in* empties it.
+type Slot = Arc<Mutex<Option<Tensor>>>;
+
+/// The promise of an MPI op while it is on its way to MPI: if the op never
+/// reaches MPI (its input failed, or a shutdown cancelled it), the promise
+/// fails saying why instead of reporting a lost actor.
+struct Owed {
+    promise: Option<Promise<(), OpError>>,
+    op: &'static str,
+    after: Option<Event>,
+}
+
+impl Owed {
+    /// The completion MPI calls: fills `slot` and keeps the promise.
+    fn done(mut self, slot: Slot) -> Done {
+        let promise = self.promise.take().expect("owed once");
+        Box::new(move |outcome| match outcome {
+            Ok(tensor) => {
+                *slot.lock() = tensor;
+                promise.keep(());
+            }
+            Err(e) => promise.fail(OpError::Mpi(e)),
+        })
+    }
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        let Some(promise) = self.promise.take() else {
+            return;
+        };
+        let failed = self.after.as_ref().map(Event::state);
+        promise.fail(OpError::Mpi(match failed {
+            Some(EventState::Failed(failure)) => MpiError::Unavailable {
+                reason: format!("{}: its input failed: {failure}", self.op),
+            },
+            _ => MpiError::Cancelled { op: self.op },
+        }));
+    }
+}
+
+impl Runtime {
+    /// This process's rank in the MPI job (0 when the runtime runs no MPI
+    /// actor, [`crate::Builder::mpi`]).
+    pub fn rank(&self) -> usize {
+        self.table().mpi().map_or(0, |m| m.rank)
+    }
+
+    /// The job's ranks (1 when the runtime runs no MPI actor).
+    pub fn ranks(&self) -> usize {
+        self.table().mpi().map_or(1, |m| m.ranks)
+    }
+
+    /// A barrier over every rank: the ticket resolves once every rank's
+    /// barrier has been reached. Never blocks the caller or an actor.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Mpi`] ([`MpiError::Unavailable`]) when the runtime runs
+    /// no MPI actor; [`OpError::Closed`] after shutdown.
+    pub fn barrier(&self) -> Result<Ticket<(), OpError>, OpError> {
+        let mpi = self.table().mpi().ok_or_else(no_mpi)?;
+        let (ticket, ..) = post(mpi, "barrier", None, move |engine, _, done| {
+            engine.collective(Collective::Barrier, None, done)
+        })?;
+        Ok(ticket)
+    }
+}
+
+fn no_mpi() -> OpError {
+    OpError::Mpi(MpiError::Unavailable {
+        reason: "this runtime runs no MPI actor (build it with `Builder::mpi`)".into(),
+    })
+}
+
+/// Submits the MPI actor's op, after `input`'s *mpi out* if there is one:
+/// `call` gets the engine, the input and the completion. Returns the
+/// promise's ticket and the slot the completion fills.
+fn post<F>(
+    mpi: &MpiActor,
+    op: &'static str,
+    input: Option<(Event, Slot)>,
+    call: F,
+) -> Result<(Ticket<(), OpError>, Slot, u64), OpError>
+where
+    F: FnOnce(&mut MpiEngine, Option<Tensor>, Done) + Send + 'static,
+{
+    let (promise, ticket) = Promise::new(op);
+    let (after, taken) = input.unzip();
+    let owed = Owed {
+        promise: Some(promise),
+        op,
+        after: after.clone(),
+    };
+    let slot = Slot::default();
+    let fill = slot.clone();
+    let flow = Flow::next_id();
+    let body = Op::new(move |engine: &mut MpiEngine| {
+        engine.progress();
+        let tensor = taken.and_then(|t| t.lock().take());
+        call(engine, tensor, owed.done(fill));
+    })
+    .label(op)
+    .after(after)
+    .flow(Flow::Out(flow));
+    // The op's own ticket is not needed: the promise's is the result.
+    let ticket_of_op = mpi.lane.submit(body).map_err(|e| match e {
+        weft_actors::SubmitError::Closed(_) => OpError::Closed(weft_actors::ActorClosed {
+            actor: mpi.actor.name().to_owned(),
+        }),
+        weft_actors::SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
+    })?;
+    drop(ticket_of_op);
+    Ok((ticket, slot, flow))
+}
+
+/// Tensor communication between ranks (feature `mpi`), from a CPU
+/// domain's lane (a CUDA tensor goes through the host: transfer it to a
+/// CPU domain first). Every call returns at once; the ops run in the order
+/// of their events, as every lane op.
+///
+/// What the MPI actor receives becomes resident through a second lane
+/// into the same domain, so a receive still waiting for its message holds
+/// up only the ops that read its tensor, not the rest of this lane: a rank
+/// may post its receives before its sends, as MPI codes do.
+impl Lane {
+    /// The runtime's domains, while it lives.
+    fn live_table(&self) -> Result<Arc<DomainTable>, OpError> {
+        self.table().ok_or_else(|| {
+            OpError::Closed(weft_actors::ActorClosed {
+                actor: self.tensors().actor_name(self.place()),
+            })
+        })
+    }
+
+    fn mpi_actor<T>(
+        &self,
+        with: impl FnOnce(&MpiActor) -> Result<T, OpError>,
+    ) -> Result<T, OpError> {
+        let table = self.live_table()?;
+        let mpi = table.mpi().ok_or_else(no_mpi)?;
+        with(mpi)
+    }
+
+    /// *mpi out*: a host copy of `handle`'s tensor into a slot, after its
+    /// producer.
+    fn mpi_out(&self, op: &'static str, handle: &TensorHandle) -> Result<(Event, Slot), OpError> {
+        self.check(op, handle)?;
+        let slot = Slot::default();
+        let (held, put) = (handle.clone(), slot.clone());
+        let lane = self.actor_lane().id();
+        let out = self.submit_op(
+            "mpi out",
+            [handle.ready()],
+            None,
+            move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
+                *put.lock() = Some(engine.download(held.id(), lane)?);
+                Ok(())
+            },
+        )?;
+        Ok((out.event(), slot))
+    }
+
+    /// *mpi in*: after `ticket`, what MPI filled `slot` with becomes
+    /// resident here as a tensor of `meta`.
+    fn mpi_in(
+        &self,
+        ticket: &Ticket<(), OpError>,
+        slot: Slot,
+        flow: u64,
+        meta: Meta,
+    ) -> Result<TensorHandle, OpError> {
+        let table = self.live_table()?;
+        let side = self.transfer_lanes().cpu(self.domain(), &table)?;
+        let lane = side.actor_lane().id();
+        let mut handles = side.produce(
+            "mpi in",
+            &[],
+            Some((ticket.event(), Flow::In(flow))),
+            vec![meta],
+            move |engine, _, outs| {
+                let tensor = slot
+                    .lock()
+                    .take()
+                    .ok_or(MpiError::Cancelled { op: "mpi in" })?;
+                Ok(engine.upload(outs[0].id(), tensor, lane)?)
+            },
+        )?;
+        Ok(handles.pop().expect("one output"))
+    }
+
+    /// Sends `handle`'s tensor to rank `to` under `tag` (at most
+    /// [`weft_engines::mpi::MAX_TAG`]); the matching [`Lane::recv`] on `to`
+    /// names this rank and tag, with the tensor's type and shape. The
+    /// ticket resolves once MPI is done with the data.
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::NoSuchRank`], [`MpiError::Tag`],
+    /// [`MpiError::TooManyAxes`] (as [`OpError::Mpi`]), the handle errors.
+    pub fn send(
+        &self,
+        handle: &TensorHandle,
+        to: usize,
+        tag: u32,
+    ) -> Result<Ticket<(), OpError>, OpError> {
+        self.mpi_actor(|mpi| {
+            check_peer(mpi, to, tag)?;
+            if handle.meta().shape.len() > weft_engines::mpi::MAX_AXES {
+                return Err(MpiError::TooManyAxes {
+                    op: "send",
+                    axes: handle.meta().shape.len(),
+                }
+                .into());
+            }
+            let input = self.mpi_out("send", handle)?;
+            let (ticket, ..) =
+                post(
+                    mpi,
+                    "send",
+                    Some(input),
+                    move |engine, tensor, done| match tensor {
+                        Some(t) => engine.send(t, to, tag, done),
+                        None => done(Err(MpiError::Cancelled { op: "send" })),
+                    },
+                )?;
+            Ok(ticket)
+        })
+    }
+
+    /// Receives the tensor rank `from` sends under `tag`, of `dtype` and
+    /// `shape`, as a tensor of this lane's domain. What arrives is checked
+    /// against them: another type or shape fails the handle's producer
+    /// with [`MpiError::Mismatch`] naming both.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::send`], and a shape whose size overflows.
+    pub fn recv(
+        &self,
+        from: usize,
+        tag: u32,
+        dtype: DType,
+        shape: &[usize],
+    ) -> Result<TensorHandle, OpError> {
+        self.mpi_actor(|mpi| {
+            check_peer(mpi, from, tag)?;
+            let meta = Meta {
+                dtype,
+                shape: shape.to_vec(),
+            };
+            weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
+                op: "recv",
+                count: usize::MAX,
+            })?;
+            let shape = shape.to_vec();
+            let (ticket, slot, flow) = post(mpi, "recv", None, move |engine, _, done| {
+                engine.recv(from, tag, dtype, &shape, done)
+            })?;
+            self.mpi_in(&ticket, slot, flow, meta)
+        })
+    }
+
+    /// Runs `what` over every rank with `handle`'s tensor; the result is a
+    /// tensor of this lane's domain.
+    fn collective(&self, what: Collective, handle: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.mpi_actor(|mpi| {
+            let meta = handle.meta();
+            let shape = what
+                .output(meta.dtype, &meta.shape, mpi.ranks)?
+                .expect("a collective with a tensor has one");
+            let input = self.mpi_out(what.name(), handle)?;
+            let (ticket, slot, flow) =
+                post(mpi, what.name(), Some(input), move |engine, t, done| {
+                    engine.collective(what, t, done)
+                })?;
+            let out = Meta {
+                dtype: meta.dtype,
+                shape,
+            };
+            self.mpi_in(&ticket, slot, flow, out)
+        })
+    }
+
+    /// Every rank gets the reduction of every rank's tensor (same type and
+    /// shape on every rank; ranks that disagree all fail with
+    /// [`MpiError::Disagree`]).
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::Unsupported`] (max or min of complex tensors, sum or
+    /// product of `Bool`), the handle errors.
+    pub fn allreduce(
+        &self,
+        handle: &TensorHandle,
+        reduction: Reduction,
+    ) -> Result<TensorHandle, OpError> {
+        self.collective(Collective::Allreduce(reduction), handle)
+    }
+
+    /// Every rank gets `root`'s tensor; the others pass a tensor of its
+    /// type and shape (its values are not read).
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::NoSuchRank`], the handle errors.
+    pub fn broadcast(&self, handle: &TensorHandle, root: usize) -> Result<TensorHandle, OpError> {
+        self.collective(Collective::Broadcast { root }, handle)
+    }
+
+    /// Every rank gets every rank's tensor, stacked along a new first axis
+    /// in rank order.
+    ///
+    /// # Errors
+    ///
+    /// The handle errors; [`MpiError::TooLarge`].
+    pub fn allgather(&self, handle: &TensorHandle) -> Result<TensorHandle, OpError> {
+        self.collective(Collective::Allgather, handle)
+    }
+
+    /// The reduction of every rank's tensor, split along the first axis
+    /// into one block per rank: rank `r` gets block `r`.
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::Indivisible`] when the ranks do not divide the first
+    /// extent; as [`Lane::allreduce`].
+    pub fn reduce_scatter(
+        &self,
+        handle: &TensorHandle,
+        reduction: Reduction,
+    ) -> Result<TensorHandle, OpError> {
+        self.collective(Collective::ReduceScatter(reduction), handle)
+    }
+}
+
+fn check_peer(mpi: &MpiActor, rank: usize, tag: u32) -> Result<(), OpError> {
+    if rank >= mpi.ranks {
+        return Err(MpiError::NoSuchRank {
+            rank,
+            ranks: mpi.ranks,
+        }
+        .into());
+    }
+    if tag > weft_engines::mpi::MAX_TAG {
+        return Err(MpiError::Tag { tag }.into());
+    }
+    Ok(())
+}
