@@ -149,6 +149,21 @@ impl Runtime {
         self.table().mpi().map_or(0, |m| m.rank)
     }
 
+    /// A lane into the rank's MPI actor, to run MPI code of one's own on
+    /// the thread that owns MPI (every MPI call of the process must come
+    /// from it): `lane.run(|_| { let world =
+    /// mpi::topology::SimpleCommunicator::world(); … })`. A blocking call
+    /// there holds up weft's own requests for as long as it blocks.
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Mpi`] when the runtime runs no MPI actor,
+    /// [`OpError::Closed`] after shutdown.
+    pub fn mpi_lane(&self) -> Result<weft_actors::Lane<MpiEngine>, OpError> {
+        let mpi = self.table().mpi().ok_or_else(no_mpi)?;
+        Ok(mpi.actor.lane()?)
+    }
+
     /// The job's ranks (1 when the runtime runs no MPI actor).
     pub fn ranks(&self) -> usize {
         self.table().mpi().map_or(1, |m| m.ranks)
