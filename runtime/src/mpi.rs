@@ -70,6 +70,9 @@ impl MpiActor {
         };
         let actor = config
             .actor(format!("{}-mpi", config.name))
+            // Its housekeeping is its spin: an idle spin before it would
+            // only delay the first test of what it just posted.
+            .idle_spin(Duration::ZERO)
             .spawn_with(factory, progress)
             .map_err(|e| match e {
                 SpawnError::Factory { source, .. } => match source.downcast::<MpiError>() {
