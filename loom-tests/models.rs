@@ -362,3 +362,46 @@ fn submit_waits_for_room() {
         a.shutdown().expect("joined");
     });
 }
+
+/// Promise: a thread keeps it while an actor's op, ordered after its
+/// event, is submitted; the op runs once, after the value is given.
+#[test]
+fn promise_kept_vs_dependent_op() {
+    loom::model(|| {
+        let a = actor("loom-promise", ());
+        let lane = a.lane().expect("lane");
+        let (promise, ticket) = weft_actors::Promise::<u32, String>::new("work");
+        let event = ticket.event();
+        let keeper = thread::spawn(move || promise.keep(3));
+        let seen = event.clone();
+        let after = lane
+            .submit(Op::new(move |_: &mut ()| seen.is_finished()).after([event]))
+            .expect("open");
+        assert!(after.wait().expect("ran after the promise"));
+        assert_eq!(ticket.wait().expect("kept"), 3);
+        keeper.join().expect("keeper");
+        a.shutdown().expect("joined");
+    });
+}
+
+/// Promise: dropped unkept on another thread while an op waits on its
+/// event; the op fails instead of waiting for ever, and so does the ticket.
+#[test]
+fn promise_dropped_vs_dependent_op() {
+    loom::model(|| {
+        let a = actor("loom-promise-drop", ());
+        let lane = a.lane().expect("lane");
+        let (promise, ticket) = weft_actors::Promise::<u32, String>::new("work");
+        let dropper = thread::spawn(move || drop(promise));
+        let after = lane
+            .submit(Op::new(|_: &mut ()| ()).after([ticket.event()]))
+            .expect("open");
+        assert!(matches!(
+            after.wait(),
+            Err(TicketError::DependencyFailed(_))
+        ));
+        assert!(ticket.wait().unwrap_err().is_actor_lost());
+        dropper.join().expect("dropper");
+        a.shutdown().expect("joined");
+    });
+}
