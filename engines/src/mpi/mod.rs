@@ -358,18 +358,9 @@ fn mpi_op(op: &'static str, r: Reduction, dtype: DType) -> Result<MpiOp, MpiErro
     })
 }
 
-const DTYPES: [DType; 7] = [
-    DType::F32,
-    DType::F64,
-    DType::C32,
-    DType::C64,
-    DType::I32,
-    DType::I64,
-    DType::Bool,
-];
-
+/// A type's code in headers and signatures: its place in [`DType::ALL`].
 fn dtype_code(dtype: DType) -> u64 {
-    DTYPES.iter().position(|&d| d == dtype).unwrap_or(0) as u64
+    DType::ALL.iter().position(|&d| d == dtype).unwrap_or(0) as u64
 }
 
 /// "f64 [2, 3]": a type and shape in errors.
@@ -914,7 +905,7 @@ fn parse_header(words: &[u64]) -> Option<(DType, Vec<usize>)> {
     if words.len() != HEADER_WORDS || words[0] != MAGIC {
         return None;
     }
-    let dtype = *DTYPES.get(usize::try_from(words[1]).ok()?)?;
+    let dtype = *DType::ALL.get(usize::try_from(words[1]).ok()?)?;
     let axes = usize::try_from(words[2]).ok().filter(|&a| a <= MAX_AXES)?;
     let shape = words[3..3 + axes]
         .iter()
