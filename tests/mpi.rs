@@ -141,6 +141,10 @@ fn rank_main() -> ExitCode {
             "a_received_tensor_feeds_the_domain_ops",
             a_received_tensor_feeds_the_domain_ops,
         ),
+        (
+            "a_send_of_a_failed_tensor_fails_with_its_reason",
+            a_send_of_a_failed_tensor_fails_with_its_reason,
+        ),
         ("barrier_resolves", barrier_resolves),
         (
             "bad_arguments_are_typed_errors_at_the_call",
@@ -526,6 +530,35 @@ fn a_received_tensor_feeds_the_domain_ops() -> Result<(), String> {
         v == (0..9).map(f64::from).collect::<Vec<_>>(),
         format!("{v:?}"),
     )
+}
+
+/// A send whose tensor's producer fails on the actor fails with that
+/// reason, and sends nothing: the next message on the tag is the next one.
+fn a_send_of_a_failed_tensor_fails_with_its_reason() -> Result<(), String> {
+    let (rank, ranks, lane) = me();
+    let (next, prev) = ((rank + 1) % ranks, (rank + ranks - 1) % ranks);
+    let got = lane
+        .recv(prev, 4, DType::I32, &[1])
+        .map_err(|e| e.to_string())?;
+    let one = upload(&lane, vec![1i32], &[1])?;
+    let zero = upload(&lane, vec![0i32], &[1])?;
+    let failed = lane.floor_div(&one, &zero).map_err(|e| e.to_string())?;
+    let e = match lane
+        .send(&failed, next, 4)
+        .map_err(|e| e.to_string())?
+        .wait_timeout(OP_LIMIT)
+    {
+        Ok(()) => return Err("the send of a failed tensor succeeded".into()),
+        Err(e) => e.to_string(),
+    };
+    check(
+        e.contains("its input failed") && e.contains("zero"),
+        format!("error: {e}"),
+    )?;
+    let sent = lane.send(&one, next, 4).map_err(|e| e.to_string())?;
+    let (_, v) = values::<i32>(&lane, &got)?;
+    sent.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
+    check(v == [1], format!("received {v:?}"))
 }
 
 fn barrier_resolves() -> Result<(), String> {

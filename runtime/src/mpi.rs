@@ -137,8 +137,9 @@ impl Drop for Owed {
         };
         let failed = self.after.as_ref().map(Event::state);
         promise.fail(OpError::Mpi(match failed {
-            Some(EventState::Failed(failure)) => MpiError::Unavailable {
-                reason: format!("{}: its input failed: {failure}", self.op),
+            Some(EventState::Failed(failure)) => MpiError::InputFailed {
+                op: self.op,
+                reason: failure.to_string(),
             },
             _ => MpiError::Cancelled { op: self.op },
         }));

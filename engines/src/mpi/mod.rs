@@ -184,6 +184,14 @@ pub enum MpiError {
         /// The ranks.
         ranks: usize,
     },
+    /// The operation's input never reached MPI.
+    #[error("{op}: its input failed: {reason}")]
+    InputFailed {
+        /// The operation.
+        op: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// The rank's MPI actor shut down before the operation completed.
     #[error("{op} was cancelled: the rank's MPI actor shut down first")]
     Cancelled {
@@ -406,6 +414,8 @@ struct Transfer {
     posted: Vec<Posted>,
     errors: Vec<Option<MpiError>>,
     recv: Option<Expect>,
+    /// A receive the shutdown cancelled.
+    cancelled: bool,
     done: Done,
 }
 
@@ -598,6 +608,7 @@ impl MpiEngine {
                     posted,
                     errors,
                     recv,
+                    cancelled: false,
                     done,
                 });
                 self.progress();
@@ -613,10 +624,9 @@ impl MpiEngine {
         let out = match (what, meta) {
             (Collective::Barrier, _) => Ok(None),
             (_, Some((dtype, shape))) => what.output(dtype, shape, self.ranks),
-            (_, None) => Err(MpiError::Unsupported {
+            (_, None) => Err(MpiError::InputFailed {
                 op: what.name(),
-                reduction: Reduction::Sum,
-                dtype: DType::F64,
+                reason: "no tensor was given".into(),
             }),
         };
         match out {
@@ -761,48 +771,37 @@ impl MpiEngine {
 
     /// Ends the engine: see the module docs ("Shutdown").
     fn close(&mut self) {
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while self.progress() && Instant::now() < deadline {
-            std::thread::yield_now();
+        self.settle();
+        // What is left: collectives not begun are dropped, receives
+        // nothing matched are cancelled (they still complete, as
+        // cancelled), and what completes in a second grace period is
+        // finished as usual.
+        for queued in self.queued.drain(..) {
+            (queued.done)(Err(MpiError::Cancelled {
+                op: queued.what.name(),
+            }));
         }
-        // What is left: receives nothing matched are cancelled, and every
-        // outstanding operation fails.
         for transfer in &mut self.p2p {
             if transfer.recv.is_some() {
+                transfer.cancelled = true;
                 transfer.posted.iter_mut().for_each(Posted::cancel);
             }
         }
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        let mut settled = false;
-        while !settled && Instant::now() < deadline {
-            settled = self
-                .p2p
-                .iter_mut()
-                .all(|t| t.posted.iter_mut().all(|p| p.test().unwrap_or(true)))
-                && self
-                    .active
-                    .as_mut()
-                    .is_none_or(|a| a.posted.test().unwrap_or(true));
-            std::thread::yield_now();
-        }
+        let settled = self.settle();
+        // Whatever never completed fails; its buffers are leaked with its
+        // requests (`Posted`'s drop), never freed under MPI.
+        let stuck = self.active.as_ref().map(|a| a.queued.what.name());
         for transfer in self.p2p.drain(..) {
-            (transfer.done)(Err(MpiError::Cancelled {
-                op: if transfer.recv.is_some() {
-                    "recv"
-                } else {
-                    "send"
-                },
-            }));
+            let op = if transfer.recv.is_some() {
+                "recv"
+            } else {
+                "send"
+            };
+            (transfer.done)(Err(MpiError::Cancelled { op }));
         }
-        let active = self.active.take().map(|a| (a.queued, a.posted));
-        let leaked = active.as_ref().map(|(q, _)| q.what.name());
-        for queued in active
-            .map(|(q, _)| q)
-            .into_iter()
-            .chain(self.queued.drain(..))
-        {
-            (queued.done)(Err(MpiError::Cancelled {
-                op: queued.what.name(),
+        if let Some(active) = self.active.take() {
+            (active.queued.done)(Err(MpiError::Cancelled {
+                op: active.queued.what.name(),
             }));
         }
         let Some(session) = self.session.take() else {
@@ -810,16 +809,30 @@ impl MpiEngine {
         };
         if settled {
             drop(session);
-            STATE.store(FINALISED, Ordering::Release);
         } else {
             eprintln!(
                 "weft: MPI requests were still outstanding {:?} after shutdown began \
                  (a peer rank gone?{}); MPI is left unfinalised",
                 2 * SHUTDOWN_GRACE,
-                leaked.map_or(String::new(), |op| format!(" last collective: {op}"))
+                stuck.map_or(String::new(), |op| format!(" a {op} among them"))
             );
             session.abandon();
-            STATE.store(FINALISED, Ordering::Release);
+        }
+        STATE.store(FINALISED, Ordering::Release);
+    }
+
+    /// Progresses what is outstanding for up to [`SHUTDOWN_GRACE`]; `true`
+    /// once nothing is.
+    fn settle(&mut self) -> bool {
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        loop {
+            if !self.progress() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 }
@@ -855,8 +868,14 @@ fn finish_transfer(transfer: Transfer) {
         posted,
         errors,
         recv,
+        cancelled,
         done,
     } = transfer;
+    if cancelled {
+        // Cancelled or not, MPI is done with its buffers; a message that
+        // came in meanwhile is dropped with the shutdown.
+        return done(Err(MpiError::Cancelled { op: "recv" }));
+    }
     let first_error = errors.iter().flatten().next().cloned();
     let Some(expect) = recv else {
         return done(first_error.map_or(Ok(None), Err));
