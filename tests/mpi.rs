@@ -142,6 +142,10 @@ fn rank_main() -> ExitCode {
             a_received_tensor_feeds_the_domain_ops,
         ),
         (
+            "receives_complete_in_the_order_their_messages_come",
+            receives_complete_in_the_order_their_messages_come,
+        ),
+        (
             "a_send_of_a_failed_tensor_fails_with_its_reason",
             a_send_of_a_failed_tensor_fails_with_its_reason,
         ),
@@ -530,6 +534,43 @@ fn a_received_tensor_feeds_the_domain_ops() -> Result<(), String> {
         v == (0..9).map(f64::from).collect::<Vec<_>>(),
         format!("{v:?}"),
     )
+}
+
+/// Receives complete in the order their messages come, not the order they
+/// were posted: rank 0 posts receives on tags A then B, and rank 1 sends
+/// on A only after rank 0 has answered what came on B.
+fn receives_complete_in_the_order_their_messages_come() -> Result<(), String> {
+    let (rank, _, lane) = me();
+    let (a, b, c) = (20, 21, 22);
+    match rank {
+        0 => {
+            let first = lane
+                .recv(1, a, DType::F64, &[2])
+                .map_err(|e| e.to_string())?;
+            let second = lane
+                .recv(1, b, DType::F64, &[2])
+                .map_err(|e| e.to_string())?;
+            let echo = lane.send(&second, 1, c).map_err(|e| e.to_string())?;
+            let (_, v) = values::<f64>(&lane, &first)?;
+            echo.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
+            check(v == [5.0, 6.0], format!("{v:?}"))
+        }
+        1 => {
+            let x = upload(&lane, vec![1.0f64, 2.0], &[2])?;
+            drop(lane.send(&x, 0, b).map_err(|e| e.to_string())?);
+            let back = lane
+                .recv(0, c, DType::F64, &[2])
+                .map_err(|e| e.to_string())?;
+            let (_, v) = values::<f64>(&lane, &back)?;
+            check(v == [1.0, 2.0], format!("echo {v:?}"))?;
+            let z = upload(&lane, vec![5.0f64, 6.0], &[2])?;
+            lane.send(&z, 0, a)
+                .map_err(|e| e.to_string())?
+                .wait_timeout(OP_LIMIT)
+                .map_err(|e| e.to_string())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A send whose tensor's producer fails on the actor fails with that

@@ -241,10 +241,12 @@ where
 /// CPU domain first). Every call returns at once; the ops run in the order
 /// of their events, as every lane op.
 ///
-/// What the MPI actor receives becomes resident through a second lane
+/// What the MPI actor receives becomes resident through a lane of its own
 /// into the same domain, so a receive still waiting for its message holds
-/// up only the ops that read its tensor, not the rest of this lane: a rank
-/// may post its receives before its sends, as MPI codes do.
+/// up only the ops that read its tensor: not the rest of this lane (a rank
+/// may post its receives before its sends, as MPI codes do), and not the
+/// receives posted after it (they complete in the order their messages
+/// come).
 impl Lane {
     /// The runtime's domains, while it lives.
     fn live_table(&self) -> Result<Arc<DomainTable>, OpError> {
@@ -293,7 +295,10 @@ impl Lane {
         meta: Meta,
     ) -> Result<TensorHandle, OpError> {
         let table = self.live_table()?;
-        let side = self.transfer_lanes().cpu(self.domain(), &table)?;
+        // A lane of its own: an *mpi in* waits for its message at the head
+        // of its lane, and a lane shared by several would make a receive
+        // whose message came wait for an earlier one's.
+        let side = Lane::open(table.cpu(self.domain())?, &table)?;
         let lane = side.actor_lane().id();
         let mut handles = side.produce(
             "mpi in",
