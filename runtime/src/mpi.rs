@@ -39,6 +39,17 @@ use crate::runtime::Runtime;
 const SPIN: Duration = Duration::from_micros(200);
 const POLL_MAX: Duration = Duration::from_millis(1);
 
+/// Tensors of at least this many bytes are sent from and received into
+/// buffers of the domain's pool, which a send gives back: fresh pages of a
+/// large buffer cost more than the extra op on the domain.
+const POOLED_BYTES: usize = 64 << 10;
+
+fn meta_bytes(meta: &Meta) -> usize {
+    weft_engines::element_count(&meta.shape)
+        .unwrap_or(0)
+        .saturating_mul(meta.dtype.size())
+}
+
 /// The rank's MPI actor, and the one lane every MPI op goes down.
 pub(crate) struct MpiActor {
     actor: Actor<MpiEngine>,
@@ -267,38 +278,42 @@ impl Lane {
     }
 
     /// *mpi out*: a host copy of `handle`'s tensor into a slot, after its
-    /// producer.
+    /// producer, in a buffer of the domain's pool (no fresh pages when the
+    /// pool has one of its size; a send gives it back, [`Lane::send`]).
     fn mpi_out(&self, op: &'static str, handle: &TensorHandle) -> Result<(Event, Slot), OpError> {
         self.check(op, handle)?;
         let slot = Slot::default();
         let (held, put) = (handle.clone(), slot.clone());
-        let lane = self.actor_lane().id();
         let out = self.submit_op(
             "mpi out",
             [handle.ready()],
             None,
             move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
-                *put.lock() = Some(engine.download(held.id(), lane)?);
+                *put.lock() = Some(engine.pooled_copy(held.id())?);
                 Ok(())
             },
         )?;
         Ok((out.event(), slot))
     }
 
-    /// *mpi in*: after `ticket`, what MPI filled `slot` with becomes
-    /// resident here as a tensor of `meta`.
+    /// A new lane into this lane's domain. An *mpi in* waits for its
+    /// message at the head of its lane, so each receive gets a lane of its
+    /// own: on a shared one, a receive whose message came would wait for
+    /// an earlier one's.
+    fn side_lane(&self) -> Result<Lane, OpError> {
+        let table = self.live_table()?;
+        Ok(Lane::open(table.cpu(self.domain())?, &table)?)
+    }
+
+    /// *mpi in*: after `ticket`, on `side` (see [`Lane::side_lane`]), what
+    /// MPI filled `slot` with becomes resident as a tensor of `meta`.
     fn mpi_in(
-        &self,
+        side: &Lane,
         ticket: &Ticket<(), OpError>,
         slot: Slot,
         flow: u64,
         meta: Meta,
     ) -> Result<TensorHandle, OpError> {
-        let table = self.live_table()?;
-        // A lane of its own: an *mpi in* waits for its message at the head
-        // of its lane, and a lane shared by several would make a receive
-        // whose message came wait for an earlier one's.
-        let side = Lane::open(table.cpu(self.domain())?, &table)?;
         let lane = side.actor_lane().id();
         let mut handles = side.produce(
             "mpi in",
@@ -341,7 +356,7 @@ impl Lane {
                 .into());
             }
             let input = self.mpi_out("send", handle)?;
-            let (ticket, ..) =
+            let (ticket, sent, _) =
                 post(
                     mpi,
                     "send",
@@ -351,6 +366,24 @@ impl Lane {
                         None => done(Err(MpiError::Cancelled { op: "send" })),
                     },
                 )?;
+            // A large buffer goes back to the domain's pool once MPI is done
+            // with it, on a lane only such returns use (nothing waits on
+            // them, so their order costs nothing).
+            if meta_bytes(&handle.meta()) >= POOLED_BYTES {
+                let table = self.live_table()?;
+                let back = self.transfer_lanes().cpu(self.domain(), &table)?;
+                drop(back.submit_op(
+                    "mpi return",
+                    [ticket.event()],
+                    None,
+                    move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
+                        if let Some(buffer) = sent.lock().take() {
+                            engine.give_buffer(buffer.into_parts().1);
+                        }
+                        Ok(())
+                    },
+                )?);
+            }
             Ok(ticket)
         })
     }
@@ -376,15 +409,37 @@ impl Lane {
                 dtype,
                 shape: shape.to_vec(),
             };
-            weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
+            let n = weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
                 op: "recv",
                 count: usize::MAX,
             })?;
+            let side = self.side_lane()?;
+            // A large tensor is received into a buffer of the domain's pool,
+            // taken on the receive's own lane before it is posted.
+            let buffer = match meta_bytes(&meta) >= POOLED_BYTES {
+                true => {
+                    let slot = Slot::default();
+                    let put = slot.clone();
+                    let taken = side.submit_op(
+                        "mpi buffer",
+                        [],
+                        None,
+                        move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
+                            let data = engine.pooled_buffer(dtype, n);
+                            *put.lock() = Some(Tensor::from_data(data, &[n])?);
+                            Ok(())
+                        },
+                    )?;
+                    Some((taken.event(), slot))
+                }
+                false => None,
+            };
             let shape = shape.to_vec();
-            let (ticket, slot, flow) = post(mpi, "recv", None, move |engine, _, done| {
-                engine.recv(from, tag, dtype, &shape, done)
+            let (ticket, slot, flow) = post(mpi, "recv", buffer, move |engine, buffer, done| {
+                let buffer = buffer.map(|t| t.into_parts().1);
+                engine.recv(from, tag, (dtype, &shape), buffer, done)
             })?;
-            self.mpi_in(&ticket, slot, flow, meta)
+            Self::mpi_in(&side, &ticket, slot, flow, meta)
         })
     }
 
@@ -405,7 +460,7 @@ impl Lane {
                 dtype: meta.dtype,
                 shape,
             };
-            self.mpi_in(&ticket, slot, flow, out)
+            Self::mpi_in(&self.side_lane()?, &ticket, slot, flow, out)
         })
     }
 

@@ -156,7 +156,7 @@ impl BufferPool {
     /// Like [`BufferPool::take`], but `len` elements long: a pooled
     /// buffer keeps what it held (cut to `len`, or zeros appended), a new
     /// one is zeros. For outputs a kernel overwrites entirely.
-    fn take_keeping<T: Element>(&mut self, len: usize) -> Vec<T> {
+    pub(crate) fn take_keeping<T: Element>(&mut self, len: usize) -> Vec<T> {
         let mut buffer = self.pooled(len);
         if buffer.len() >= len {
             buffer.truncate(len);

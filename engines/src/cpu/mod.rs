@@ -41,6 +41,7 @@ use crate::engine::{BufferStats, EngineMemory, ExecError, Place, TensorEngine, T
 use crate::ops::{Meta, TensorOp};
 use crate::program::Program;
 use crate::tensor::{DType, Tensor, TensorError};
+use crate::tensor::{Data, Element};
 
 /// How the threads of a CPU domain are pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -344,6 +345,38 @@ impl CpuEngine {
             }
             None => false,
         }
+    }
+
+    /// A copy of tensor `id` in a buffer of the engine's pool, for another
+    /// thread to read (a send to another rank): no fresh pages when the
+    /// pool holds a buffer of its size. Give the buffer back with
+    /// [`CpuEngine::give_buffer`] once it is read.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError`] (not resident) if there is no tensor `id`.
+    pub fn pooled_copy(&mut self, id: TensorId) -> Result<Tensor, ExecError> {
+        let tensor = self.store.get(id)?;
+        let pool = &mut self.buffers;
+        let data = map_data!(tensor.data(), |v| {
+            let mut copy = pool.take(v.len());
+            copy.extend_from_slice(v);
+            copy
+        });
+        Ok(Tensor::from_parts(tensor.shape().to_vec(), data)?)
+    }
+
+    /// A buffer of `len` elements of `dtype` from the engine's pool, for
+    /// another thread to fill entirely (a receive from another rank): its
+    /// values are what the buffer last held.
+    pub fn pooled_buffer(&mut self, dtype: DType, len: usize) -> Data {
+        let pool = &mut self.buffers;
+        for_dtype!(dtype, |T| T::wrap(pool.take_keeping::<T>(len)))
+    }
+
+    /// Gives `data` to the engine's pool (within its cap).
+    pub fn give_buffer(&mut self, data: Data) {
+        self.buffers.give(data);
     }
 
     /// The counters of the engine's buffer pool.

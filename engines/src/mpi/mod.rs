@@ -513,8 +513,9 @@ impl MpiEngine {
             .ok_or(MpiError::Cancelled { op: "mpi" })
     }
 
-    /// Sends `tensor` to rank `to` under `tag`; `done` gets `Ok(None)` once
-    /// MPI is done with the data (not necessarily once it arrived).
+    /// Sends `tensor` to rank `to` under `tag`; once MPI is done with the
+    /// data (not necessarily once it arrived), `done` gets its buffer back,
+    /// as a tensor of one axis (for the pool it came from).
     pub fn send(&mut self, tensor: Tensor, to: usize, tag: u32, done: Done) {
         let posted = self.post_send(tensor, to, tag);
         self.start_transfer(posted, None, done);
@@ -552,19 +553,33 @@ impl MpiEngine {
     }
 
     /// Receives the tensor rank `from` sends under `tag`, which must be of
-    /// `dtype` and `shape`; `done` gets it, or [`MpiError::Mismatch`].
-    pub fn recv(&mut self, from: usize, tag: u32, dtype: DType, shape: &[usize], done: Done) {
+    /// `dtype` and `shape`; `done` gets it, or [`MpiError::Mismatch`]. MPI
+    /// writes it into `buffer` when that is given and of the type and
+    /// length (a pooled buffer of the destination domain, say), else into
+    /// a new one.
+    pub fn recv(
+        &mut self,
+        from: usize,
+        tag: u32,
+        (dtype, shape): (DType, &[usize]),
+        buffer: Option<Data>,
+        done: Done,
+    ) {
         let expect = Expect {
             from,
             tag,
             dtype,
             shape: shape.to_vec(),
         };
-        let posted = self.post_recv(&expect);
+        let posted = self.post_recv(&expect, buffer);
         self.start_transfer(posted, Some(expect), done);
     }
 
-    fn post_recv(&self, expect: &Expect) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
+    fn post_recv(
+        &self,
+        expect: &Expect,
+        buffer: Option<Data>,
+    ) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
         self.check_peer(expect.from, expect.tag)?;
         let axes = expect.shape.len();
         if axes > MAX_AXES {
@@ -584,7 +599,11 @@ impl MpiEngine {
         let session = self.session()?;
         let header = Buf::Words(vec![0u64; HEADER_WORDS].into());
         let first = session.irecv(header, expect.from, 2 * expect.tag)?;
-        let data = Buf::Data(Data::zeros(expect.dtype, n));
+        let data = match buffer {
+            Some(b) if b.dtype() == expect.dtype && b.len() == n => b,
+            _ => Data::zeros(expect.dtype, n),
+        };
+        let data = Buf::Data(data);
         match session.irecv(data, expect.from, 2 * expect.tag + 1) {
             Ok(second) => Ok((vec![first, second], None)),
             Err(e) => Ok((vec![first], Some(e))),
@@ -878,7 +897,17 @@ fn finish_transfer(transfer: Transfer) {
     }
     let first_error = errors.iter().flatten().next().cloned();
     let Some(expect) = recv else {
-        return done(first_error.map_or(Ok(None), Err));
+        if let Some(e) = first_error {
+            return done(Err(e));
+        }
+        let sent = posted.into_iter().nth(1).and_then(|p| p.into_bufs().pop());
+        return done(Ok(match sent {
+            Some(Buf::Data(data)) => {
+                let len = data.len();
+                Tensor::from_data(data, &[len]).ok()
+            }
+            _ => None,
+        }));
     };
     let received: Vec<usize> = posted.iter().map(Posted::received).collect();
     let mut bufs = posted.into_iter().map(Posted::into_bufs);
