@@ -25,7 +25,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use weft_actors::{Actor, Event, EventState, Flow, Op, Promise, SpawnError, Ticket};
 use weft_engines::mpi::{launched, Collective, Done, MpiEngine, MpiError, Reduction};
-use weft_engines::{CpuEngine, DType, Meta, Tensor, TensorEngine};
+use weft_engines::{CpuEngine, DType, Data, Meta, Tensor, TensorEngine};
 
 use crate::config::Config;
 use crate::domain::DomainTable;
@@ -118,22 +118,27 @@ impl MpiActor {
 /// Where an MPI op's result goes: the MPI actor fills it, *mpi in* empties it.
 type Slot = Arc<Mutex<Option<Tensor>>>;
 
+/// Where the buffer MPI read from goes, for *mpi return*.
+type Spent = Arc<Mutex<Option<Data>>>;
+
 /// The promise of an MPI op while it is on its way to MPI: if the op never
 /// reaches MPI (its input failed, or a shutdown cancelled it), the promise
 /// fails saying why instead of reporting a lost actor.
 struct Owed {
     promise: Option<Promise<(), OpError>>,
     op: &'static str,
-    after: Option<Event>,
+    after: Vec<Event>,
 }
 
 impl Owed {
-    /// The completion MPI calls: fills `slot` and keeps the promise.
-    fn done(mut self, slot: Slot) -> Done {
+    /// The completion MPI calls: fills `slot` and `spent` and keeps the
+    /// promise.
+    fn done(mut self, slot: Slot, spent: Spent) -> Done {
         let promise = self.promise.take().expect("owed once");
         Box::new(move |outcome| match outcome {
-            Ok(tensor) => {
-                *slot.lock() = tensor;
+            Ok(finished) => {
+                *slot.lock() = finished.tensor;
+                *spent.lock() = finished.spent;
                 promise.keep(());
             }
             Err(e) => promise.fail(OpError::Mpi(e)),
@@ -146,7 +151,11 @@ impl Drop for Owed {
         let Some(promise) = self.promise.take() else {
             return;
         };
-        let failed = self.after.as_ref().map(Event::state);
+        let failed = self
+            .after
+            .iter()
+            .map(Event::state)
+            .find(|s| matches!(s, EventState::Failed(_)));
         promise.fail(OpError::Mpi(match failed {
             Some(EventState::Failed(failure)) => MpiError::InputFailed {
                 op: self.op,
@@ -193,10 +202,10 @@ impl Runtime {
     /// no MPI actor; [`OpError::Closed`] after shutdown.
     pub fn barrier(&self) -> Result<Ticket<(), OpError>, OpError> {
         let mpi = self.table().mpi().ok_or_else(no_mpi)?;
-        let (ticket, ..) = post(mpi, "barrier", None, move |engine, _, done| {
-            engine.collective(Collective::Barrier, None, done)
+        let posted = post(mpi, "barrier", None, move |engine, _, done| {
+            engine.collective(Collective::Barrier, None, None, done)
         })?;
-        Ok(ticket)
+        Ok(posted.ticket)
     }
 }
 
@@ -206,32 +215,48 @@ fn no_mpi() -> OpError {
     })
 }
 
-/// Submits the MPI actor's op, after `input`'s *mpi out* if there is one:
-/// `call` gets the engine, the input and the completion. Returns the
-/// promise's ticket and the slot the completion fills.
+/// Submits the MPI actor's op, after `input`'s *mpi out* (or *mpi
+/// buffer*) if there is one: `call` gets the engine, what the input's slot
+/// holds, and the completion.
 fn post<F>(
     mpi: &MpiActor,
     op: &'static str,
     input: Option<(Event, Slot)>,
     call: F,
-) -> Result<(Ticket<(), OpError>, Slot, u64), OpError>
+) -> Result<Posted, OpError>
 where
     F: FnOnce(&mut MpiEngine, Option<Tensor>, Done) + Send + 'static,
 {
-    let (promise, ticket) = Promise::new(op);
     let (after, taken) = input.unzip();
+    post_after(mpi, op, after.into_iter().collect(), move |engine, done| {
+        call(engine, taken.and_then(|t| t.lock().take()), done)
+    })
+}
+
+/// Submits the MPI actor's op after `after`: `call` gets the engine and
+/// the completion.
+fn post_after<F>(
+    mpi: &MpiActor,
+    op: &'static str,
+    after: Vec<Event>,
+    call: F,
+) -> Result<Posted, OpError>
+where
+    F: FnOnce(&mut MpiEngine, Done) + Send + 'static,
+{
+    let (promise, ticket) = Promise::new(op);
     let owed = Owed {
         promise: Some(promise),
         op,
         after: after.clone(),
     };
     let slot = Slot::default();
-    let fill = slot.clone();
+    let spent = Spent::default();
+    let (fill, give) = (slot.clone(), spent.clone());
     let flow = Flow::next_id();
     let body = Op::new(move |engine: &mut MpiEngine| {
         engine.progress();
-        let tensor = taken.and_then(|t| t.lock().take());
-        call(engine, tensor, owed.done(fill));
+        call(engine, owed.done(fill, give));
     })
     .label(op)
     .after(after)
@@ -244,7 +269,21 @@ where
         weft_actors::SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
     })?;
     drop(ticket_of_op);
-    Ok((ticket, slot, flow))
+    Ok(Posted {
+        ticket,
+        slot,
+        spent,
+        flow,
+    })
+}
+
+/// An MPI op on its way: the promise's ticket, where its result and its
+/// spent buffer will be, and the trace flow to its *mpi in*.
+struct Posted {
+    ticket: Ticket<(), OpError>,
+    slot: Slot,
+    spent: Spent,
+    flow: u64,
 }
 
 /// Tensor communication between ranks (feature `mpi`), from a CPU
@@ -307,18 +346,13 @@ impl Lane {
 
     /// *mpi in*: after `ticket`, on `side` (see [`Lane::side_lane`]), what
     /// MPI filled `slot` with becomes resident as a tensor of `meta`.
-    fn mpi_in(
-        side: &Lane,
-        ticket: &Ticket<(), OpError>,
-        slot: Slot,
-        flow: u64,
-        meta: Meta,
-    ) -> Result<TensorHandle, OpError> {
+    fn mpi_in(side: &Lane, posted: &Posted, meta: Meta) -> Result<TensorHandle, OpError> {
         let lane = side.actor_lane().id();
+        let slot = posted.slot.clone();
         let mut handles = side.produce(
             "mpi in",
             &[],
-            Some((ticket.event(), Flow::In(flow))),
+            Some((posted.ticket.event(), Flow::In(posted.flow))),
             vec![meta],
             move |engine, _, outs| {
                 let tensor = slot
@@ -356,36 +390,67 @@ impl Lane {
                 .into());
             }
             let input = self.mpi_out("send", handle)?;
-            let (ticket, sent, _) =
-                post(
-                    mpi,
-                    "send",
-                    Some(input),
-                    move |engine, tensor, done| match tensor {
-                        Some(t) => engine.send(t, to, tag, done),
-                        None => done(Err(MpiError::Cancelled { op: "send" })),
-                    },
-                )?;
-            // A large buffer goes back to the domain's pool once MPI is done
-            // with it, on a lane only such returns use (nothing waits on
-            // them, so their order costs nothing).
-            if meta_bytes(&handle.meta()) >= POOLED_BYTES {
-                let table = self.live_table()?;
-                let back = self.transfer_lanes().cpu(self.domain(), &table)?;
-                drop(back.submit_op(
-                    "mpi return",
-                    [ticket.event()],
-                    None,
-                    move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
-                        if let Some(buffer) = sent.lock().take() {
-                            engine.give_buffer(buffer.into_parts().1);
-                        }
-                        Ok(())
-                    },
-                )?);
-            }
-            Ok(ticket)
+            let posted = post(
+                mpi,
+                "send",
+                Some(input),
+                move |engine, tensor, done| match tensor {
+                    Some(t) => engine.send(t, to, tag, done),
+                    None => done(Err(MpiError::Cancelled { op: "send" })),
+                },
+            )?;
+            self.give_back(&handle.meta(), &posted)?;
+            Ok(posted.ticket)
         })
+    }
+
+    /// *mpi return*: a large input's buffer goes back to the domain's pool
+    /// once MPI is done with it, on a lane only such returns use (nothing
+    /// waits on them, so their order costs nothing).
+    fn give_back(&self, input: &Meta, posted: &Posted) -> Result<(), OpError> {
+        if meta_bytes(input) < POOLED_BYTES {
+            return Ok(());
+        }
+        let table = self.live_table()?;
+        let back = self.transfer_lanes().cpu(self.domain(), &table)?;
+        let spent = posted.spent.clone();
+        drop(back.submit_op(
+            "mpi return",
+            [posted.ticket.event()],
+            None,
+            move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
+                if let Some(buffer) = spent.lock().take() {
+                    engine.give_buffer(buffer);
+                }
+                Ok(())
+            },
+        )?);
+        Ok(())
+    }
+
+    /// *mpi buffer*: for a large result, a buffer of the domain's pool,
+    /// taken on the result's own lane `side` before MPI is asked to fill it.
+    fn pooled_result(&self, side: &Lane, out: &Meta) -> Result<Option<(Event, Slot)>, OpError> {
+        if meta_bytes(out) < POOLED_BYTES {
+            return Ok(None);
+        }
+        let (dtype, n) = (
+            out.dtype,
+            weft_engines::element_count(&out.shape).unwrap_or(0),
+        );
+        let slot = Slot::default();
+        let put = slot.clone();
+        let taken = side.submit_op(
+            "mpi buffer",
+            [],
+            None,
+            move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
+                let data = engine.pooled_buffer(dtype, n);
+                *put.lock() = Some(Tensor::from_data(data, &[n])?);
+                Ok(())
+            },
+        )?;
+        Ok(Some((taken.event(), slot)))
     }
 
     /// Receives the tensor rank `from` sends under `tag`, of `dtype` and
@@ -405,41 +470,22 @@ impl Lane {
     ) -> Result<TensorHandle, OpError> {
         self.mpi_actor(|mpi| {
             check_peer(mpi, from, tag)?;
+            weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
+                op: "recv",
+                count: usize::MAX,
+            })?;
             let meta = Meta {
                 dtype,
                 shape: shape.to_vec(),
             };
-            let n = weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
-                op: "recv",
-                count: usize::MAX,
-            })?;
             let side = self.side_lane()?;
-            // A large tensor is received into a buffer of the domain's pool,
-            // taken on the receive's own lane before it is posted.
-            let buffer = match meta_bytes(&meta) >= POOLED_BYTES {
-                true => {
-                    let slot = Slot::default();
-                    let put = slot.clone();
-                    let taken = side.submit_op(
-                        "mpi buffer",
-                        [],
-                        None,
-                        move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
-                            let data = engine.pooled_buffer(dtype, n);
-                            *put.lock() = Some(Tensor::from_data(data, &[n])?);
-                            Ok(())
-                        },
-                    )?;
-                    Some((taken.event(), slot))
-                }
-                false => None,
-            };
+            let buffer = self.pooled_result(&side, &meta)?;
             let shape = shape.to_vec();
-            let (ticket, slot, flow) = post(mpi, "recv", buffer, move |engine, buffer, done| {
+            let posted = post(mpi, "recv", buffer, move |engine, buffer, done| {
                 let buffer = buffer.map(|t| t.into_parts().1);
                 engine.recv(from, tag, (dtype, &shape), buffer, done)
             })?;
-            Self::mpi_in(&side, &ticket, slot, flow, meta)
+            Self::mpi_in(&side, &posted, meta)
         })
     }
 
@@ -451,16 +497,31 @@ impl Lane {
             let shape = what
                 .output(meta.dtype, &meta.shape, mpi.ranks)?
                 .expect("a collective with a tensor has one");
-            let input = self.mpi_out(what.name(), handle)?;
-            let (ticket, slot, flow) =
-                post(mpi, what.name(), Some(input), move |engine, t, done| {
-                    engine.collective(what, t, done)
-                })?;
             let out = Meta {
                 dtype: meta.dtype,
                 shape,
             };
-            Self::mpi_in(&self.side_lane()?, &ticket, slot, flow, out)
+            let side = self.side_lane()?;
+            // A broadcast's result is its input's buffer: nothing to take.
+            let buffer = match what {
+                Collective::Broadcast { .. } => None,
+                _ => self.pooled_result(&side, &out)?,
+            };
+            let input = self.mpi_out(what.name(), handle)?;
+            let (after, slots) = match buffer {
+                Some((event, slot)) => (vec![input.0, event], (input.1, Some(slot))),
+                None => (vec![input.0], (input.1, None)),
+            };
+            let posted = post_after(mpi, what.name(), after, move |engine, done| {
+                let tensor = slots.0.lock().take();
+                let buffer = slots
+                    .1
+                    .and_then(|s| s.lock().take())
+                    .map(|t| t.into_parts().1);
+                engine.collective(what, tensor, buffer, done)
+            })?;
+            self.give_back(&meta, &posted)?;
+            Self::mpi_in(&side, &posted, out)
         })
     }
 

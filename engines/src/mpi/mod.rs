@@ -376,9 +376,18 @@ fn describe(dtype: DType, shape: &[usize]) -> String {
     format!("{dtype} {shape:?}")
 }
 
-/// Called once with an operation's outcome: the received or computed
-/// tensor (none for a send or a barrier), or its error.
-pub type Done = Box<dyn FnOnce(Result<Option<Tensor>, MpiError>) + Send>;
+/// What a completed operation gives back.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// The received or computed tensor (none for a send or a barrier).
+    pub tensor: Option<Tensor>,
+    /// The buffer MPI read from, done with (a send's, a reduction's
+    /// input): for the pool it came from.
+    pub spent: Option<Data>,
+}
+
+/// Called once with an operation's outcome, or its error.
+pub type Done = Box<dyn FnOnce(Result<Finished, MpiError>) + Send>;
 
 /// Tells whether this process was started by an MPI launcher.
 ///
@@ -431,6 +440,8 @@ struct Expect {
 struct Queued {
     what: Collective,
     input: Option<Tensor>,
+    /// A buffer for the result, if one was given.
+    buffer: Option<Data>,
     out: Option<Vec<usize>>,
     signature: u64,
     done: Done,
@@ -636,9 +647,16 @@ impl MpiEngine {
     }
 
     /// Queues a collective with this rank's `input` (none for a barrier);
-    /// `done` gets its result. Collectives run one at a time, in the order
-    /// they are queued.
-    pub fn collective(&mut self, what: Collective, input: Option<Tensor>, done: Done) {
+    /// `done` gets its result, written into `buffer` when that is given and
+    /// of the result's type and length. Collectives run one at a time, in
+    /// the order they are queued.
+    pub fn collective(
+        &mut self,
+        what: Collective,
+        input: Option<Tensor>,
+        buffer: Option<Data>,
+        done: Done,
+    ) {
         let meta = input.as_ref().map(|t| (t.dtype(), t.shape()));
         let out = match (what, meta) {
             (Collective::Barrier, _) => Ok(None),
@@ -655,6 +673,7 @@ impl MpiEngine {
                 self.queued.push_back(Queued {
                     what,
                     input,
+                    buffer,
                     out,
                     signature,
                     done,
@@ -725,6 +744,8 @@ impl MpiEngine {
             } = self.active.take().expect("active");
             let mut bufs = posted.into_bufs();
             if data {
+                // The result is the last buffer; a reduction's input, if
+                // any, the one before it.
                 let result = match (bufs.pop(), queued.out.take()) {
                     (Some(Buf::Data(data)), Some(shape)) => Tensor::from_data(data, &shape)
                         .map(Some)
@@ -733,7 +754,11 @@ impl MpiEngine {
                         }),
                     _ => Ok(None),
                 };
-                (queued.done)(result);
+                let spent = match bufs.pop() {
+                    Some(Buf::Data(data)) => Some(data),
+                    _ => None,
+                };
+                (queued.done)(result.map(|tensor| Finished { tensor, spent }));
                 continue;
             }
             // The signature exchange is in: the data phase, if the ranks
@@ -774,7 +799,13 @@ impl MpiEngine {
         let dtype = input.dtype();
         let out_len = queued.out.as_deref().and_then(element_count).unwrap_or(0);
         let (_, data) = input.into_parts();
-        let recv = || Buf::Data(Data::zeros(dtype, out_len));
+        let given = queued.buffer.take();
+        let recv = || {
+            Buf::Data(match given {
+                Some(b) if b.dtype() == dtype && b.len() == out_len => b,
+                _ => Data::zeros(dtype, out_len),
+            })
+        };
         match queued.what {
             Collective::Allreduce(r) => {
                 session.iallreduce(Buf::Data(data), recv(), mpi_op(op, r, dtype)?)
@@ -901,12 +932,12 @@ fn finish_transfer(transfer: Transfer) {
             return done(Err(e));
         }
         let sent = posted.into_iter().nth(1).and_then(|p| p.into_bufs().pop());
-        return done(Ok(match sent {
-            Some(Buf::Data(data)) => {
-                let len = data.len();
-                Tensor::from_data(data, &[len]).ok()
-            }
-            _ => None,
+        return done(Ok(Finished {
+            tensor: None,
+            spent: match sent {
+                Some(Buf::Data(data)) => Some(data),
+                _ => None,
+            },
         }));
     };
     let received: Vec<usize> = posted.iter().map(Posted::received).collect();
@@ -938,7 +969,10 @@ fn finish_transfer(transfer: Transfer) {
     match data {
         Some(Buf::Data(data)) if received.get(1) == Some(&(data.len() * dtype.size())) => done(
             Tensor::from_data(data, &shape)
-                .map(Some)
+                .map(|t| Finished {
+                    tensor: Some(t),
+                    spent: None,
+                })
                 .map_err(|e| mismatch(e.to_string())),
         ),
         _ => done(Err(mismatch(format!(
