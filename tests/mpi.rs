@@ -142,6 +142,10 @@ fn rank_main() -> ExitCode {
             a_received_tensor_feeds_the_domain_ops,
         ),
         (
+            "large_tensors_through_pooled_buffers_arrive_intact",
+            large_tensors_through_pooled_buffers_arrive_intact,
+        ),
+        (
             "receives_complete_in_the_order_their_messages_come",
             receives_complete_in_the_order_their_messages_come,
         ),
@@ -534,6 +538,40 @@ fn a_received_tensor_feeds_the_domain_ops() -> Result<(), String> {
         v == (0..9).map(f64::from).collect::<Vec<_>>(),
         format!("{v:?}"),
     )
+}
+
+/// Large tensors (sent from and received into the domain's pooled
+/// buffers, which come back and are reused) arrive intact, round after
+/// round with new values, through sends and collectives.
+fn large_tensors_through_pooled_buffers_arrive_intact() -> Result<(), String> {
+    const N: usize = 40_000; // 320 KB of f64: above the pooling threshold
+    let (rank, ranks, lane) = me();
+    let (next, prev) = ((rank + 1) % ranks, (rank + ranks - 1) % ranks);
+    for round in 0..3usize {
+        let value = |r: usize, i: usize| (r * 1_000_000 + round * 100_000 + i) as f64;
+        let got = lane
+            .recv(prev, 30, DType::F64, &[N])
+            .map_err(|e| e.to_string())?;
+        let mine = upload(&lane, (0..N).map(|i| value(rank, i)).collect(), &[N])?;
+        let sent = lane.send(&mine, next, 30).map_err(|e| e.to_string())?;
+        let sum = lane
+            .allreduce(&mine, Reduction::Sum)
+            .map_err(|e| e.to_string())?;
+        let (_, v) = values::<f64>(&lane, &got)?;
+        sent.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
+        let bad = (0..N).find(|&i| v[i] != value(prev, i));
+        check(
+            bad.is_none(),
+            format!("round {round}: element {bad:?} of the send"),
+        )?;
+        let (_, s) = values::<f64>(&lane, &sum)?;
+        let bad = (0..N).find(|&i| s[i] != (0..ranks).map(|r| value(r, i)).sum::<f64>());
+        check(
+            bad.is_none(),
+            format!("round {round}: element {bad:?} of the allreduce"),
+        )?;
+    }
+    Ok(())
 }
 
 /// Receives complete in the order their messages come, not the order they
