@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_actors::{Actor, Event, EventState, Flow, Op, Promise, SpawnError, Ticket};
-use weft_engines::mpi::{launched, Collective, Done, MpiEngine, MpiError, Reduction};
+use weft_engines::mpi::{check_peer, launched, Collective, Done, MpiEngine, MpiError, Reduction};
 use weft_engines::{CpuEngine, DType, Data, Meta, Tensor, TensorEngine};
 
 use crate::config::Config;
@@ -384,7 +384,7 @@ impl Lane {
         tag: u32,
     ) -> Result<Ticket<(), OpError>, OpError> {
         self.mpi_actor(|mpi| {
-            check_peer(mpi, to, tag)?;
+            check_peer(to, tag, mpi.ranks)?;
             if handle.meta().shape.len() > weft_engines::mpi::MAX_AXES {
                 return Err(MpiError::TooManyAxes {
                     op: "send",
@@ -472,7 +472,7 @@ impl Lane {
         shape: &[usize],
     ) -> Result<TensorHandle, OpError> {
         self.mpi_actor(|mpi| {
-            check_peer(mpi, from, tag)?;
+            check_peer(from, tag, mpi.ranks)?;
             weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
                 op: "recv",
                 count: usize::MAX,
@@ -578,18 +578,4 @@ impl Lane {
     ) -> Result<TensorHandle, OpError> {
         self.collective(Collective::ReduceScatter(reduction), handle)
     }
-}
-
-fn check_peer(mpi: &MpiActor, rank: usize, tag: u32) -> Result<(), OpError> {
-    if rank >= mpi.ranks {
-        return Err(MpiError::NoSuchRank {
-            rank,
-            ranks: mpi.ranks,
-        }
-        .into());
-    }
-    if tag > weft_engines::mpi::MAX_TAG {
-        return Err(MpiError::Tag { tag }.into());
-    }
-    Ok(())
 }

@@ -509,15 +509,6 @@ impl MpiEngine {
         self.p2p.len() + self.queued.len() + usize::from(self.active.is_some())
     }
 
-    /// Checks a peer rank and a tag.
-    ///
-    /// # Errors
-    ///
-    /// [`MpiError::NoSuchRank`], [`MpiError::Tag`].
-    pub fn check_peer(&self, rank: usize, tag: u32) -> Result<(), MpiError> {
-        check_peer(rank, tag, self.ranks)
-    }
-
     fn session(&self) -> Result<&Session, MpiError> {
         self.session
             .as_ref()
@@ -525,8 +516,8 @@ impl MpiEngine {
     }
 
     /// Sends `tensor` to rank `to` under `tag`; once MPI is done with the
-    /// data (not necessarily once it arrived), `done` gets its buffer back,
-    /// as a tensor of one axis (for the pool it came from).
+    /// data (not necessarily once it arrived), `done` gets its buffer back
+    /// ([`Finished::spent`], for the pool it came from).
     pub fn send(&mut self, tensor: Tensor, to: usize, tag: u32, done: Done) {
         let posted = self.post_send(tensor, to, tag);
         self.start_transfer(posted, None, done);
@@ -538,7 +529,7 @@ impl MpiEngine {
         to: usize,
         tag: u32,
     ) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
-        self.check_peer(to, tag)?;
+        check_peer(to, tag, self.ranks)?;
         if tensor.shape().len() > MAX_AXES {
             return Err(MpiError::TooManyAxes {
                 op: "send",
@@ -591,7 +582,7 @@ impl MpiEngine {
         expect: &Expect,
         buffer: Option<Data>,
     ) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
-        self.check_peer(expect.from, expect.tag)?;
+        check_peer(expect.from, expect.tag, self.ranks)?;
         let axes = expect.shape.len();
         if axes > MAX_AXES {
             return Err(MpiError::TooManyAxes { op: "recv", axes });
@@ -887,7 +878,12 @@ impl MpiEngine {
     }
 }
 
-fn check_peer(rank: usize, tag: u32, ranks: usize) -> Result<(), MpiError> {
+/// Checks a peer rank of a job of `ranks` and a message tag.
+///
+/// # Errors
+///
+/// [`MpiError::NoSuchRank`], [`MpiError::Tag`].
+pub fn check_peer(rank: usize, tag: u32, ranks: usize) -> Result<(), MpiError> {
     if rank >= ranks {
         return Err(MpiError::NoSuchRank { rank, ranks });
     }
