@@ -206,6 +206,19 @@ pub fn thread_count() -> usize {
     fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
 }
 
+/// The threads of this process whose names begin with `prefix` (Linux: the
+/// first 15 bytes of a name), so that a count is not disturbed by the
+/// test harness's own threads coming and going.
+pub fn threads_named(prefix: &str) -> usize {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|n| n.starts_with(prefix)))
+        .count()
+}
+
 struct ThreadWaker(Thread);
 
 impl Wake for ThreadWaker {
