@@ -12,7 +12,11 @@ use std::thread;
 use weft::{
     Affinity, BuildError, CpuSet, Overlap, Pinning, Runtime, RAYON_THREADS_ENV, THREADS_ENV,
 };
-use weft_tests::{status_bytes, thread_count, threads_named, wait_ok};
+use weft_tests::{own_threads, status_bytes, threads_named, wait_ok};
+
+/// The threads a check here counts: weft's (default names), the
+/// application's (named `app-`), and the test's own.
+const NAMES: &[&str] = &[weft::DEFAULT_THREAD_NAMES, "app-"];
 
 /// Holds the other tests of this binary off.
 fn serial() -> MutexGuard<'static, ()> {
@@ -455,13 +459,13 @@ fn a_callers_rayon_pool_runs_the_vocabulary_with_no_thread_of_weft() {
             .build()
             .unwrap(),
     );
-    let before = thread_count();
+    let before = own_threads(NAMES);
     let rt = Runtime::builder()
         .split(1)
         .host_pool(pool.clone())
         .build()
         .unwrap();
-    assert_eq!(thread_count(), before, "weft started no thread");
+    assert_eq!(own_threads(NAMES), before, "weft started no thread");
     let report = &rt.threads()[0];
     assert!(report.hosted);
     assert_eq!(report.threads, 3);
@@ -489,7 +493,7 @@ fn a_callers_rayon_pool_runs_the_vocabulary_with_no_thread_of_weft() {
     rt.shutdown().unwrap();
     // The actor's job has returned: its worker is the pool's again.
     assert_eq!(pool.broadcast(|_| 1).len(), 3);
-    assert_eq!(thread_count(), before);
+    assert_eq!(own_threads(NAMES), before);
 }
 
 #[test]
@@ -498,7 +502,7 @@ fn callers_threads_host_the_actors_and_get_them_back() {
     let want = workload(&whole());
     let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
     let started = threads.clone();
-    let before = thread_count();
+    let before = own_threads(NAMES);
     let rt = Runtime::builder()
         .split(1)
         .threads_per_domain(1)
@@ -512,7 +516,11 @@ fn callers_threads_host_the_actors_and_get_them_back() {
         })
         .build()
         .unwrap();
-    assert_eq!(thread_count(), before + 1, "only the application's thread");
+    assert_eq!(
+        own_threads(NAMES),
+        before + 1,
+        "only the application's thread"
+    );
     assert_eq!(rt.threads()[0].names, ["app-0"]);
     assert!(rt.threads()[0].hosted);
     close(&workload(&rt), &want);
@@ -520,7 +528,7 @@ fn callers_threads_host_the_actors_and_get_them_back() {
     for thread in threads.lock().unwrap().drain(..) {
         thread.join().expect("the job returned");
     }
-    assert_eq!(thread_count(), before);
+    assert_eq!(own_threads(NAMES), before);
 }
 
 #[test]

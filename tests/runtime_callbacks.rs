@@ -155,8 +155,10 @@ fn timed_out(rt: &Runtime) -> (ShutdownError, Vec<weft::Stuck>) {
 #[test]
 fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
     use weft::{Op, StuckAt};
-    let start = weft_tests::thread_count();
-    let rt = runtime();
+    let rt = unpinned_pair()
+        .thread_names("stuck")
+        .build()
+        .expect("runtime");
     let (release, released) = bounded::<()>(1);
     let lane = rt.lane(1).unwrap();
     let held = lane
@@ -171,7 +173,7 @@ fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
     let (err, stuck) = timed_out(&rt);
     // Domain 0 finished; domain 1 is named with its op.
     assert_eq!(stuck.len(), 1, "{err}");
-    assert_eq!(stuck[0].actor, "weft-cpu-1");
+    assert_eq!(stuck[0].actor, "stuck-cpu-1");
     assert!(
         matches!(stuck[0].doing, StuckAt::Op { label: "stuck", .. }),
         "{err}"
@@ -188,7 +190,7 @@ fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
     wait_ok(held);
     drop(lane);
     weft_tests::eventually("every thread is joined", || {
-        weft_tests::thread_count() <= start
+        weft_tests::threads_named("stuck") == 0
     });
 }
 
@@ -197,9 +199,9 @@ fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use weft::StuckAt;
-    let start = weft_tests::thread_count();
     let rt = unpinned_pair()
         .threads_per_domain(2)
+        .thread_names("outlive")
         .build()
         .expect("runtime");
     let (release, released) = bounded::<()>(1);
@@ -220,7 +222,7 @@ fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
     assert_eq!(stuck.len(), 1, "{err}");
     assert_eq!(
         (stuck[0].actor.as_str(), stuck[0].doing),
-        ("weft-cpu-0", StuckAt::Engine)
+        ("outlive-cpu-0", StuckAt::Engine)
     );
     assert!(err.to_string().contains("drops its engine"), "{err}");
     release.send(()).unwrap();
@@ -229,6 +231,6 @@ fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
     // thread is left behind.
     assert!(done.load(Ordering::SeqCst));
     weft_tests::eventually("every thread is joined", || {
-        weft_tests::thread_count() <= start
+        weft_tests::threads_named("outlive") == 0
     });
 }

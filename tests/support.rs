@@ -219,6 +219,24 @@ pub fn threads_named(prefix: &str) -> usize {
         .count()
 }
 
+/// The threads of this process that belong to the calling test: those
+/// named like the calling thread (the test's own, and any unnamed thread it
+/// or a library it calls starts, which inherit its name) and those whose
+/// names begin with one of `prefixes`. Unlike [`thread_count`], the harness
+/// starting or retiring other tests' threads does not change it.
+pub fn own_threads(prefixes: &[&str]) -> usize {
+    let name = |path: &std::path::Path| fs::read_to_string(path.join("comm")).unwrap_or_default();
+    let me = name(std::path::Path::new("/proc/thread-self"));
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|t| name(&t.path()))
+        .filter(|n| *n == me || prefixes.iter().any(|p| n.starts_with(p)))
+        .count()
+}
+
 struct ThreadWaker(Thread);
 
 impl Wake for ThreadWaker {
