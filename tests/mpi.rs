@@ -146,6 +146,10 @@ fn rank_main() -> ExitCode {
             large_tensors_through_pooled_buffers_arrive_intact,
         ),
         (
+            "a_send_of_the_last_handle_moves_the_tensor_without_a_copy",
+            a_send_of_the_last_handle_moves_the_tensor_without_a_copy,
+        ),
+        (
             "receives_complete_in_the_order_their_messages_come",
             receives_complete_in_the_order_their_messages_come,
         ),
@@ -310,7 +314,7 @@ fn a_ring_of_sends_arrives_intact() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let mine: Vec<f64> = (0..6).map(|i| (rank * 100 + i) as f64).collect();
     let sent = lane
-        .send(&upload(&lane, mine, &[2, 3])?, next, 1)
+        .send(upload(&lane, mine, &[2, 3])?, next, 1)
         .map_err(|e| e.to_string())?;
     let (shape, v) = values::<f64>(&lane, &got)?;
     sent.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
@@ -344,7 +348,7 @@ fn many_lanes_and_tags_at_once_keep_the_order_per_tag() -> Result<(), String> {
                         );
                         let v = vec![(rank * 1000 + m) as i64 + i64::from(t) * 100_000; m + 1];
                         sends.push(
-                            lane.send(&upload(&lane, v, &[m + 1])?, next, tag)
+                            lane.send(upload(&lane, v, &[m + 1])?, next, tag)
                                 .map_err(|e| e.to_string())?,
                         );
                     }
@@ -376,10 +380,10 @@ fn a_mismatched_recv_fails_typed_and_the_next_one_is_not_shifted() -> Result<(),
     match rank {
         0 => {
             let a = lane
-                .send(&upload(&lane, vec![1.0f64, 2.0], &[2])?, 1, 2)
+                .send(upload(&lane, vec![1.0f64, 2.0], &[2])?, 1, 2)
                 .map_err(|e| e.to_string())?;
             let b = lane
-                .send(&upload(&lane, vec![3i32, 4, 5], &[3])?, 1, 2)
+                .send(upload(&lane, vec![3i32, 4, 5], &[3])?, 1, 2)
                 .map_err(|e| e.to_string())?;
             a.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
             b.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
@@ -521,7 +525,7 @@ fn a_received_tensor_feeds_the_domain_ops() -> Result<(), String> {
     if rank == 0 {
         let eye = lane.eye(DType::F64, 3, 3).map_err(|e| e.to_string())?;
         let tickets = (1..ranks)
-            .map(|to| lane.send(&eye, to, 3).map_err(|e| e.to_string()))
+            .map(|to| lane.send(eye.clone(), to, 3).map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         for t in tickets {
             t.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
@@ -553,7 +557,9 @@ fn large_tensors_through_pooled_buffers_arrive_intact() -> Result<(), String> {
             .recv(prev, 30, DType::F64, &[N])
             .map_err(|e| e.to_string())?;
         let mine = upload(&lane, (0..N).map(|i| value(rank, i)).collect(), &[N])?;
-        let sent = lane.send(&mine, next, 30).map_err(|e| e.to_string())?;
+        let sent = lane
+            .send(mine.clone(), next, 30)
+            .map_err(|e| e.to_string())?;
         let sum = lane
             .allreduce(&mine, Reduction::Sum)
             .map_err(|e| e.to_string())?;
@@ -574,6 +580,63 @@ fn large_tensors_through_pooled_buffers_arrive_intact() -> Result<(), String> {
     Ok(())
 }
 
+/// A send given the last handle moves the store's own buffer to MPI (the
+/// domain's pool is asked for nothing), even when it runs at once; one
+/// given a clone sends a pooled copy, and the tensor stays intact. Rank 1
+/// receives both.
+fn a_send_of_the_last_handle_moves_the_tensor_without_a_copy() -> Result<(), String> {
+    const N: usize = 16_384; // 128 KiB of f64
+    let (rank, _, lane) = me();
+    let values_of = |i: usize| i as f64 * 0.5;
+    match rank {
+        0 => {
+            let requests = |lane: &weft::Lane| -> Result<u64, String> {
+                lane.run(|engine: &mut weft::CpuEngine| {
+                    let s = engine.buffer_stats();
+                    s.hits + s.misses
+                })
+                .map_err(|e| e.to_string())?
+                .wait_timeout(OP_LIMIT)
+                .map_err(|e| e.to_string())
+            };
+            let kept = upload(&lane, (0..N).map(values_of).collect(), &[N])?;
+            let given = upload(&lane, (0..N).map(values_of).collect(), &[N])?;
+            let before = requests(&lane)?;
+            lane.send(kept.clone(), 1, 40)
+                .map_err(|e| e.to_string())?
+                .wait_timeout(OP_LIMIT)
+                .map_err(|e| e.to_string())?;
+            let copied = requests(&lane)? - before;
+            lane.send(given, 1, 40)
+                .map_err(|e| e.to_string())?
+                .wait_timeout(OP_LIMIT)
+                .map_err(|e| e.to_string())?;
+            let moved = requests(&lane)? - before - copied;
+            check(
+                copied == 1 && moved == 0,
+                format!("pool requests: {copied} for the held tensor's send, {moved} for the given one's"),
+            )?;
+            let (_, v) = values::<f64>(&lane, &kept)?;
+            check(
+                v.iter().enumerate().all(|(i, &x)| x == values_of(i)),
+                "the held tensor changed",
+            )
+        }
+        1 => {
+            for round in 0..2 {
+                let got = lane
+                    .recv(0, 40, DType::F64, &[N])
+                    .map_err(|e| e.to_string())?;
+                let (_, v) = values::<f64>(&lane, &got)?;
+                let bad = (0..N).find(|&i| v[i] != values_of(i));
+                check(bad.is_none(), format!("send {round}: element {bad:?}"))?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Receives complete in the order their messages come, not the order they
 /// were posted: rank 0 posts receives on tags A then B, and rank 1 sends
 /// on A only after rank 0 has answered what came on B.
@@ -588,21 +651,21 @@ fn receives_complete_in_the_order_their_messages_come() -> Result<(), String> {
             let second = lane
                 .recv(1, b, DType::F64, &[2])
                 .map_err(|e| e.to_string())?;
-            let echo = lane.send(&second, 1, c).map_err(|e| e.to_string())?;
+            let echo = lane.send(second, 1, c).map_err(|e| e.to_string())?;
             let (_, v) = values::<f64>(&lane, &first)?;
             echo.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
             check(v == [5.0, 6.0], format!("{v:?}"))
         }
         1 => {
             let x = upload(&lane, vec![1.0f64, 2.0], &[2])?;
-            drop(lane.send(&x, 0, b).map_err(|e| e.to_string())?);
+            drop(lane.send(x, 0, b).map_err(|e| e.to_string())?);
             let back = lane
                 .recv(0, c, DType::F64, &[2])
                 .map_err(|e| e.to_string())?;
             let (_, v) = values::<f64>(&lane, &back)?;
             check(v == [1.0, 2.0], format!("echo {v:?}"))?;
             let z = upload(&lane, vec![5.0f64, 6.0], &[2])?;
-            lane.send(&z, 0, a)
+            lane.send(z, 0, a)
                 .map_err(|e| e.to_string())?
                 .wait_timeout(OP_LIMIT)
                 .map_err(|e| e.to_string())
@@ -623,7 +686,7 @@ fn a_send_of_a_failed_tensor_fails_with_its_reason() -> Result<(), String> {
     let zero = upload(&lane, vec![0i32], &[1])?;
     let failed = lane.floor_div(&one, &zero).map_err(|e| e.to_string())?;
     let e = match lane
-        .send(&failed, next, 4)
+        .send(failed, next, 4)
         .map_err(|e| e.to_string())?
         .wait_timeout(OP_LIMIT)
     {
@@ -634,7 +697,7 @@ fn a_send_of_a_failed_tensor_fails_with_its_reason() -> Result<(), String> {
         e.contains("its input failed") && e.contains("zero"),
         format!("error: {e}"),
     )?;
-    let sent = lane.send(&one, next, 4).map_err(|e| e.to_string())?;
+    let sent = lane.send(one, next, 4).map_err(|e| e.to_string())?;
     let (_, v) = values::<i32>(&lane, &got)?;
     sent.wait_timeout(OP_LIMIT).map_err(|e| e.to_string())?;
     check(v == [1], format!("received {v:?}"))
@@ -650,7 +713,7 @@ fn barrier_resolves() -> Result<(), String> {
 fn bad_arguments_are_typed_errors_at_the_call() -> Result<(), String> {
     let (_, ranks, lane) = me();
     let x = upload(&lane, vec![1.0f64; 3], &[3])?;
-    let e = lane.send(&x, ranks, 0).unwrap_err();
+    let e = lane.send(x.clone(), ranks, 0).unwrap_err();
     check(
         matches!(e, OpError::Mpi(MpiError::NoSuchRank { rank, .. }) if rank == ranks),
         format!("{e}"),

@@ -17,7 +17,9 @@
 //!   CPU kernels (products and decompositions through faer).
 //! - `cuda::CudaEngine` (feature `cuda`): a CUDA device's engine.
 //! - `mpi::MpiEngine` (feature `mpi`): a rank's MPI, owned by the MPI
-//!   actor.
+//!   actor: the `mpi::Exchange` of messages and collectives over MPI's
+//!   `Transport` (the exchange alone is also built under `--cfg
+//!   weft_loom`, for the models of its request table).
 //! - [`Tensor`]: dense, row-major host tensors of `f32`, `f64`, [`c32`],
 //!   [`c64`].
 //!
@@ -36,7 +38,7 @@ mod cpu;
 pub mod cuda;
 mod engine;
 mod layout;
-#[cfg(feature = "mpi")]
+#[cfg(any(feature = "mpi", weft_loom))]
 pub mod mpi;
 pub mod ops;
 mod program;

@@ -114,16 +114,19 @@ fn ping_pong_weft(
 ) -> Result<Duration, BoxError> {
     let start = Instant::now();
     if rank == 0 {
+        // The tensor that comes back is sent on, its buffer moving to MPI
+        // (only the first send, of `x`, which the caller keeps, copies).
+        let mut ball = x.clone();
         for _ in 0..reps {
-            drop(lane.send(x, 1, 1)?);
-            let back = lane.recv(1, 2, DType::F64, &[elements])?;
-            lane.sync(&back)?.wait()?;
+            drop(lane.send(ball, 1, 1)?);
+            ball = lane.recv(1, 2, DType::F64, &[elements])?;
+            lane.sync(&ball)?.wait()?;
         }
     } else {
         let mut last = None;
         for _ in 0..reps {
             let got = lane.recv(0, 1, DType::F64, &[elements])?;
-            last = Some(lane.send(&got, 0, 2)?);
+            last = Some(lane.send(got, 0, 2)?);
         }
         if let Some(last) = last {
             last.wait()?;

@@ -319,19 +319,35 @@ impl Lane {
         with(mpi)
     }
 
-    /// *mpi out*: a host copy of `handle`'s tensor into a slot, after its
-    /// producer, in a buffer of the domain's pool (no fresh pages when the
-    /// pool has one of its size; a send gives it back, [`Lane::send`]).
-    fn mpi_out(&self, op: &'static str, handle: &TensorHandle) -> Result<(Event, Slot), OpError> {
-        self.check(op, handle)?;
+    /// *mpi out*: `handle`'s tensor into a slot, after its producer. When
+    /// `handle` is the last one by then (nobody else has one: nothing can
+    /// read the tensor any more), the tensor itself moves out of the
+    /// store, with no copy; else a host copy goes, in a buffer of the
+    /// domain's pool (no fresh pages when the pool has one of its size).
+    /// Either buffer returns to the pool once MPI is done with it
+    /// ([`Lane::give_back`]).
+    fn mpi_out(&self, op: &'static str, handle: TensorHandle) -> Result<(Event, Slot), OpError> {
+        self.check(op, &handle)?;
         let slot = Slot::default();
-        let (held, put) = (handle.clone(), slot.clone());
+        let ready = handle.ready();
+        let (held, put) = (handle, slot.clone());
+        let bin = self.tensors().spent().clone();
         let out = self.submit_op(
             "mpi out",
-            [handle.ready()],
+            [ready],
             None,
             move |engine: &mut CpuEngine, _| -> Result<(), OpError> {
-                *put.lock() = Some(engine.pooled_copy(held.id())?);
+                // Clones of finished ops wait in the spent bin: dropped,
+                // they may leave `held` the last one.
+                let last = held.is_last(0) || {
+                    bin.drop_all();
+                    held.is_last(0)
+                };
+                *put.lock() = Some(if last {
+                    engine.take_resident(held.id())?
+                } else {
+                    engine.pooled_copy(held.id())?
+                });
                 Ok(())
             },
         )?;
@@ -373,22 +389,42 @@ impl Lane {
     /// names this rank and tag, with the tensor's type and shape. The
     /// ticket resolves once MPI is done with the data.
     ///
+    /// The send takes the handle, as the `_into` ops take theirs: given the
+    /// last one (`lane.send(h, ..)`), it moves the tensor's own buffer out
+    /// of the domain's store to MPI, with no copy; given a clone
+    /// (`lane.send(h.clone(), ..)`, the tensor still to be read here), it
+    /// sends a copy.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rt = weft::Runtime::builder().mpi().build()?;
+    /// let lane = rt.lane(0)?;
+    /// let x = lane.upload(weft::Tensor::from_vec(vec![1.0f64; 1 << 20], &[1 << 20])?)?;
+    /// let peer = (rt.rank() + 1) % rt.ranks();
+    /// lane.send(x.clone(), peer, 1)?; // a copy: `x` is read below
+    /// let y = lane.add(&x, &x)?;
+    /// lane.send(y, peer, 2)?.wait()?; // `y`'s own buffer goes to MPI
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`MpiError::NoSuchRank`], [`MpiError::Tag`],
     /// [`MpiError::TooManyAxes`] (as [`OpError::Mpi`]), the handle errors.
     pub fn send(
         &self,
-        handle: &TensorHandle,
+        handle: TensorHandle,
         to: usize,
         tag: u32,
     ) -> Result<Ticket<(), OpError>, OpError> {
         self.mpi_actor(|mpi| {
             check_peer(to, tag, mpi.ranks)?;
-            if handle.meta().shape.len() > weft_engines::mpi::MAX_AXES {
+            let meta = handle.meta();
+            if meta.shape.len() > weft_engines::mpi::MAX_AXES {
                 return Err(MpiError::TooManyAxes {
                     op: "send",
-                    axes: handle.meta().shape.len(),
+                    axes: meta.shape.len(),
                 }
                 .into());
             }
@@ -402,7 +438,7 @@ impl Lane {
                     None => done(Err(MpiError::Cancelled { op: "send" })),
                 },
             )?;
-            self.give_back(&handle.meta(), &posted)?;
+            self.give_back(&meta, &posted)?;
             Ok(posted.ticket)
         })
     }
@@ -493,7 +529,9 @@ impl Lane {
     }
 
     /// Runs `what` over every rank with `handle`'s tensor; the result is a
-    /// tensor of this lane's domain.
+    /// tensor of this lane's domain. The input's buffer moves to MPI when
+    /// the caller's handle is gone by the time the op runs (a temporary,
+    /// say, still being computed), else MPI reads a copy.
     fn collective(&self, what: Collective, handle: &TensorHandle) -> Result<TensorHandle, OpError> {
         self.mpi_actor(|mpi| {
             let meta = handle.meta();
@@ -510,7 +548,7 @@ impl Lane {
                 Collective::Broadcast { .. } => None,
                 _ => self.pooled_result(&side, &out)?,
             };
-            let input = self.mpi_out(what.name(), handle)?;
+            let input = self.mpi_out(what.name(), handle.clone())?;
             let (after, slots) = match buffer {
                 Some((event, slot)) => (vec![input.0, event], (input.1, Some(slot))),
                 None => (vec![input.0], (input.1, None)),

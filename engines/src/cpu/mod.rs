@@ -366,6 +366,20 @@ impl CpuEngine {
         Ok(Tensor::from_parts(tensor.shape().to_vec(), data)?)
     }
 
+    /// Takes tensor `id` out of the store, for another thread to read (a
+    /// send to another rank, when nothing else can read the tensor any
+    /// more): the elements move, nothing is copied.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::NotResident`] if there is none.
+    pub fn take_resident(&mut self, id: TensorId) -> Result<Tensor, ExecError> {
+        Ok(self
+            .store
+            .remove(id)
+            .ok_or(crate::engine::NotResident(id))?)
+    }
+
     /// A buffer of `len` elements of `dtype` from the engine's pool, for
     /// another thread to fill entirely (a receive from another rank): its
     /// values are what the buffer last held.

@@ -7,7 +7,7 @@
 //! progressed by the actor's loop, op after op.
 //!
 //! The one invariant every `unsafe` block here rests on: **a buffer MPI
-//! reads or writes is owned by the [`Posted`] request that uses it**, on
+//! reads or writes is owned by the [`Posted`] request (a [`Request`]) that uses it**, on
 //! the heap (a `Vec` or a `Box` whose allocation does not move when its
 //! owner does), until MPI says the request is complete. A request dropped
 //! before that leaks its buffers instead of freeing them, so MPI can never
@@ -17,38 +17,15 @@
 
 use std::ffi::{c_char, c_int, c_void};
 use std::mem;
+use std::sync::atomic::Ordering;
 
 use mpi::ffi as sys;
 
-use super::MpiError;
+use super::transport::{Buf, Grace, MpiOp, Request, Transport};
+use super::{MpiError, FINALISED, SHUTDOWN_GRACE, STATE};
 use crate::tensor::{DType, Data};
 
-/// A buffer a request owns while MPI uses it.
-#[derive(Debug)]
-pub(super) enum Buf {
-    /// Control words: a message header, a collective's signature.
-    Words(Box<[u64]>),
-    /// A tensor's elements.
-    Data(Data),
-}
-
 impl Buf {
-    /// Its elements (words, or the tensor's elements).
-    pub(super) fn len(&self) -> usize {
-        match self {
-            Buf::Words(w) => w.len(),
-            Buf::Data(d) => d.len(),
-        }
-    }
-
-    /// Its size in bytes.
-    pub(super) fn bytes(&self) -> usize {
-        match self {
-            Buf::Words(w) => mem::size_of_val(&**w),
-            Buf::Data(d) => d.len() * d.dtype().size(),
-        }
-    }
-
     /// The start of its heap allocation, for MPI to read or write.
     fn ptr(&mut self) -> *mut c_void {
         match self {
@@ -82,17 +59,6 @@ impl Buf {
             }
         }
     }
-}
-
-/// An MPI reduction, as the engine uses them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum MpiOp {
-    Sum,
-    Prod,
-    Max,
-    Min,
-    And,
-    Or,
 }
 
 impl MpiOp {
@@ -143,10 +109,10 @@ fn count(what: &'static str, n: usize) -> Result<c_int, MpiError> {
     c_int::try_from(n).map_err(|_| MpiError::TooLarge { op: what, count: n })
 }
 
-/// The rank's MPI: rsmpi's `Universe` (MPI itself, finalised when it is
+/// The rank's MPI, the [`Transport`] of the MPI engine: rsmpi's `Universe` (MPI itself, finalised when it is
 /// dropped) and the engine's own communicator, a duplicate of the world's
 /// so that weft's messages never match another library's.
-pub(super) struct Session {
+pub struct Session {
     universe: Option<mpi::environment::Universe>,
     comm: sys::MPI_Comm,
 }
@@ -218,8 +184,18 @@ impl Session {
         Ok(usize::try_from(size).unwrap_or(1))
     }
 
+    /// Ends the session without finalising MPI: for a shutdown that left
+    /// requests MPI may still use (their buffers are leaked with them).
+    pub(super) fn abandon(mut self) {
+        mem::forget(self.universe.take());
+    }
+}
+
+impl Transport for Session {
+    type Request = Posted;
+
     /// Sends `buf`'s bytes to `to` under `tag`.
-    pub(super) fn isend(&self, buf: Buf, to: usize, tag: u32) -> Result<Posted, MpiError> {
+    fn isend(&self, buf: Buf, to: usize, tag: u32) -> Result<Posted, MpiError> {
         let n = count("send", buf.bytes())?;
         let (to, tag) = (rank_arg(to)?, tag_arg(tag)?);
         Posted::post("MPI_Isend", vec![buf], |bufs, request| {
@@ -241,7 +217,7 @@ impl Session {
     }
 
     /// Receives at most `buf`'s bytes from `from` under `tag`.
-    pub(super) fn irecv(&self, buf: Buf, from: usize, tag: u32) -> Result<Posted, MpiError> {
+    fn irecv(&self, buf: Buf, from: usize, tag: u32) -> Result<Posted, MpiError> {
         let n = count("recv", buf.bytes())?;
         let (from, tag) = (rank_arg(from)?, tag_arg(tag)?);
         Posted::post("MPI_Irecv", vec![buf], |bufs, request| {
@@ -261,7 +237,7 @@ impl Session {
     }
 
     /// Reduces `send` over the ranks into `recv` (same type and length).
-    pub(super) fn iallreduce(&self, send: Buf, recv: Buf, op: MpiOp) -> Result<Posted, MpiError> {
+    fn iallreduce(&self, send: Buf, recv: Buf, op: MpiOp) -> Result<Posted, MpiError> {
         let n = count("allreduce", recv.len())?;
         debug_assert_eq!(send.len(), recv.len());
         Posted::post("MPI_Iallreduce", vec![send, recv], |bufs, request| {
@@ -277,7 +253,7 @@ impl Session {
 
     /// Broadcasts `buf` from `root` (every rank gives a buffer of the same
     /// length; the others' are overwritten).
-    pub(super) fn ibcast(&self, buf: Buf, root: usize) -> Result<Posted, MpiError> {
+    fn ibcast(&self, buf: Buf, root: usize) -> Result<Posted, MpiError> {
         let n = count("broadcast", buf.len())?;
         let root = rank_arg(root)?;
         Posted::post("MPI_Ibcast", vec![buf], |bufs, request| {
@@ -290,7 +266,7 @@ impl Session {
 
     /// Gathers every rank's `send` into `recv` (ranks × its length), in
     /// rank order.
-    pub(super) fn iallgather(&self, send: Buf, recv: Buf) -> Result<Posted, MpiError> {
+    fn iallgather(&self, send: Buf, recv: Buf) -> Result<Posted, MpiError> {
         let n = count("allgather", send.len())?;
         Posted::post("MPI_Iallgather", vec![send, recv], |bufs, request| {
             let dt = bufs[0].datatype();
@@ -304,12 +280,7 @@ impl Session {
 
     /// Reduces `send` (ranks × `recv`'s length) over the ranks and gives
     /// each rank its block in `recv`.
-    pub(super) fn ireduce_scatter(
-        &self,
-        send: Buf,
-        recv: Buf,
-        op: MpiOp,
-    ) -> Result<Posted, MpiError> {
+    fn ireduce_scatter(&self, send: Buf, recv: Buf, op: MpiOp) -> Result<Posted, MpiError> {
         let n = count("reduce_scatter", recv.len())?;
         Posted::post(
             "MPI_Ireduce_scatter_block",
@@ -336,17 +307,38 @@ impl Session {
     }
 
     /// A barrier over the ranks.
-    pub(super) fn ibarrier(&self) -> Result<Posted, MpiError> {
+    fn ibarrier(&self) -> Result<Posted, MpiError> {
         Posted::post("MPI_Ibarrier", Vec::new(), |_, request| {
             // SAFETY: a live communicator and a valid out-pointer.
             unsafe { sys::MPI_Ibarrier(self.comm, request) }
         })
     }
 
-    /// Ends the session without finalising MPI: for a shutdown that left
-    /// requests MPI may still use (their buffers are leaked with them).
-    pub(super) fn abandon(mut self) {
-        mem::forget(self.universe.take());
+    fn grace(&self) -> Grace {
+        Grace::For(SHUTDOWN_GRACE)
+    }
+
+    fn end(self, left: Option<String>) {
+        match left {
+            None => drop(self),
+            Some(left) => {
+                eprintln!(
+                    "weft: MPI requests were still outstanding {:?} after shutdown began \
+                     (a peer rank gone?): {left}; MPI is left unfinalised",
+                    2 * SHUTDOWN_GRACE
+                );
+                self.abandon();
+            }
+        }
+        STATE.store(FINALISED, Ordering::Release);
+    }
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiSession")
+            .field("finalises", &self.universe.is_some())
+            .finish_non_exhaustive()
     }
 }
 
@@ -380,7 +372,7 @@ fn tag_arg(tag: u32) -> Result<c_int, MpiError> {
 
 /// A posted request and the buffers it owns until it completes.
 #[derive(Debug)]
-pub(super) struct Posted {
+pub struct Posted {
     request: sys::MPI_Request,
     bufs: Vec<Buf>,
     /// MPI has completed it (the buffers are free to go).
@@ -405,11 +397,13 @@ impl Posted {
             received: 0,
         })
     }
+}
 
+impl Request for Posted {
     /// Asks MPI whether the request has completed; `Ok(true)` once it has
     /// (then its buffers are the caller's again, [`Posted::into_bufs`]).
     /// An error completes it too: the request failed.
-    pub(super) fn test(&mut self) -> Result<bool, MpiError> {
+    fn test(&mut self) -> Result<bool, MpiError> {
         if self.complete {
             return Ok(true);
         }
@@ -442,7 +436,7 @@ impl Posted {
 
     /// Asks MPI to cancel the request (a receive nothing matched yet); it
     /// still completes, and must still be tested until it does.
-    pub(super) fn cancel(&mut self) {
+    fn cancel(&mut self) {
         if self.complete {
             return;
         }
@@ -454,12 +448,12 @@ impl Posted {
     }
 
     /// Bytes a completed receive received.
-    pub(super) fn received(&self) -> usize {
+    fn received(&self) -> usize {
         self.received
     }
 
     /// The buffers of a completed request.
-    pub(super) fn into_bufs(mut self) -> Vec<Buf> {
+    fn into_bufs(mut self) -> Vec<Buf> {
         debug_assert!(self.complete);
         mem::take(&mut self.bufs)
     }

@@ -44,20 +44,36 @@
 //!
 //! Dropping the engine progresses what is outstanding for up to
 //! [`SHUTDOWN_GRACE`], then cancels the receives nothing matched and fails
-//! the rest with [`MpiError::Cancelled`]. MPI is finalised once every
-//! request has completed; if one never does (a send to a rank that is
-//! gone), MPI is left initialised and its buffers leaked rather than freed
-//! under it, and the engine says so on stderr.
+//! the rest with [`MpiError::Cancelled`] (collectives in the order they
+//! were queued: none that was not begun is begun). MPI is finalised once
+//! every request has completed; if one never does (a send to a rank that
+//! is gone), MPI is left initialised and its buffers leaked rather than
+//! freed under it, and the engine says so on stderr.
+//!
+//! # The exchange and its transport
+//!
+//! The request table, the message and collective protocols above and the
+//! shutdown are the [`Exchange`], generic over a [`Transport`] that only
+//! posts, tests and cancels nonblocking requests; [`MpiEngine`] is the
+//! exchange over [`MpiSession`], MPI itself (the only `unsafe` code, in
+//! its own module). The exchange is also built under `--cfg weft_loom`
+//! without MPI: the loom models of `loom-tests/exchange.rs` run it against
+//! a fake network, completion, cancellation and shutdown in every order.
 
+#[cfg(feature = "mpi")]
 #[allow(unsafe_code)] // The MPI calls, each argued.
 mod ffi;
+mod transport;
 
 use std::collections::VecDeque;
 use std::fmt;
+#[cfg(feature = "mpi")]
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use ffi::{Buf, MpiOp, Posted, Session};
+#[cfg(feature = "mpi")]
+pub use ffi::{Posted as MpiRequest, Session as MpiSession};
+pub use transport::{Buf, Grace, MpiOp, Request, Transport};
 
 use crate::tensor::{element_count, DType, Data, Tensor};
 
@@ -87,9 +103,13 @@ const HEADER_WORDS: usize = 3 + MAX_AXES;
 
 /// MPI's state in this process: MPI can be initialised once per process
 /// and never again after it is finalised.
+#[cfg(feature = "mpi")]
 static STATE: AtomicU8 = AtomicU8::new(NEVER);
+#[cfg(feature = "mpi")]
 const NEVER: u8 = 0;
+#[cfg(feature = "mpi")]
 const LIVE: u8 = 1;
+#[cfg(feature = "mpi")]
 const FINALISED: u8 = 2;
 
 /// What went wrong with an MPI operation.
@@ -389,6 +409,11 @@ pub struct Finished {
 /// Called once with an operation's outcome, or its error.
 pub type Done = Box<dyn FnOnce(Result<Finished, MpiError>) + Send>;
 
+/// A transfer's posted requests and the error that stopped its posting
+/// midway (the requests posted before it must still complete); `Err` when
+/// nothing was posted.
+type Posting<R> = Result<(Vec<R>, Option<MpiError>), MpiError>;
+
 /// Tells whether this process was started by an MPI launcher.
 ///
 /// # Errors
@@ -407,20 +432,26 @@ pub fn launched() -> Result<(), MpiError> {
     })
 }
 
-/// The rank's MPI: its session and its outstanding requests.
-pub struct MpiEngine {
+/// The rank's MPI, owned by the MPI actor: an [`Exchange`] over MPI.
+#[cfg(feature = "mpi")]
+pub type MpiEngine = Exchange<MpiSession>;
+
+/// A rank's messages and collectives over a [`Transport`]: the requests
+/// outstanding, what each completion means, and the shutdown (see the
+/// module docs). One thread owns it and makes every call.
+pub struct Exchange<T: Transport> {
     /// `None` once closed.
-    session: Option<Session>,
+    transport: Option<T>,
     rank: usize,
     ranks: usize,
-    p2p: Vec<Transfer>,
+    p2p: Vec<Transfer<T::Request>>,
     queued: VecDeque<Queued>,
-    active: Option<Active>,
+    active: Option<Active<T::Request>>,
 }
 
 /// A send or a receive: its two requests (header, data).
-struct Transfer {
-    posted: Vec<Posted>,
+struct Transfer<R> {
+    posted: Vec<R>,
     errors: Vec<Option<MpiError>>,
     recv: Option<Expect>,
     /// A receive the shutdown cancelled.
@@ -448,14 +479,15 @@ struct Queued {
 }
 
 /// The collective in progress, and its phase.
-struct Active {
+struct Active<R> {
     queued: Queued,
-    posted: Posted,
+    posted: R,
     /// Its data phase is posted (else its signature exchange is).
     data: bool,
 }
 
-impl MpiEngine {
+#[cfg(feature = "mpi")]
+impl Exchange<MpiSession> {
     /// Initialises MPI on the calling thread, which must then make every
     /// call of the engine (it is the MPI actor's factory). Collective:
     /// every rank of the job starts its engine.
@@ -481,16 +513,23 @@ impl MpiEngine {
             });
         }
         let session =
-            Session::start().inspect_err(|_| STATE.store(FINALISED, Ordering::Release))?;
+            MpiSession::start().inspect_err(|_| STATE.store(FINALISED, Ordering::Release))?;
         let (rank, ranks) = (session.rank()?, session.size()?);
-        Ok(MpiEngine {
-            session: Some(session),
+        Ok(Exchange::new(session, rank, ranks))
+    }
+}
+
+impl<T: Transport> Exchange<T> {
+    /// An exchange over `transport`, for rank `rank` of `ranks`.
+    pub fn new(transport: T, rank: usize, ranks: usize) -> Exchange<T> {
+        Exchange {
+            transport: Some(transport),
             rank,
             ranks,
             p2p: Vec::new(),
             queued: VecDeque::new(),
             active: None,
-        })
+        }
     }
 
     /// This process's rank.
@@ -509,8 +548,8 @@ impl MpiEngine {
         self.p2p.len() + self.queued.len() + usize::from(self.active.is_some())
     }
 
-    fn session(&self) -> Result<&Session, MpiError> {
-        self.session
+    fn session(&self) -> Result<&T, MpiError> {
+        self.transport
             .as_ref()
             .ok_or(MpiError::Cancelled { op: "mpi" })
     }
@@ -523,12 +562,7 @@ impl MpiEngine {
         self.start_transfer(posted, None, done);
     }
 
-    fn post_send(
-        &self,
-        tensor: Tensor,
-        to: usize,
-        tag: u32,
-    ) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
+    fn post_send(&self, tensor: Tensor, to: usize, tag: u32) -> Posting<T::Request> {
         check_peer(to, tag, self.ranks)?;
         if tensor.shape().len() > MAX_AXES {
             return Err(MpiError::TooManyAxes {
@@ -577,11 +611,7 @@ impl MpiEngine {
         self.start_transfer(posted, Some(expect), done);
     }
 
-    fn post_recv(
-        &self,
-        expect: &Expect,
-        buffer: Option<Data>,
-    ) -> Result<(Vec<Posted>, Option<MpiError>), MpiError> {
+    fn post_recv(&self, expect: &Expect, buffer: Option<Data>) -> Posting<T::Request> {
         check_peer(expect.from, expect.tag, self.ranks)?;
         let axes = expect.shape.len();
         if axes > MAX_AXES {
@@ -612,12 +642,7 @@ impl MpiEngine {
         }
     }
 
-    fn start_transfer(
-        &mut self,
-        posted: Result<(Vec<Posted>, Option<MpiError>), MpiError>,
-        recv: Option<Expect>,
-        done: Done,
-    ) {
+    fn start_transfer(&mut self, posted: Posting<T::Request>, recv: Option<Expect>, done: Done) {
         match posted {
             Err(e) => done(Err(e)),
             Ok((posted, error)) => {
@@ -780,7 +805,7 @@ impl MpiEngine {
         }
     }
 
-    fn post_collective(&self, queued: &mut Queued) -> Result<Posted, MpiError> {
+    fn post_collective(&self, queued: &mut Queued) -> Result<T::Request, MpiError> {
         let session = self.session()?;
         let input = queued.input.take();
         let Some(input) = input else {
@@ -813,25 +838,22 @@ impl MpiEngine {
     /// Ends the engine: see the module docs ("Shutdown").
     fn close(&mut self) {
         self.settle();
-        // What is left: collectives not begun are dropped, receives
-        // nothing matched are cancelled (they still complete, as
-        // cancelled), and what completes in a second grace period is
-        // finished as usual.
-        for queued in self.queued.drain(..) {
-            (queued.done)(Err(MpiError::Cancelled {
-                op: queued.what.name(),
-            }));
-        }
+        // What is left: collectives not begun are never begun (they fail
+        // after the one in progress, in their order), receives nothing
+        // matched are cancelled (they still complete, as cancelled), and
+        // what completes in a second grace period is finished as usual.
+        let never = std::mem::take(&mut self.queued);
         for transfer in &mut self.p2p {
             if transfer.recv.is_some() {
                 transfer.cancelled = true;
-                transfer.posted.iter_mut().for_each(Posted::cancel);
+                transfer.posted.iter_mut().for_each(Request::cancel);
             }
         }
         let settled = self.settle();
         // Whatever never completed fails; its buffers are leaked with its
-        // requests (`Posted`'s drop), never freed under MPI.
+        // requests (a [`Request`]'s drop), never freed under the transport.
         let stuck = self.active.as_ref().map(|a| a.queued.what.name());
+        let unsettled = self.p2p.len();
         for transfer in self.p2p.drain(..) {
             let op = if transfer.recv.is_some() {
                 "recv"
@@ -845,35 +867,47 @@ impl MpiEngine {
                 op: active.queued.what.name(),
             }));
         }
-        let Some(session) = self.session.take() else {
+        for queued in never {
+            (queued.done)(Err(MpiError::Cancelled {
+                op: queued.what.name(),
+            }));
+        }
+        let Some(transport) = self.transport.take() else {
             return;
         };
-        if settled {
-            drop(session);
-        } else {
-            eprintln!(
-                "weft: MPI requests were still outstanding {:?} after shutdown began \
-                 (a peer rank gone?{}); MPI is left unfinalised",
-                2 * SHUTDOWN_GRACE,
-                stuck.map_or(String::new(), |op| format!(" a {op} among them"))
-            );
-            session.abandon();
-        }
-        STATE.store(FINALISED, Ordering::Release);
+        transport.end((!settled).then(|| match stuck {
+            Some(op) => format!("{unsettled} sends or receives and a {op}"),
+            None => format!("{unsettled} sends or receives"),
+        }));
     }
 
-    /// Progresses what is outstanding for up to [`SHUTDOWN_GRACE`]; `true`
-    /// once nothing is.
+    /// Progresses what is outstanding for the transport's [`Grace`];
+    /// `true` once nothing is.
     fn settle(&mut self) -> bool {
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let Some(grace) = self.transport.as_ref().map(Transport::grace) else {
+            return !self.progress();
+        };
+        let deadline = match grace {
+            Grace::For(time) => Some(Instant::now() + time),
+            Grace::Rounds(_) => None,
+        };
+        let mut rounds = 0u32;
         loop {
             if !self.progress() {
                 return true;
             }
-            if Instant::now() >= deadline {
+            rounds = rounds.saturating_add(1);
+            let over = match (grace, deadline) {
+                (Grace::Rounds(n), _) => rounds >= n,
+                (_, Some(deadline)) => Instant::now() >= deadline,
+                (Grace::For(_), None) => true,
+            };
+            if over {
                 return false;
             }
-            std::thread::yield_now();
+            if let Some(t) = &self.transport {
+                t.pause();
+            }
         }
     }
 }
@@ -895,7 +929,7 @@ pub fn check_peer(rank: usize, tag: u32, ranks: usize) -> Result<(), MpiError> {
 
 /// Tests each request, keeping the first error of each; `true` once all
 /// have completed.
-fn poll(posted: &mut [Posted], errors: &mut [Option<MpiError>]) -> bool {
+fn poll<R: Request>(posted: &mut [R], errors: &mut [Option<MpiError>]) -> bool {
     let mut all = true;
     for (p, e) in posted.iter_mut().zip(errors.iter_mut()) {
         match p.test() {
@@ -909,7 +943,7 @@ fn poll(posted: &mut [Posted], errors: &mut [Option<MpiError>]) -> bool {
 }
 
 /// Calls a completed transfer's `done` with its outcome.
-fn finish_transfer(transfer: Transfer) {
+fn finish_transfer<R: Request>(transfer: Transfer<R>) {
     let Transfer {
         posted,
         errors,
@@ -936,8 +970,8 @@ fn finish_transfer(transfer: Transfer) {
             },
         }));
     };
-    let received: Vec<usize> = posted.iter().map(Posted::received).collect();
-    let mut bufs = posted.into_iter().map(Posted::into_bufs);
+    let received: Vec<usize> = posted.iter().map(R::received).collect();
+    let mut bufs = posted.into_iter().map(R::into_bufs);
     let header = bufs.next().and_then(|mut b| b.pop());
     let data = bufs.next().and_then(|mut b| b.pop());
     let found = match (&header, errors.first()) {
@@ -992,15 +1026,15 @@ fn parse_header(words: &[u64]) -> Option<(DType, Vec<usize>)> {
     Some((dtype, shape))
 }
 
-impl Drop for MpiEngine {
+impl<T: Transport> Drop for Exchange<T> {
     fn drop(&mut self) {
         self.close();
     }
 }
 
-impl fmt::Debug for MpiEngine {
+impl<T: Transport> fmt::Debug for Exchange<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MpiEngine")
+        f.debug_struct("Exchange")
             .field("rank", &self.rank)
             .field("ranks", &self.ranks)
             .field("outstanding", &self.outstanding())
