@@ -298,6 +298,28 @@ fn cancelled<T: std::fmt::Debug>(result: &Result<T, MpiError>) -> bool {
     matches!(result, Err(MpiError::Cancelled { .. }))
 }
 
+/// The network's thread: `steps` rounds.
+fn network(net: &Arc<Net>, steps: usize) -> thread::JoinHandle<()> {
+    let net = net.clone();
+    thread::spawn(move || {
+        for _ in 0..steps {
+            net.step();
+            thread::yield_now();
+        }
+    })
+}
+
+/// What the one `end` of the transport was told; checks that requests
+/// were leaked only if it was told some were left.
+fn ended(net: &Net) -> Option<String> {
+    let ended = net.ended.lock().unwrap().clone();
+    assert_eq!(ended.len(), 1, "ended once: {ended:?}");
+    if net.leaked.load(Ordering::Relaxed) > 0 {
+        assert!(ended[0].is_some(), "requests leaked, but ended as settled");
+    }
+    ended[0].clone()
+}
+
 fn tensor(values: &[f64]) -> Tensor {
     Tensor::from_vec(values.to_vec(), &[values.len()]).expect("tensor")
 }
@@ -312,14 +334,7 @@ fn transfers_vs_delivery_vs_shutdown() {
     loom::model(|| {
         let net = Net::new();
         let outcomes = Outcomes::default();
-        let wire = {
-            let net = net.clone();
-            thread::spawn(move || {
-                net.step();
-                thread::yield_now();
-                net.step();
-            })
-        };
+        let wire = network(&net, 2);
         let mut exchange = Exchange::new(Fake(net.clone()), 0, 1);
         exchange.recv(0, 7, (DType::F64, &[2]), None, done(&outcomes, "lonely"));
         exchange.send(tensor(&[1.0, 2.0]), 0, 3, done(&outcomes, "send"));
@@ -335,13 +350,9 @@ fn transfers_vs_delivery_vs_shutdown() {
             Err(e) => assert!(cancelled(&recv), "{e}"),
         }
         assert!(send.is_ok() || cancelled(&send), "{send:?}");
-        let ended = net.ended.lock().unwrap().clone();
-        assert_eq!(ended.len(), 1, "ended once: {ended:?}");
+        let ended = ended(&net);
         if send.is_ok() && recv.is_ok() {
-            assert_eq!(ended[0], None, "everything completed");
-        }
-        if net.leaked.load(Ordering::Relaxed) > 0 {
-            assert!(ended[0].is_some(), "leaked requests but ended as settled");
+            assert_eq!(ended, None, "everything completed");
         }
     });
 }
@@ -354,15 +365,7 @@ fn collectives_vs_delivery_vs_shutdown() {
     loom::model(|| {
         let net = Net::new();
         let outcomes = Outcomes::default();
-        let wire = {
-            let net = net.clone();
-            thread::spawn(move || {
-                for _ in 0..3 {
-                    net.step();
-                    thread::yield_now();
-                }
-            })
-        };
+        let wire = network(&net, 3);
         let mut exchange = Exchange::new(Fake(net.clone()), 0, 1);
         let sum = Collective::Allreduce(Reduction::Sum);
         exchange.collective(sum, Some(tensor(&[1.0, 2.0])), None, done(&outcomes, "sum"));
@@ -382,10 +385,9 @@ fn collectives_vs_delivery_vs_shutdown() {
         if barrier.is_ok() {
             assert!(sum.is_ok(), "the barrier went through before the sum");
         }
-        let ended = net.ended.lock().unwrap().clone();
-        assert_eq!(ended.len(), 1, "ended once: {ended:?}");
+        let ended = ended(&net);
         if barrier.is_ok() {
-            assert_eq!(ended[0], None, "everything completed");
+            assert_eq!(ended, None, "everything completed");
         }
     });
 }

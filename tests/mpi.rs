@@ -36,10 +36,18 @@ fn main() -> ExitCode {
     launch()
 }
 
-/// Runs this binary as jobs of 2 and 4 ranks.
+/// Runs this binary as jobs of 2 and 4 ranks, after the checks that need
+/// no launcher.
 fn launch() -> ExitCode {
     let exe = std::env::current_exe().expect("the test's path");
     let mut failed = false;
+    match a_shared_build_without_mpi_is_refused_when_mpi_was_asked_for() {
+        Ok(()) => println!("a_shared_build_without_mpi_is_refused_when_mpi_was_asked_for: ok"),
+        Err(e) => {
+            println!("a_shared_build_without_mpi_is_refused_when_mpi_was_asked_for: FAILED: {e}");
+            failed = true;
+        }
+    }
     for ranks in [2, 4] {
         let spawned = Command::new("mpirun")
             .args(["--allow-run-as-root", "--oversubscribe", "-n"])
@@ -83,6 +91,33 @@ fn launch() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `Overlap::Share` hands out the live runtime as it is: one without MPI
+/// does not stand in for a build that asked for MPI.
+fn a_shared_build_without_mpi_is_refused_when_mpi_was_asked_for() -> Result<(), String> {
+    let plain = Runtime::builder()
+        .split(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let shared = Runtime::builder()
+        .split(1)
+        .overlap(Overlap::Share)
+        .mpi()
+        .build();
+    let refused = matches!(&shared, Err(BuildError::Mpi(MpiError::Unavailable { reason }))
+        if reason.contains("runs no MPI") && reason.contains(&plain.id().to_string()));
+    // Without .mpi() the same build shares.
+    let same = Runtime::builder()
+        .split(1)
+        .overlap(Overlap::Share)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let shares = same.id() == plain.id();
+    drop(same);
+    plain.shutdown().map_err(|e| e.to_string())?;
+    check(refused, format!("{shared:?}"))?;
+    check(shares, "a build without .mpi() did not share")
 }
 
 type Check = fn() -> Result<(), String>;

@@ -347,7 +347,22 @@ impl Builder {
         let cpus = claimed_cpus(&topology);
         let claim = match ledger::claim(id, &cpus, config.overlap)? {
             Claimed::New(claim) => claim,
-            Claimed::Shared(runtime) => return Ok(runtime),
+            Claimed::Shared(runtime) => {
+                // Sharing gives the live runtime as it is: one without MPI
+                // cannot stand in for a build that asked for it.
+                #[cfg(feature = "mpi")]
+                if config.mpi && runtime.table().mpi().is_none() {
+                    return Err(BuildError::Mpi(weft_engines::mpi::MpiError::Unavailable {
+                        reason: format!(
+                            "the live runtime this build would share (Overlap::Share) runs \
+                             no MPI: build that one with .mpi(), or this one with another \
+                             Overlap (it overlaps {}, on CPUs {cpus})",
+                            runtime.id()
+                        ),
+                    }));
+                }
+                return Ok(runtime);
+            }
         };
         // A failed start drops the claim: the CPUs are free again.
         let table = DomainTable::start(&topology, &config, id)?;
@@ -388,12 +403,14 @@ impl Builder {
     /// thread and makes every MPI call of the runtime
     /// ([`crate::Runtime::rank`], [`crate::Lane::send`], [`crate::Lane::recv`],
     /// the collectives). Every rank of the job builds its runtime with it
-    /// (the start is collective). It stops after the domains at shutdown,
-    /// and MPI is finalised once, when it does.
+    /// (the start is collective). It stops before the domains at
+    /// shutdown (receives nothing matched are cancelled, and the ops
+    /// waiting for them fail), and MPI is finalised once, when it does.
     ///
     /// [`Builder::build`] fails with [`BuildError::Mpi`] when the process
-    /// was not started by an MPI launcher (`mpirun`), or MPI is already
-    /// running or was finalised in this process.
+    /// was not started by an MPI launcher (`mpirun`), MPI is already
+    /// running or was finalised in this process, or the build would share
+    /// ([`crate::Overlap::Share`]) a live runtime that runs no MPI.
     pub fn mpi(mut self) -> Self {
         self.config.mpi = true;
         self
