@@ -127,6 +127,39 @@ fn submit_vs_shutdown_drain() {
     });
 }
 
+/// Intake, with a submitter that keeps its lane until after the shutdown
+/// (so its handle's drop orders nothing before the actor finishes): its op
+/// is refused, or accepted and run by the drain.
+#[test]
+fn submit_vs_shutdown_with_the_lane_kept() {
+    loom::model(|| {
+        let a = actor("loom-kept", 0u32);
+        let lane = a.lane().expect("lane");
+        let (tx, rx) = loom::sync::mpsc::channel();
+        let submitter = thread::spawn(move || {
+            let accepted = match lane.run(|n: &mut u32| *n + 1) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    assert!(e.is_closed());
+                    None
+                }
+            };
+            // Kept until the shutdown has returned.
+            let _ = rx.recv();
+            accepted.map(|t| t.wait())
+        });
+        let report = a.shutdown().expect("joined");
+        tx.send(()).expect("submitter waits");
+        match submitter.join().expect("submitter") {
+            Some(result) => {
+                assert_eq!(result.expect("drain runs accepted ops"), 1);
+                assert_eq!(report.completed, 1);
+            }
+            None => assert_eq!(report.completed, 0),
+        }
+    });
+}
+
 /// Intake with `shutdown_now`: an accepted op runs or is cancelled.
 #[test]
 fn submit_vs_shutdown_now() {
@@ -301,6 +334,26 @@ fn release_wakes_an_idle_actor() {
         t.join().expect("joined");
         a.shutdown().expect("joined");
         assert_eq!(sorted(&freed), [1, 2]);
+    });
+}
+
+/// Release queue: names released on two threads at once are all taken by
+/// the one drain after them (a nudge asks for one drain per batch, so one
+/// drain must take the whole batch).
+#[test]
+fn one_drain_takes_every_name_released_before_it() {
+    use weft_actors::release_queue;
+
+    loom::model(|| {
+        let (releaser, released) = release_queue::<u64>();
+        let other = releaser.clone();
+        let t = thread::spawn(move || assert!(other.release(1)));
+        assert!(releaser.release(2));
+        t.join().expect("joined");
+        let mut names = Vec::new();
+        released.drain(|name| names.push(name));
+        names.sort_unstable();
+        assert_eq!(names, [1, 2]);
     });
 }
 

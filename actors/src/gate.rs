@@ -136,6 +136,36 @@ mod loom_models {
         });
     }
 
+    /// The same with the actor's own check: once `quiescent_or_arm` says
+    /// quiescent, everything an admitted submitter did before leaving is
+    /// visible (its failed update reads `state` with `Acquire`, as
+    /// `is_quiescent` does).
+    #[test]
+    fn the_arming_check_sees_every_admitted_submit() {
+        loom::model(|| {
+            let gate = Arc::new(Gate::new());
+            let queued = Arc::new(AtomicBool::new(false));
+            let submitter = {
+                let (gate, queued) = (gate.clone(), queued.clone());
+                thread::spawn(move || {
+                    let admitted = gate.enter() == Entered::Open;
+                    if admitted {
+                        queued.store(true, Ordering::Relaxed);
+                    }
+                    let _ = gate.leave();
+                    admitted
+                })
+            };
+            assert!(gate.close());
+            while !gate.quiescent_or_arm() {
+                thread::yield_now();
+            }
+            let seen = queued.load(Ordering::Relaxed);
+            let admitted = submitter.join().expect("submitter");
+            assert_eq!(seen, admitted);
+        });
+    }
+
     /// The actor that arms the gate and sleeps is poked by the last one out;
     /// refused submitters after that do not poke again.
     #[test]
