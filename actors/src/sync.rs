@@ -308,19 +308,49 @@ mod imp {
     }
 
     /// A small bounded/unbounded channel on loom primitives with the
-    /// semantics weft uses from crossbeam-channel: FIFO, blocking and
-    /// non-blocking sends, disconnection when either side is gone, buffered
-    /// messages dropped when the last receiver goes.
+    /// semantics weft uses from crossbeam-channel: FIFO per sender,
+    /// blocking and non-blocking sends, disconnection when either side is
+    /// gone, buffered messages dropped when the last receiver goes.
+    ///
+    /// # Why it is no stronger than crossbeam's
+    ///
+    /// crossbeam publishes a message through its slot: the sender writes
+    /// it, then stores the slot's stamp with `Release`; a receiver sees the
+    /// message only by an `Acquire` load of that stamp. So a receiver that
+    /// learnt of a message some other way (a counter read `Relaxed`) is
+    /// not guaranteed to find it. A stand-in that passes messages under a
+    /// mutex would hide exactly that: loom orders a lock after the unlock
+    /// that came before it, so everything a sender did before it unlocked
+    /// would be visible to the receiver. Here, therefore:
+    ///
+    /// - a send first *claims* its place (it queues its message, flagged
+    ///   unpublished, under the queue's lock), then *publishes* it with a
+    ///   `Release` store of the flag, outside every lock a receiver takes;
+    /// - `try_recv` takes the first slot whose flag it reads as set with
+    ///   `Acquire`: a message whose publication it cannot see is not there
+    ///   for it, whatever else it saw. (Sends from one thread are
+    ///   published in order, so they arrive in order; concurrent sends
+    ///   from several threads arrive in the order they were published,
+    ///   one of the orders crossbeam may give them.)
+    /// - a blocked receiver waits on a condvar of its own lock, which a
+    ///   sender takes after it published (so a wake-up is never lost) and
+    ///   `try_recv` never takes (so it orders nothing for `try_recv`).
     pub(crate) mod channel {
         use std::collections::VecDeque;
         use std::time::Duration;
 
         pub(crate) use crossbeam_channel::{RecvError, RecvTimeoutError, SendError, TryRecvError};
 
-        use super::{Arc, Condvar, Mutex};
+        use super::{Arc, AtomicBool, Condvar, Mutex, Ordering};
+
+        /// A message in its place, and whether it is published yet.
+        struct Slot<T> {
+            published: Arc<AtomicBool>,
+            msg: T,
+        }
 
         struct State<T> {
-            queue: VecDeque<T>,
+            slots: VecDeque<Slot<T>>,
             cap: usize,
             senders: usize,
             receivers: usize,
@@ -328,7 +358,40 @@ mod imp {
 
         struct Chan<T> {
             state: Mutex<State<T>>,
-            changed: Condvar,
+            /// Senders wait here for room (with `state`'s lock).
+            room: Condvar,
+            /// Blocked receivers wait here, with this lock.
+            bell: Mutex<()>,
+            rung: Condvar,
+        }
+
+        impl<T> Chan<T> {
+            /// Wakes blocked receivers (after a publication or a drop).
+            fn ring(&self) {
+                let _bell = self.bell.lock();
+                self.rung.notify_all();
+            }
+
+            /// The first published message, taken; or why there is none.
+            fn take(&self) -> Result<T, TryRecvError> {
+                let mut state = self.state.lock();
+                let found = state
+                    .slots
+                    .iter()
+                    .position(|s| s.published.load(Ordering::Acquire));
+                match found {
+                    Some(i) => {
+                        let slot = state.slots.remove(i).expect("a slot there");
+                        drop(state);
+                        self.room.notify_all();
+                        Ok(slot.msg)
+                    }
+                    None if state.senders == 0 && state.slots.is_empty() => {
+                        Err(TryRecvError::Disconnected)
+                    }
+                    None => Err(TryRecvError::Empty),
+                }
+            }
         }
 
         pub(crate) struct Sender<T>(Arc<Chan<T>>);
@@ -337,12 +400,14 @@ mod imp {
         pub(crate) fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
             let chan = Arc::new(Chan {
                 state: Mutex::new(State {
-                    queue: VecDeque::new(),
+                    slots: VecDeque::new(),
                     cap,
                     senders: 1,
                     receivers: 1,
                 }),
-                changed: Condvar::new(),
+                room: Condvar::new(),
+                bell: Mutex::new(()),
+                rung: Condvar::new(),
             });
             (Sender(chan.clone()), Receiver(chan))
         }
@@ -353,38 +418,41 @@ mod imp {
 
         impl<T> Sender<T> {
             pub(crate) fn send(&self, msg: T) -> Result<(), SendError<T>> {
-                let mut state = self.0.state.lock();
-                loop {
-                    if state.receivers == 0 {
-                        return Err(SendError(msg));
+                let published = {
+                    let mut state = self.0.state.lock();
+                    loop {
+                        if state.receivers == 0 {
+                            return Err(SendError(msg));
+                        }
+                        if state.slots.len() < state.cap {
+                            break;
+                        }
+                        state = self.0.room.wait(state);
                     }
-                    if state.queue.len() < state.cap {
-                        state.queue.push_back(msg);
-                        drop(state);
-                        self.0.changed.notify_all();
-                        return Ok(());
-                    }
-                    state = self.0.changed.wait(state);
-                }
+                    let published = Arc::new(AtomicBool::new(false));
+                    state.slots.push_back(Slot {
+                        published: published.clone(),
+                        msg,
+                    });
+                    published
+                };
+                published.store(true, Ordering::Release);
+                self.0.ring();
+                Ok(())
             }
         }
 
         impl<T> Receiver<T> {
             pub(crate) fn try_recv(&self) -> Result<T, TryRecvError> {
-                let mut state = self.0.state.lock();
-                match state.queue.pop_front() {
-                    Some(msg) => {
-                        drop(state);
-                        self.0.changed.notify_all();
-                        Ok(msg)
-                    }
-                    None if state.senders == 0 => Err(TryRecvError::Disconnected),
-                    None => Err(TryRecvError::Empty),
-                }
+                self.0.take()
             }
 
             pub(crate) fn is_empty(&self) -> bool {
-                self.0.state.lock().queue.is_empty()
+                let state = self.0.state.lock();
+                !state
+                    .slots
+                    .iter()
+                    .any(|s| s.published.load(Ordering::Acquire))
             }
 
             /// Loom has no clock: the time runs out unless a message is
@@ -403,17 +471,13 @@ mod imp {
             }
 
             pub(crate) fn recv(&self) -> Result<T, RecvError> {
-                let mut state = self.0.state.lock();
+                let mut bell = self.0.bell.lock();
                 loop {
-                    if let Some(msg) = state.queue.pop_front() {
-                        drop(state);
-                        self.0.changed.notify_all();
-                        return Ok(msg);
+                    match self.0.take() {
+                        Ok(msg) => return Ok(msg),
+                        Err(TryRecvError::Disconnected) => return Err(RecvError),
+                        Err(TryRecvError::Empty) => bell = self.0.rung.wait(bell),
                     }
-                    if state.senders == 0 {
-                        return Err(RecvError);
-                    }
-                    state = self.0.changed.wait(state);
                 }
             }
         }
@@ -428,7 +492,7 @@ mod imp {
         impl<T> Drop for Sender<T> {
             fn drop(&mut self) {
                 self.0.state.lock().senders -= 1;
-                self.0.changed.notify_all();
+                self.0.ring();
             }
         }
 
@@ -437,9 +501,9 @@ mod imp {
                 let discarded = {
                     let mut state = self.0.state.lock();
                     state.receivers -= 1;
-                    std::mem::take(&mut state.queue)
+                    std::mem::take(&mut state.slots)
                 };
-                self.0.changed.notify_all();
+                self.0.room.notify_all();
                 drop(discarded);
             }
         }
