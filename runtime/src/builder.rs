@@ -4,13 +4,10 @@
 //! [`Runtime::builder`]: they live beside the builder, so that the
 //! runtime's own file does not depend on how it is built.
 
-use std::error::Error;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use weft_actors::{ActorJob, ShutdownError, Trace};
+use weft_actors::Trace;
 use weft_engines::{CpuProvider, Pinning};
 use weft_topology::{CpuSet, Topology, TopologyBuilder};
 
@@ -18,8 +15,19 @@ use crate::config::{Config, Hosting};
 use crate::domain::DomainTable;
 use crate::error::BuildError;
 use crate::handle::RuntimeId;
-use crate::ledger::{self, Claimed, Overlap};
-use crate::runtime::{claimed_cpus, Runtime, RuntimeReport};
+use crate::runtime::{claimed_cpus, Runtime};
+
+// What a model (`--cfg weft_loom`) does without: caller-hosted actors, the
+// ledger of CPUs, the process's runtime.
+#[cfg(not(weft_loom))]
+use {
+    crate::ledger::{self, Claimed, Overlap},
+    crate::runtime::RuntimeReport,
+    parking_lot::Mutex,
+    std::error::Error,
+    std::sync::Arc,
+    weft_actors::{ActorJob, ShutdownError},
+};
 
 /// The environment variable that turns tracing on: the path of the Chrome
 /// trace-event JSON file to write (see [`Builder::trace`]).
@@ -84,18 +92,33 @@ impl Builder {
         self
     }
 
+    /// `n` domains for a model (`--cfg weft_loom` only), whatever the
+    /// machine: domain `i` is named as CPU `i`, which nothing pins to, and
+    /// `WEFT_CPU_DOMAINS` is not read.
+    #[cfg(weft_loom)]
+    pub fn model_domains(mut self, n: usize) -> Self {
+        self.topology = Topology::builder()
+            .allowed((0..n).collect())
+            .split(n)
+            .ignore_env();
+        self.prebuilt = None;
+        self
+    }
+
     /// Threads per domain, the actor thread included. Where this is not
     /// called, the first of these that is set decides: `WEFT_THREADS` (a
     /// positive integer; anything else fails the build with
     /// [`BuildError::Env`]), `RAYON_NUM_THREADS` (as rayon reads it: 0 or
     /// a value that is not a number is no setting), else the domain's CPU
     /// count. Either variable counts threads per domain, not in all.
+    #[cfg(not(weft_loom))]
     pub fn threads_per_domain(mut self, threads: usize) -> Self {
         self.config.threads_per_domain = Some(threads);
         self
     }
 
     /// How domain threads are pinned (default [`Pinning::PerCore`]).
+    #[cfg(not(weft_loom))]
     pub fn pinning(mut self, pinning: Pinning) -> Self {
         self.config.pinning = pinning;
         self
@@ -165,6 +188,7 @@ impl Builder {
     /// # std::fs::remove_file(&path)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(not(weft_loom))]
     pub fn trace(mut self, path: impl Into<PathBuf>) -> Self {
         self.config.trace_path = Some(path.into());
         self
@@ -173,6 +197,7 @@ impl Builder {
     /// Stack size in bytes of every thread the runtime starts: actors and
     /// pool workers alike (default: the platform's; deep recursive kernels
     /// may want 16 MiB). [`Runtime::threads`] reports it.
+    #[cfg(not(weft_loom))]
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.config.stack_size = Some(bytes);
         self
@@ -213,6 +238,7 @@ impl Builder {
     /// assert_eq!(beside.overlaps()[0].runtime, first.id());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(not(weft_loom))]
     pub fn overlap(mut self, policy: Overlap) -> Self {
         self.config.overlap = policy;
         self
@@ -251,6 +277,7 @@ impl Builder {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(not(weft_loom))]
     pub fn host<F>(mut self, launch: F) -> Self
     where
         F: Fn(usize, ActorJob) -> Result<(), Box<dyn Error + Send + Sync>> + Send + Sync + 'static,
@@ -283,12 +310,14 @@ impl Builder {
     /// # rt.shutdown()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[cfg(not(weft_loom))]
     pub fn host_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
         self.config.host = Some(Hosting::Pool(pool));
         self
     }
 
     /// Records kept per actor while tracing (default 65 536).
+    #[cfg(not(weft_loom))]
     pub fn trace_capacity(mut self, records: usize) -> Self {
         self.config.trace_capacity = records;
         self
@@ -307,6 +336,8 @@ impl Builder {
     /// cannot start (for example when the kernel narrows a pin).
     pub fn build(self) -> Result<Runtime, BuildError> {
         let mut config = self.config;
+        #[cfg(weft_loom)]
+        model_settings(&mut config)?;
         if config.threads_per_domain.is_none() {
             config.threads_per_domain = threads_from_env()?;
         }
@@ -345,8 +376,9 @@ impl Builder {
         }
         let id = RuntimeId::next();
         let cpus = claimed_cpus(&topology);
+        #[cfg(not(weft_loom))]
         let claim = match ledger::claim(id, &cpus, config.overlap)? {
-            Claimed::New(claim) => claim,
+            Claimed::New(claim) => Some(claim),
             Claimed::Shared(runtime) => {
                 // Sharing gives the live runtime as it is: one without MPI
                 // cannot stand in for a build that asked for it.
@@ -364,6 +396,10 @@ impl Builder {
                 return Ok(runtime);
             }
         };
+        // A model's runtime claims no CPUs: it pins nothing, and the models
+        // of a test binary run side by side.
+        #[cfg(weft_loom)]
+        let claim = None;
         // A failed start drops the claim: the CPUs are free again.
         let table = DomainTable::start(&topology, &config, id)?;
         Ok(Runtime::from_parts(
@@ -374,6 +410,27 @@ impl Builder {
             (cpus, claim),
         ))
     }
+}
+
+/// A model's settings (`--cfg weft_loom`, see the crate's docs): one
+/// unpinned thread per domain, the actor's, and no trace. The environment
+/// variables that would ask for more threads or a trace are refused, not
+/// ignored.
+#[cfg(weft_loom)]
+fn model_settings(config: &mut Config) -> Result<(), BuildError> {
+    for var in [THREADS_ENV, TRACE_ENV] {
+        if let Some(value) = std::env::var_os(var) {
+            return Err(BuildError::Env {
+                var,
+                value: value.to_string_lossy().into_owned(),
+                expected: "unset under --cfg weft_loom (a model runs one unpinned, \
+                           untraced thread per domain)",
+            });
+        }
+    }
+    config.threads_per_domain = Some(1);
+    config.pinning = Pinning::None;
+    Ok(())
 }
 
 /// The threads per domain the environment sets, if any
@@ -480,6 +537,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`Builder::build`], when it is built.
+    #[cfg(not(weft_loom))]
     pub fn global() -> Result<Runtime, BuildError> {
         let mut global = GLOBAL.lock();
         if let Some(rt) = global.as_ref().filter(|rt| !rt.is_closed()) {
@@ -498,6 +556,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`Runtime::shutdown`]; the runtime stays the global one.
+    #[cfg(not(weft_loom))]
     pub fn shutdown_global() -> Result<Option<RuntimeReport>, ShutdownError> {
         // Cloned, not taken, under the lock: the shutdown (which joins
         // threads) runs without it, and a refused one leaves it in place.
@@ -514,4 +573,5 @@ impl Runtime {
 }
 
 /// The process's runtime ([`Runtime::global`]).
+#[cfg(not(weft_loom))]
 static GLOBAL: Mutex<Option<Runtime>> = Mutex::new(None);

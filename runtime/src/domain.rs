@@ -301,6 +301,8 @@ fn start_cpu(
             config.threads_for(domain.cpus().len()),
         )
     };
+    #[cfg(weft_loom)]
+    let actor_thread_name = name.clone();
     let mut actor = config.actor(name);
     match &config.host {
         None => {}
@@ -327,8 +329,14 @@ fn start_cpu(
                     on_worker_start: Some(Arc::new(move |_| mark_current_thread(actor))),
                     ..engine_config
                 })?;
+                // A loom thread has no name of its own (every model thread
+                // runs on one OS thread): it is the actor's.
+                #[cfg(weft_loom)]
+                let thread = actor_thread_name.clone();
+                #[cfg(not(weft_loom))]
+                let thread = std::thread::current().name().unwrap_or("").to_owned();
                 *read.lock() = Readback {
-                    name: std::thread::current().name().unwrap_or("").to_owned(),
+                    name: thread,
                     threads: engine.domain().threads,
                     cpus: engine.worker_cpus().to_vec(),
                 };

@@ -91,12 +91,23 @@ impl TransferLanes {
         index: usize,
         open: impl FnOnce() -> Result<Lane<D>, crate::OpError>,
     ) -> Result<Lane<D>, crate::OpError> {
-        let mut lanes = lanes.lock();
-        if let Some((_, lane)) = lanes.iter().find(|(i, _)| *i == index) {
-            return Ok(lane.clone());
+        let cached = |lanes: &[(usize, Lane<D>)]| {
+            let found = lanes.iter().find(|(i, _)| *i == index);
+            found.map(|(_, lane)| lane.clone())
+        };
+        if let Some(lane) = cached(&lanes.lock()) {
+            return Ok(lane);
         }
+        // Opened, and a raced one dropped (retiring its lane), with the
+        // lock released: neither waits on anything while it is held.
         let lane = open()?;
-        lanes.push((index, lane.clone()));
+        let mut held = lanes.lock();
+        if let Some(first) = cached(&held) {
+            drop(held);
+            drop(lane);
+            return Ok(first);
+        }
+        held.push((index, lane.clone()));
         Ok(lane)
     }
 }

@@ -20,6 +20,17 @@
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
+// A model build (`--cfg weft_loom`) leaves out what loom cannot run (the
+// hosts, the ledger's sharing, application threads, the process's
+// runtime); the code behind them stays compiled but unused there. The
+// normal build still finds dead code.
+#![cfg_attr(weft_loom, allow(dead_code))]
+
+#[cfg(all(weft_loom, any(feature = "cuda", feature = "mpi")))]
+compile_error!(
+    "weft under --cfg weft_loom models CPU domains only: build the model without the \
+     `cuda` and `mpi` features (loom cannot model a device or the network)"
+);
 
 // The modules in layers; each uses only layers below it:
 //
@@ -43,6 +54,7 @@ mod mpi;
 mod ops;
 mod pipeline;
 mod runtime;
+#[cfg(not(weft_loom))]
 mod scope;
 mod tape;
 mod transfer;
@@ -60,6 +72,7 @@ pub use error::{BuildError, RuntimeError};
 pub use ledger::{Overlap, Overlapping};
 pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
+#[cfg(not(weft_loom))]
 pub use scope::Scope;
 pub use tape::Tape;
 

@@ -115,7 +115,7 @@ impl Runtime {
         topology: Topology,
         table: DomainTable,
         config: Config,
-        (cpus, claim): (CpuSet, Claim),
+        (cpus, claim): (CpuSet, Option<Claim>),
     ) -> Runtime {
         let threads = table.threads(&topology, &config);
         let inner = Arc::new(Inner {
@@ -129,8 +129,10 @@ impl Runtime {
             threads,
             claim: Mutex::new(None),
         });
-        claim.attach(&inner);
-        *inner.claim.lock() = Some(claim);
+        if let Some(claim) = claim {
+            claim.attach(&inner);
+            *inner.claim.lock() = Some(claim);
+        }
         Runtime { inner }
     }
 

@@ -62,9 +62,17 @@ impl Entry {
     }
 }
 
+#[cfg(not(weft_loom))]
 thread_local! {
     /// The tapes of the scopes running on this thread, innermost last.
     static ACTIVE: RefCell<Vec<Vec<Entry>>> = const { RefCell::new(Vec::new()) };
+}
+
+// Under loom every model thread runs on one OS thread: the tapes are
+// per loom thread.
+#[cfg(weft_loom)]
+loom::thread_local! {
+    static ACTIVE: RefCell<Vec<Vec<Entry>>> = RefCell::new(Vec::new());
 }
 
 /// Whether a scope on this thread is taping (checked before anything is

@@ -4,6 +4,7 @@
 
 use super::einsum::EinsumPlan;
 use super::gemm::Compute;
+use super::pool::Workers;
 use super::{create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
 use crate::ops::{BinaryOp, EinsumSpec, Meta, TensorOp, UnaryOp};
 use crate::tensor::{element_count, DType, Tensor, TensorError};
@@ -24,7 +25,7 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 /// [`TensorError::TooLarge`] for an output the allocator cannot provide,
 /// and the failures only the run can find (a factorization that fails).
 pub(super) fn run(
-    pool: &rayon::ThreadPool,
+    pool: &Workers,
     compute: Compute,
     op: &TensorOp,
     inputs: &[&Tensor],
@@ -231,7 +232,7 @@ pub(super) fn accumulator(op: &TensorOp) -> Option<usize> {
 ///
 /// As the op's kernel.
 pub(super) fn accumulate_in_place(
-    pool: &rayon::ThreadPool,
+    pool: &Workers,
     compute: Compute,
     op: &TensorOp,
     others: &[&Tensor],

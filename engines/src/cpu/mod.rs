@@ -260,9 +260,11 @@ impl CpuEngine {
     /// or a pool rayon could not build.
     pub fn new(config: CpuEngineConfig) -> Result<CpuEngine, EngineError> {
         let pool = PinnedPool::build(&config)?;
-        // On the caller's pool, weft pinned nothing.
+        // On the caller's pool, weft pinned nothing; under loom nothing
+        // is pinned.
         let pinning = match config.pool {
             Some(_) => Pinning::None,
+            None if cfg!(weft_loom) => Pinning::None,
             None => config.pinning,
         };
         let mut engine = CpuEngine {
@@ -308,6 +310,9 @@ impl CpuEngine {
     /// iterators. A job spawned on it (`pool().spawn`) that panics is
     /// counted in [`CpuEngine::pool_panics`]; the worker and the actor live
     /// on (rayon's default would abort the process).
+    ///
+    /// Absent under `--cfg weft_loom`, where a domain has no pool.
+    #[cfg(not(weft_loom))]
     pub fn pool(&self) -> &rayon::ThreadPool {
         &self.pool.rayon
     }
@@ -321,6 +326,7 @@ impl CpuEngine {
 
     /// Runs `op` in the domain's pool. From the actor thread (worker 0) this
     /// runs in place; parallel work inside it spreads over the domain.
+    /// Under `--cfg weft_loom` it runs in place, on the actor's loom thread.
     pub fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
         self.pool.rayon.install(op)
     }

@@ -4,22 +4,53 @@
 //! worker has left its loop, its jobs done (a joined actor leaves no thread
 //! behind).
 
+#[cfg(not(weft_loom))]
 use std::any::Any;
+#[cfg(not(weft_loom))]
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
-use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError, CpuSet};
+use weft_topology::CpuSet;
+#[cfg(not(weft_loom))]
+use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError};
 
-use super::{CpuEngineConfig, EngineError, Pinning};
+#[cfg(not(weft_loom))]
+use super::Pinning;
+use super::{CpuEngineConfig, EngineError};
+
+/// What runs a domain's parallel kernels: its rayon pool.
+#[cfg(not(weft_loom))]
+pub(super) type Workers = rayon::ThreadPool;
+
+/// Under `--cfg weft_loom` a domain has no pool: its one thread is the
+/// actor's (a loom thread), and [`Workers::install`] runs in place. Loom
+/// cannot model rayon's threads, and the engine's kernels are serial at
+/// one thread (`Compute::parallel` is false), so nothing else changes.
+#[cfg(weft_loom)]
+#[derive(Debug)]
+pub(super) struct Workers;
+
+#[cfg(weft_loom)]
+impl Workers {
+    /// Runs `op` on the calling thread.
+    pub(super) fn install<R: Send>(&self, op: impl FnOnce() -> R + Send) -> R {
+        op()
+    }
+
+    /// One: the actor's thread.
+    pub(super) fn current_num_threads(&self) -> usize {
+        1
+    }
+}
 
 /// A rayon pool whose threads are pinned and read back.
 pub(super) struct PinnedPool {
     /// Panics of jobs spawned on the pool (`pool().spawn`), which rayon
     /// would otherwise answer by aborting the process.
     pub(super) panics: Arc<PoolPanics>,
-    pub(super) rayon: Arc<rayon::ThreadPool>,
+    pub(super) rayon: Arc<Workers>,
     /// The CPUs each thread reported at build time, by worker index.
     pub(super) worker_cpus: Vec<CpuSet>,
     /// Declared after `rayon`: dropped after it, it waits for the workers.
@@ -50,6 +81,7 @@ impl PinnedPool {
     ///
     /// [`EngineError`]: zero threads, a pin the kernel refused or narrowed,
     /// or a pool rayon could not build.
+    #[cfg(not(weft_loom))]
     pub(super) fn build(config: &CpuEngineConfig) -> Result<PinnedPool, EngineError> {
         if let Some(pool) = &config.pool {
             // The caller's pool, its threads pinned (or not) as the caller
@@ -169,8 +201,23 @@ impl PinnedPool {
     }
 }
 
+/// Under loom: no pool, nothing started or pinned (see [`Workers`]); the
+/// configuration's threads, pinning and pool are not used.
+#[cfg(weft_loom)]
+impl PinnedPool {
+    pub(super) fn build(_config: &CpuEngineConfig) -> Result<PinnedPool, EngineError> {
+        Ok(PinnedPool {
+            panics: Arc::default(),
+            rayon: Arc::new(Workers),
+            worker_cpus: Vec::new(),
+            _exits: ExitWait(Arc::default()),
+        })
+    }
+}
+
 /// Pins the calling thread; where the platform cannot pin, runs unpinned
 /// (discovery there gives one domain, so nothing is lost but locality).
+#[cfg(not(weft_loom))]
 fn pin(cpus: &CpuSet) -> Result<(), AffinityError> {
     match pin_current_thread(cpus) {
         Ok(_) | Err(AffinityError::Unsupported) => Ok(()),
@@ -201,6 +248,7 @@ pub(super) struct PoolPanics {
 }
 
 impl PoolPanics {
+    #[cfg(not(weft_loom))]
     fn record(&self, payload: Box<dyn Any + Send>) {
         let message = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).to_owned()

@@ -15,6 +15,7 @@
 use super::einsum::EinsumPlan;
 use super::fused::{Chain, Link};
 use super::gemm::Compute;
+use super::pool::Workers;
 use super::{buffer, exec, Store};
 use crate::engine::{ExecError, TensorId};
 use crate::ops::{Meta, TensorOp};
@@ -189,7 +190,7 @@ impl ProgramPlan {
         program: &Program,
         store: &Store,
         inputs: &[TensorId],
-        pool: &rayon::ThreadPool,
+        pool: &Workers,
         compute: Compute,
     ) -> Result<Vec<Tensor>, ExecError> {
         let metas = program.metas();

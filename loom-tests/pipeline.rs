@@ -1,0 +1,209 @@
+//! A user's model of an application built on weft, written only against
+//! weft's public API, as an application's own test would be. Run it with
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg weft_loom" LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test --release --target-dir target/loom -p weft-loom-tests --test pipeline
+//! ```
+//!
+//! The application is a two-stage pipeline over two domains with a bounded
+//! window of items in flight. Stage one, on domain 0, uploads item `i` as a
+//! tensor and records its tag in a table the application keeps (its own
+//! state, beside weft's); the tensor moves to domain 1, where stage two
+//! reads the tag and doubles the tensor, and the sink downloads it. Stage
+//! two's read of the table is safe only if it is ordered after stage one's
+//! op, by that op's event: the tensors are ordered by weft, the table only
+//! by what the application says.
+//!
+//! The models check that every item arrives once, in order, with its tag;
+//! that a shutdown in the middle resolves every ticket (a hang is a loom
+//! deadlock); and that the same application with stage two's ordering
+//! forgotten is caught.
+#![cfg(weft_loom)]
+
+use std::collections::VecDeque;
+
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+use weft::{CpuEngine, Lane, Op, OpError, Runtime, Tensor, Ticket, TicketError};
+
+/// How stage two is ordered against stage one.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage2 {
+    /// After stage one's event: the application is right.
+    AfterStage1,
+    /// Not ordered: the bug the broken model plants.
+    Unordered,
+}
+
+/// What the application keeps beside weft: each item's tag, written by
+/// stage one and taken by stage two.
+type Tags = Arc<Mutex<Vec<Option<usize>>>>;
+
+/// One item in flight: its stage-two ticket (the tag it read) and the
+/// sink's download.
+struct InFlight {
+    item: usize,
+    tag: Ticket<Option<usize>>,
+    value: Ticket<Tensor, OpError>,
+}
+
+/// An item as the sink saw it: its tag and value, or why it did not come.
+#[derive(Debug, PartialEq)]
+enum Arrived {
+    Item { item: usize, tag: usize, value: f64 },
+    TagMissing { item: usize },
+    Failed { item: usize },
+}
+
+/// The application: sends `items` through the pipeline with at most
+/// `window` in flight, and returns what arrived, in the order the sink
+/// took it. Stops submitting once the runtime refuses an op (shut down).
+fn pipeline(rt: &Runtime, items: usize, window: usize, order: Stage2) -> Vec<Arrived> {
+    let (first, second) = (rt.lane(0).expect("lane 0"), rt.lane(1).expect("lane 1"));
+    let tags: Tags = Arc::new(Mutex::new(vec![None; items]));
+    let mut in_flight = VecDeque::new();
+    let mut arrived = Vec::new();
+    for item in 0..items {
+        if in_flight.len() == window {
+            arrived.push(sink(in_flight.pop_front().expect("a full window")));
+        }
+        match submit(&first, &second, &tags, item, order) {
+            Some(flight) => in_flight.push_back(flight),
+            None => break,
+        }
+    }
+    arrived.extend(in_flight.into_iter().map(sink));
+    arrived
+}
+
+/// Submits item `item`'s stages; `None` once the runtime is shut down.
+fn submit(
+    first: &Lane,
+    second: &Lane,
+    tags: &Tags,
+    item: usize,
+    order: Stage2,
+) -> Option<InFlight> {
+    let tensor = Tensor::from_vec(vec![item as f64], &[1]).expect("a one-element tensor");
+    let uploaded = first.upload(tensor).ok()?;
+    let table = tags.clone();
+    let tagged = first
+        .run(move |_: &mut CpuEngine| table.lock().unwrap()[item] = Some(item))
+        .ok()?;
+    let moved = first.transfer(&uploaded, 1).ok()?;
+    let table = tags.clone();
+    let read = Op::new(move |_: &mut CpuEngine| table.lock().unwrap()[item].take());
+    let read = match order {
+        Stage2::AfterStage1 => read.after([tagged.event()]),
+        Stage2::Unordered => read,
+    };
+    let tag = second.submit(read).ok()?;
+    let doubled = second.add(&moved, &moved).ok()?;
+    let value = second.download(&doubled).ok()?;
+    Some(InFlight { item, tag, value })
+}
+
+/// Waits for an item's tickets.
+fn sink(flight: InFlight) -> Arrived {
+    let InFlight { item, tag, value } = flight;
+    match (tag.wait(), value.wait()) {
+        (Ok(Some(tag)), Ok(tensor)) => Arrived::Item {
+            item,
+            tag,
+            value: tensor.as_slice::<f64>().expect("f64")[0],
+        },
+        (Ok(None), _) => Arrived::TagMissing { item },
+        (Err(e), _) => {
+            assert!(resolved_by_shutdown(&e), "item {item}'s tag: {e}");
+            Arrived::Failed { item }
+        }
+        (_, Err(e)) => {
+            assert!(resolved_by_shutdown(&e), "item {item}'s value: {e}");
+            Arrived::Failed { item }
+        }
+    }
+}
+
+/// Whether a ticket failed the way a shutdown fails it: cancelled, or
+/// failed because an op it waited on (a tensor's producer) was.
+fn resolved_by_shutdown<E>(error: &TicketError<E>) -> bool {
+    error.is_cancelled() || error.dependency().is_some()
+}
+
+/// Every item that arrived is whole (its tag and its value), the items
+/// came in order, once each.
+fn check(arrived: &[Arrived]) {
+    let mut next = 0;
+    for a in arrived {
+        match *a {
+            Arrived::Item { item, tag, value } => {
+                assert_eq!(item, next, "items out of order or twice: {arrived:?}");
+                assert_eq!(tag, item, "item {item} got another's tag");
+                assert_eq!(value, 2.0 * item as f64, "item {item}'s value");
+                next += 1;
+            }
+            Arrived::TagMissing { item } => {
+                panic!("item {item}: stage two read the table before stage one wrote it")
+            }
+            Arrived::Failed { item } => assert_eq!(item, next, "failures out of order"),
+        }
+    }
+}
+
+/// Runs `f` under loom. A whole application is a long run for loom (each
+/// op is a handful of atomic steps on two actors), longer than loom's
+/// default bound of 1 000 branches per run.
+fn model(f: impl Fn() + Send + Sync + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(f);
+}
+
+fn model_runtime() -> Runtime {
+    Runtime::builder()
+        .model_domains(2)
+        .build()
+        .expect("a model runtime")
+}
+
+#[test]
+fn every_item_arrives_once_in_order() {
+    model(|| {
+        let rt = model_runtime();
+        let arrived = pipeline(&rt, 2, 1, Stage2::AfterStage1);
+        check(&arrived);
+        assert_eq!(arrived.len(), 2, "{arrived:?}");
+        assert!(arrived.iter().all(|a| matches!(a, Arrived::Item { .. })));
+        rt.shutdown().expect("shutdown");
+    });
+}
+
+#[test]
+fn a_shutdown_in_the_middle_resolves_every_ticket() {
+    model(|| {
+        let rt = model_runtime();
+        let stopper = {
+            let rt = rt.clone();
+            thread::spawn(move || rt.shutdown_now().expect("shutdown"))
+        };
+        // Every ticket resolves (a wait that never returns is a deadlock
+        // loom reports), and what arrived is whole and in order.
+        let arrived = pipeline(&rt, 2, 1, Stage2::AfterStage1);
+        check(&arrived);
+        stopper.join().unwrap();
+    });
+}
+
+/// The application with stage two's ordering forgotten: loom finds a
+/// schedule where domain 1 reads the table before domain 0 writes it.
+#[test]
+#[should_panic(expected = "stage two read the table before stage one wrote it")]
+fn a_read_not_ordered_after_its_producer_is_caught() {
+    model(|| {
+        let rt = model_runtime();
+        let arrived = pipeline(&rt, 1, 1, Stage2::Unordered);
+        rt.shutdown().expect("shutdown");
+        check(&arrived);
+    });
+}
