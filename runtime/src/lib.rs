@@ -18,6 +18,14 @@
 //! rt.shutdown()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Built with `RUSTFLAGS="--cfg weft_loom"`, the crate is a model for loom:
+//! `Builder::model_domains` gives domains whose actors are loom threads
+//! owning serial CPU engines, so an application's own test can model-check
+//! its code against the shipping lanes, tickets, events and shutdowns.
+//! What loom cannot run (pinning, thread counts, pools, hosts, traces, the
+//! process's runtime, CUDA, MPI) is absent in that build. The README's
+//! "Model-checking your own code" has the commands.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 // A model build (`--cfg weft_loom`) leaves out what loom cannot run (the
