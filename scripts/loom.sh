@@ -9,9 +9,10 @@
 #   scripts/loom.sh                 # LOOM_MAX_PREEMPTIONS=3 unless set
 #   scripts/loom.sh gate release    # only models whose names contain a word
 #
-# Each model may take LOOM_MODEL_LIMIT seconds (default 600). The user-level
-# models of loom-tests/pipeline.rs (a whole application under loom) are
-# run by hand for now: at these bounds they take minutes each (README).
+# Each model may take LOOM_MODEL_LIMIT seconds (default 600). The models of
+# loom-tests/pipeline.rs check a whole application built on weft, a far
+# longer run per schedule than a protocol's model: they run at
+# LOOM_APP_PREEMPTIONS (default 1), where they take a few minutes in all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg weft_loom"
@@ -35,12 +36,15 @@ for line in sys.stdin:
 }
 bins=$(binaries -p weft-actors --lib) || { echo "loom: the weft-actors models did not build"; exit 1; }
 more=$(binaries -p weft-loom-tests --test models --test exchange) || { echo "loom: the weft-loom-tests models did not build"; exit 1; }
-bins="$bins $more"
+app=$(binaries -p weft-loom-tests --test pipeline) || { echo "loom: the application's models did not build"; exit 1; }
+bins="$bins $more $app"
 
 passed=0
 failed=0
 failures=()
 for bin in $bins; do
+    bound=$LOOM_MAX_PREEMPTIONS
+    [ "$bin" = "$app" ] && bound="${LOOM_APP_PREEMPTIONS:-1}"
     for name in $("$bin" --list --format terse | sed -n 's/: test$//p'); do
         if [ $# -gt 0 ]; then
             wanted=0
@@ -50,7 +54,7 @@ for bin in $bins; do
             [ "$wanted" = 1 ] || continue
         fi
         start=$(date +%s)
-        if out=$(timeout "$limit" "$bin" --exact "$name" --test-threads=1 2>&1); then
+        if out=$(LOOM_MAX_PREEMPTIONS=$bound timeout "$limit" "$bin" --exact "$name" --test-threads=1 2>&1); then
             passed=$((passed + 1))
             echo "loom: $name ok ($(($(date +%s) - start)) s)"
         else
