@@ -3,13 +3,14 @@
 //! `cargo run --release -p weft-examples --example trace [-- PATH]`
 //!
 //! Every op of every actor is recorded (queue time and run time, per lane;
-//! transfers as arrows between actors) and written as Chrome trace-event
-//! JSON when the runtime shuts down. Any program gets the same with
+//! transfers as arrows between actors) and written when the runtime shuts
+//! down: as Chrome trace-event JSON, or as a timeline picture for a PATH
+//! ending in `.svg` or `.html`. Any program gets the same with
 //! `WEFT_TRACE=PATH`, without changing its code.
 
 use std::path::PathBuf;
 
-use weft::{DType, Distribution, Pipeline, Runtime};
+use weft::{DType, Distribution, Pipeline, Runtime, TraceFormat};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).map_or_else(
@@ -40,6 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{} items in {:.1?}", run.outputs.len(), run.elapsed);
     println!("{}", rt.stats());
 
+    rt.shutdown()?; // writes the file, every op recorded by then
     let records: usize = rt
         .trace()
         .expect("traced")
@@ -47,10 +49,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|a| a.records.len())
         .sum();
-    rt.shutdown()?;
-    println!(
-        "wrote {records} ops to {}\nopen it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing",
-        path.display()
-    );
+    let open = match TraceFormat::of(&path) {
+        TraceFormat::Json => "at https://ui.perfetto.dev (Open trace file) or in chrome://tracing",
+        TraceFormat::Svg | TraceFormat::Html => "in any browser, offline",
+    };
+    println!("wrote {records} ops to {}\nopen it {open}", path.display());
     Ok(())
 }

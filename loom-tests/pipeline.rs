@@ -225,7 +225,7 @@ fn a_shutdown_in_the_middle_resolves_every_ticket() {
         // Every ticket resolves (a wait that never returns is a deadlock
         // loom reports), and what arrived is whole. One item: its five ops
         // give the shutdown six places to land (two items take loom past
-        // ten minutes at one preemption).
+        // twenty minutes at one preemption without an end).
         let arrived = pipeline(&rt, 1, 1, Stage2::AfterStage1);
         check(&arrived);
         stopper.join().unwrap();

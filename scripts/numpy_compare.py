@@ -3,10 +3,13 @@
 sizes and with the same thread count, and prints weft/numpy speed ratios.
 
     cargo run --release -p weft-examples --example compare -- --json target/compare.json
-    python3 scripts/numpy_compare.py target/compare.json
+    python3 scripts/numpy_compare.py target/compare.json [--json target/numpy.json]
 
 The JSON is what `compare --json PATH` writes; cases it lacks (a run with
 `--only`) are skipped. Without numpy the script says so and exits 0.
+`--json PATH` also writes numpy's GEMM figures (`{"rows": [{"id", "gflops"}]}`,
+ids as the harness's roofline rows), which `compare --plot DIR --from
+target/compare.json --numpy PATH` draws beside weft's.
 
 Environment: numpy's BLAS (OpenBLAS in the wheels) is limited to the harness's
 threads per domain through OPENBLAS_NUM_THREADS / OMP_NUM_THREADS /
@@ -31,6 +34,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("json", help="the JSON written by `compare --json PATH`")
     p.add_argument("--quick", action="store_true", help="fewer repetitions")
+    p.add_argument("--json", dest="out", help="write numpy's GEMM GFLOP/s here, for compare --numpy")
     return p.parse_args()
 
 
@@ -107,6 +111,7 @@ def main():
     # The roofline's GEMMs: numpy's GFLOP/s and its fraction of the peak
     # the harness measured, beside weft's.
     roofline = []  # (what, weft GFLOP/s, weft's BLAS provider GFLOP/s or None, numpy GFLOP/s, peak)
+    numpy_gemm = []  # (the roofline row's id, numpy GFLOP/s)
     dtypes = {"f32": np.float32, "f64": np.float64, "c64": np.complex128}
     for dtype, np_type in dtypes.items():
         for n in (64, 128, 256, 512, 1024, 2048):
@@ -125,10 +130,17 @@ def main():
             provider = rows.get(f"roofline-gemm-blas-{dtype}-{n}")
             blas_gf = provider["weft"]["value"] if provider else None
             roofline.append((row["what"], row["weft"]["value"], blas_gf, flops / (ms * 1e-3) / 1e9, row.get("peak")))
+            numpy_gemm.append((row["id"], flops / (ms * 1e-3) / 1e9))
 
     if not results and not roofline:
         print("no GEMM, add, einsum or roofline rows in", args.json)
         return 0
+    if args.out:
+        rows = [{"id": ident, "gflops": gflops} for ident, gflops in numpy_gemm]
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump({"numpy": np.__version__, "threads": threads, "rows": rows}, f, indent=1)
+            f.write("\n")
+        print("wrote", args.out)
     if roofline:
         print()
         print(f"{'case':<24} {'weft GFLOP/s':>13} {'weft BLAS':>10} {'numpy GFLOP/s':>14} {'numpy of peak':>14} {'weft / numpy':>13} {'weft BLAS / numpy':>18}")

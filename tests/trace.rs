@@ -198,3 +198,181 @@ fn actor_counts_include_ops_queued_on_closed_lanes() {
         "{ops:?}"
     );
 }
+
+/// What a timeline picture shows, read back from its XML: per (actor,
+/// lane) row the outcome classes of its bars, and the flows' ids.
+#[derive(Debug, PartialEq)]
+struct Drawn {
+    rows: Vec<(String, u64, Vec<String>)>,
+    queues: usize,
+    flows: Vec<u64>,
+}
+
+fn drawn(svg: &str) -> Drawn {
+    let doc = roxmltree::Document::parse(svg).expect("the picture is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    let class = |n: &roxmltree::Node, c: &str| {
+        n.attribute("class")
+            .is_some_and(|a| a.split(' ').any(|w| w == c))
+    };
+    let mut rows = Vec::new();
+    for actor in root.descendants().filter(|n| class(n, "actor")) {
+        let name = actor
+            .attribute("data-name")
+            .expect("an actor's name")
+            .to_owned();
+        for lane in actor.children().filter(|n| class(n, "lane")) {
+            let id: u64 = lane
+                .attribute("data-lane")
+                .expect("a lane id")
+                .parse()
+                .unwrap();
+            let bars = lane
+                .children()
+                .filter(|n| class(n, "op"))
+                .map(|n| {
+                    let classes: Vec<&str> = n.attribute("class").unwrap().split(' ').collect();
+                    assert!(
+                        n.children().any(|t| t.has_tag_name("title")),
+                        "a bar without a tooltip"
+                    );
+                    assert!(n.attribute("width").unwrap().parse::<f64>().unwrap() >= 1.0);
+                    classes[1].to_owned()
+                })
+                .collect();
+            rows.push((name.clone(), id, bars));
+        }
+    }
+    let flows = root
+        .descendants()
+        .filter(|n| class(n, "flow") && n.attribute("data-flow").is_some())
+        .map(|n| n.attribute("data-flow").unwrap().parse().unwrap())
+        .collect();
+    let queues = root
+        .descendants()
+        .filter(|n| class(n, "queue") && !n.ancestors().any(|a| class(&a, "legend")))
+        .count();
+    Drawn {
+        rows,
+        queues,
+        flows,
+    }
+}
+
+/// What the trace's JSON says the picture must show.
+fn expected(json: &str) -> Drawn {
+    let json: Value = serde_json::from_str(json).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let name_of = |pid: &Value| {
+        events
+            .iter()
+            .find(|e| e["name"] == "process_name" && &e["pid"] == pid)
+            .map(|e| e["args"]["name"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    let mut rows: Vec<(u64, String, u64, Vec<String>)> = Vec::new();
+    let mut queues = 0;
+    for op in events.iter().filter(|e| e["ph"] == "X") {
+        let (pid, lane) = (op["pid"].as_u64().unwrap(), op["tid"].as_u64().unwrap());
+        let outcome = op["args"]["outcome"].as_str().unwrap().replace(' ', "-");
+        if op["args"]["queued_us"].as_f64().unwrap() > 0.0 {
+            queues += 1;
+        }
+        match rows.iter_mut().find(|r| r.0 == pid && r.2 == lane) {
+            Some(row) => row.3.push(outcome),
+            None => rows.push((pid, name_of(&op["pid"]), lane, vec![outcome])),
+        }
+    }
+    rows.sort_by_key(|r| (r.0, r.2));
+    let starts: Vec<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "s")
+        .map(|e| e["id"].as_u64().unwrap())
+        .collect();
+    let flows = events
+        .iter()
+        .filter(|e| e["ph"] == "f")
+        .map(|e| e["id"].as_u64().unwrap())
+        .filter(|id| starts.contains(id))
+        .collect();
+    Drawn {
+        rows: rows.into_iter().map(|(_, n, l, b)| (n, l, b)).collect(),
+        queues,
+        flows,
+    }
+}
+
+/// A traced run over two domains: ops on three lanes, a transfer, a
+/// panicking op, an op whose dependency failed.
+fn traced_run(path: &std::path::Path) {
+    let rt = Runtime::builder()
+        .overlap(weft::Overlap::Allow)
+        .split(2)
+        .trace(path)
+        .build()
+        .expect("runtime");
+    let (l0, l0b, l1) = (
+        rt.lane(0).unwrap(),
+        rt.lane(0).unwrap(),
+        rt.lane(1).unwrap(),
+    );
+    let x = l0
+        .upload(Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap())
+        .unwrap();
+    let y = l0b.add(&x, &x).unwrap();
+    let moved = l0.transfer(&y, 1).unwrap();
+    let z = l1.mul(&moved, &moved).unwrap();
+    let failed = l1.run(|_| -> () { panic!("traced failure") }).unwrap();
+    let after = l1
+        .submit(weft::Op::new(|_: &mut weft::CpuEngine| ()).after([failed.event()]))
+        .unwrap();
+    assert!(after.wait().is_err());
+    wait_ok(l1.download(&z).unwrap());
+    rt.shutdown().expect("shut down");
+}
+
+#[test]
+fn the_timeline_picture_draws_every_row_bar_and_arrow_of_its_trace() {
+    let json_path = temp_path("picture");
+    traced_run(&json_path);
+    let json = std::fs::read_to_string(&json_path).expect("the trace was written");
+    let view = weft::TraceView::from_chrome_json(&json).expect("weft's own trace reads back");
+    let want = expected(&json);
+    assert_eq!(want.flows.len(), 1, "one transfer: {want:?}");
+    assert!(want
+        .rows
+        .iter()
+        .any(|r| r.2.contains(&"panicked".to_owned())));
+    assert!(want
+        .rows
+        .iter()
+        .any(|r| r.2.contains(&"dependency-failed".to_owned())));
+    assert_eq!(drawn(&view.to_svg()), want);
+
+    // The HTML page holds the same picture, and nothing from elsewhere.
+    let html = view.to_html();
+    let (from, to) = (html.find("<svg").unwrap(), html.rfind("</svg>").unwrap());
+    assert_eq!(drawn(&html[from..to + "</svg>".len()]), want);
+    assert_eq!(
+        html.matches("http").count(),
+        html.matches("http://www.w3.org/2000/svg").count(),
+        "the page links only the SVG namespace"
+    );
+    assert!(!html.contains("<script"));
+    let _ = std::fs::remove_file(&json_path);
+}
+
+#[test]
+fn a_trace_path_ending_in_svg_gets_the_picture() {
+    let path = std::env::temp_dir().join(format!("weft-picture-{}.svg", std::process::id()));
+    traced_run(&path);
+    let svg = std::fs::read_to_string(&path).expect("the picture was written");
+    let got = drawn(&svg);
+    assert_eq!(got.flows.len(), 1, "{got:?}");
+    let bars: usize = got.rows.iter().map(|r| r.2.len()).sum();
+    // upload, add, transfer out, transfer in, mul, the panic, the op after
+    // it, download (and no more: the shutdown runs nothing traced).
+    assert_eq!(bars, 8, "{got:?}");
+    let _ = std::fs::remove_file(&path);
+}

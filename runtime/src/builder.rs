@@ -171,9 +171,12 @@ impl Builder {
     }
 
     /// Records a timeline of every op (per actor and lane: queue and run
-    /// times; transfers as flows between actors) and writes it to `path` as
-    /// Chrome trace-event JSON when the runtime shuts down or is dropped
-    /// (open it in Perfetto or `chrome://tracing`). Without this call, the
+    /// times; transfers as flows between actors) and writes it to `path`
+    /// when the runtime shuts down or is dropped: as Chrome trace-event
+    /// JSON (open it in Perfetto or `chrome://tracing`), or, for a path
+    /// ending in `.svg` or `.html`, as a timeline picture one can open
+    /// without a network ([`TraceView::to_svg`](crate::TraceView::to_svg),
+    /// [`TraceFormat`](crate::TraceFormat)). Without this call, the
     /// `WEFT_TRACE` environment variable, if set, names the file. Off, it
     /// costs nothing; on, each actor keeps its newest records in a ring
     /// buffer ([`Builder::trace_capacity`]).

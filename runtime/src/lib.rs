@@ -95,9 +95,10 @@ pub use weft_actors::{
     TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
     MAX_LANE_CAPACITY, OPS_PER_TURN,
 };
-// Their counters and timelines.
+// Their counters and timelines, and the timeline as data and as a picture.
 pub use weft_actors::{
-    ActorStats, ActorTimeline, Flow, LaneStats, OpCounts, Outcome, Record, SampledTime, Trace,
+    utc_date, ActorStats, ActorTimeline, ActorView, Flow, LaneStats, OpCounts, OpView, Outcome,
+    Record, SampledTime, Trace, TraceFormat, TraceView, ViewError,
 };
 
 // Tensors and the op vocabulary: handles and their errors, host tensors,

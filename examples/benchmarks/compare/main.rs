@@ -2,7 +2,7 @@
 //! run in this one process on this machine, printed as a table of medians
 //! and ratios.
 //!
-//! `cargo run --release -p weft-examples --example compare [-- --quick] [--only CASE] [--json PATH]`
+//! `cargo run --release -p weft-examples --example compare [-- --quick] [--only CASE] [--json PATH] [--plot DIR]`
 //!
 //! | case | weft | baseline |
 //! | --- | --- | --- |
@@ -33,18 +33,22 @@
 //!
 //! Options: `--quick` runs fewer repetitions; `--only CASE` runs one case;
 //! `--json PATH` writes the same figures as JSON (which
-//! `scripts/numpy_compare.py` reads); `--pinning per-core|domain|none`,
+//! `scripts/numpy_compare.py` reads); `--plot DIR` draws them as SVG charts
+//! (`plot.rs`), `--from PATH` draws a saved JSON instead of running, and
+//! `--numpy PATH` adds numpy's figures (`numpy_compare.py --json PATH`) to
+//! the GEMM chart; `--pinning per-core|domain|none`,
 //! `--idle-spin-us N` and `--wait-spin-us N` change weft's settings (the raw
 //! channel baselines spin as long), to see what each costs or buys.
 //!
 //! The files: this one runs the cases; `settings.rs` reads the command
 //! line; `timing.rs` times runs in turn; `mutex.rs` is the mutex baseline;
 //! `cases/` holds one file per case (`case.rs` says what a case is);
-//! `report.rs` prints the table and writes the JSON.
+//! `report.rs` prints the table and writes the JSON; `plot.rs` draws it.
 
 mod case;
 mod cases;
 mod mutex;
+mod plot;
 mod report;
 mod settings;
 mod timing;
@@ -61,6 +65,10 @@ use crate::settings::Settings;
 fn main() -> Result<(), BoxError> {
     let names = CASES.map(|c| c.name);
     let settings = Settings::parse(&names)?;
+    if let (Some(from), Some(dir)) = (&settings.from, &settings.plot) {
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(from)?)?;
+        return draw(&settings, &report, dir);
+    }
     let started = Instant::now();
     let load = load_average();
     let mut rows = Vec::new();
@@ -113,9 +121,32 @@ fn main() -> Result<(), BoxError> {
         started.elapsed().as_secs_f64(),
         load_average().map_or_else(|| "unknown".to_string(), |l| format!("{l:.2}"))
     );
+    let json = to_json(&settings, &machine, &rows);
     if let Some(path) = &settings.json {
-        let json = to_json(&settings, &machine, &rows);
         std::fs::write(path, serde_json::to_string_pretty(&json)? + "\n")?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(dir) = &settings.plot {
+        draw(&settings, &json, dir)?;
+    }
+    Ok(())
+}
+
+/// Draws the charts of `report` (the JSON of a run) into `dir`.
+fn draw(
+    settings: &Settings,
+    report: &serde_json::Value,
+    dir: &std::path::Path,
+) -> Result<(), BoxError> {
+    let numpy = match &settings.numpy {
+        Some(path) => Some(serde_json::from_str(&std::fs::read_to_string(path)?)?),
+        None => None,
+    };
+    let written = plot::plot(report, numpy.as_ref(), dir)?;
+    if written.is_empty() {
+        println!("no rows to draw in {}", dir.display());
+    }
+    for path in written {
         println!("wrote {}", path.display());
     }
     Ok(())

@@ -16,6 +16,12 @@ pub(crate) struct Settings {
     pub(crate) quick: bool,
     only: Option<String>,
     pub(crate) json: Option<PathBuf>,
+    /// Where the charts go (`--plot DIR`).
+    pub(crate) plot: Option<PathBuf>,
+    /// A saved run to draw instead of running (`--from PATH`).
+    pub(crate) from: Option<PathBuf>,
+    /// numpy's figures for the charts (`--numpy PATH`).
+    pub(crate) numpy: Option<PathBuf>,
     /// weft's pinning (default per core); the baselines' threads are not pinned.
     pub(crate) pinning: Pinning,
     /// The actor's idle spin and the caller's wait spin, weft's and the raw
@@ -33,6 +39,9 @@ impl Settings {
             quick: false,
             only: None,
             json: None,
+            plot: None,
+            from: None,
+            numpy: None,
             pinning: Pinning::PerCore,
             idle_spin: IDLE_SPIN,
             wait_spin: WAIT_SPIN,
@@ -52,6 +61,9 @@ impl Settings {
                     settings.only = Some(name);
                 }
                 "--json" => settings.json = Some(it.next().ok_or("--json needs a path")?.into()),
+                "--plot" => settings.plot = Some(it.next().ok_or("--plot needs a folder")?.into()),
+                "--from" => settings.from = Some(it.next().ok_or("--from needs a path")?.into()),
+                "--numpy" => settings.numpy = Some(it.next().ok_or("--numpy needs a path")?.into()),
                 "--pinning" => {
                     settings.pinning = match it.next().as_deref() {
                         Some("per-core") => Pinning::PerCore,
@@ -73,14 +85,17 @@ impl Settings {
                 }
                 "-h" | "--help" => {
                     println!(
-                        "compare [--quick] [--only CASE] [--json PATH] [--pinning per-core|domain|none] \
-                         [--idle-spin-us N] [--wait-spin-us N]\ncases: {}",
+                        "compare [--quick] [--only CASE] [--json PATH] [--plot DIR [--from PATH] [--numpy PATH]] \
+                         [--pinning per-core|domain|none] [--idle-spin-us N] [--wait-spin-us N]\ncases: {}",
                         cases.join(", ")
                     );
                     std::process::exit(0);
                 }
                 other => return Err(format!("unknown argument {other:?} (try --help)").into()),
             }
+        }
+        if settings.from.is_some() && settings.plot.is_none() {
+            return Err("--from draws a saved run: it needs --plot DIR".into());
         }
         Ok(settings)
     }

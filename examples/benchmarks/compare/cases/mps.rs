@@ -26,7 +26,7 @@ pub(super) const PROGRAM: Case = Case {
 const SITES: usize = 32;
 const PHYS: usize = 2;
 const CONTRACTIONS: u64 = 2 * SITES as u64;
-const BONDS: [usize; 2] = [4, 16];
+const BONDS: [usize; 4] = [4, 8, 16, 32];
 
 /// The MPS: its sites and their conjugates, on the host and resident.
 struct Mps {

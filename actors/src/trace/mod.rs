@@ -11,7 +11,6 @@
 //! diagnostics, not part of any protocol.
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -19,6 +18,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
+
+mod svg;
+mod view;
+
+pub use svg::utc_date;
+pub use view::{ActorView, OpView, TraceView, ViewError};
 
 /// Records kept per actor by default.
 pub const DEFAULT_TRACE_CAPACITY: usize = 1 << 16;
@@ -57,7 +62,17 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn name(self) -> &'static str {
+    /// Every outcome, in the order a legend lists them.
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Completed,
+        Outcome::Failed,
+        Outcome::Panicked,
+        Outcome::DependencyFailed,
+        Outcome::Cancelled,
+    ];
+
+    /// How a trace names it (`args.outcome` in the JSON).
+    pub fn name(self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
             Outcome::Failed => "failed",
@@ -65,6 +80,11 @@ impl Outcome {
             Outcome::DependencyFailed => "dependency failed",
             Outcome::Cancelled => "cancelled",
         }
+    }
+
+    /// The outcome a trace names `name`.
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        Outcome::ALL.into_iter().find(|o| o.name() == name)
     }
 }
 
@@ -170,71 +190,54 @@ impl Trace {
             .collect()
     }
 
-    /// The trace as Chrome trace-event JSON: one process per actor, one
-    /// thread per lane, one complete event (`"ph": "X"`) per op with its
-    /// queue time in `args`, and flow events (`"s"`/`"f"`) for flows.
+    /// The trace as Chrome trace-event JSON ([`TraceView::to_chrome_json`]).
     pub fn to_chrome_json(&self) -> String {
-        let micros =
-            |t: Instant| t.saturating_duration_since(self.inner.epoch).as_nanos() as f64 / 1e3;
-        let mut events: Vec<String> = Vec::new();
-        for (pid, actor) in self.snapshot().iter().enumerate() {
-            events.push(format!(
-                r#"{{"ph":"M","name":"process_name","pid":{pid},"tid":0,"args":{{"name":{}}}}}"#,
-                quote(&actor.name)
-            ));
-            events.push(format!(
-                r#"{{"ph":"M","name":"process_sort_index","pid":{pid},"tid":0,"args":{{"sort_index":{pid}}}}}"#
-            ));
-            let mut lanes: Vec<u64> = actor.records.iter().map(|r| r.lane).collect();
-            lanes.sort_unstable();
-            lanes.dedup();
-            for lane in lanes {
-                events.push(format!(
-                    r#"{{"ph":"M","name":"thread_name","pid":{pid},"tid":{lane},"args":{{"name":"lane {lane}"}}}}"#
-                ));
-            }
-            for r in &actor.records {
-                let (ts, dur) = (micros(r.started), micros(r.ended) - micros(r.started));
-                let queued = micros(r.started) - micros(r.submitted);
-                events.push(format!(
-                    r#"{{"ph":"X","cat":"op","name":{},"pid":{pid},"tid":{},"ts":{ts:.3},"dur":{dur:.3},"args":{{"queued_us":{queued:.3},"outcome":"{}"}}}}"#,
-                    quote(r.label),
-                    r.lane,
-                    r.outcome.name()
-                ));
-                if let Some(flow) = r.flow {
-                    // A flow starts at the start of its first op and ends
-                    // at the start of the op that receives it. (Not at the
-                    // first op's end: the receiving op may start between
-                    // the sender resolving its ticket and recording its
-                    // end, which would draw the arrow backwards in time.)
-                    let (ph, id, at, bind) = match flow {
-                        Flow::Out(id) => ("s", id, ts, ""),
-                        Flow::In(id) => ("f", id, ts, r#","bp":"e""#),
-                    };
-                    events.push(format!(
-                        r#"{{"ph":"{ph}","cat":"transfer","name":"transfer","id":{id},"pid":{pid},"tid":{},"ts":{at:.3}{bind}}}"#,
-                        r.lane
-                    ));
-                }
-            }
-        }
-        let mut json = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        for (i, event) in events.iter().enumerate() {
-            let sep = if i + 1 < events.len() { ",\n" } else { "\n" };
-            let _ = write!(json, "{event}{sep}");
-        }
-        json.push_str("]}\n");
-        json
+        self.view().to_chrome_json()
     }
 
-    /// Writes [`Trace::to_chrome_json`] to `path`.
+    /// Writes the trace to `path`, in the form its extension names: a
+    /// timeline picture for `.svg` ([`TraceView::to_svg`]) or `.html`
+    /// ([`TraceView::to_html`]), Chrome trace-event JSON otherwise.
     ///
     /// # Errors
     ///
     /// The file system's.
     pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
-        std::fs::write(path, self.to_chrome_json())
+        let path = path.as_ref();
+        let view = self.view();
+        let text = match TraceFormat::of(path) {
+            TraceFormat::Svg => view.to_svg(),
+            TraceFormat::Html => view.to_html(),
+            TraceFormat::Json => view.to_chrome_json(),
+        };
+        std::fs::write(path, text)
+    }
+}
+
+/// What a trace file holds, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Chrome trace-event JSON (Perfetto, `chrome://tracing`): any
+    /// extension but the two below.
+    Json,
+    /// A timeline picture as SVG (`.svg`).
+    Svg,
+    /// The same picture in a self-contained HTML page (`.html`, `.htm`).
+    Html,
+}
+
+impl TraceFormat {
+    /// The format `path`'s extension names (case aside).
+    pub fn of(path: &Path) -> TraceFormat {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("svg") => TraceFormat::Svg,
+            Some("html" | "htm") => TraceFormat::Html,
+            _ => TraceFormat::Json,
+        }
     }
 }
 
@@ -242,24 +245,6 @@ impl Default for Trace {
     fn default() -> Self {
         Trace::new(DEFAULT_TRACE_CAPACITY)
     }
-}
-
-/// `s` as a JSON string literal.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
