@@ -110,30 +110,7 @@ mod loom_models {
     /// after the close.
     #[test]
     fn quiescence_sees_every_admitted_submit() {
-        loom::model(|| {
-            let gate = Arc::new(Gate::new());
-            let queued = Arc::new(AtomicBool::new(false));
-            let submitter = {
-                let (gate, queued) = (gate.clone(), queued.clone());
-                thread::spawn(move || {
-                    let admitted = gate.enter() == Entered::Open;
-                    if admitted {
-                        // Stands for queueing the op: deliberately Relaxed,
-                        // the gate alone must order it.
-                        queued.store(true, Ordering::Relaxed);
-                    }
-                    let _ = gate.leave();
-                    admitted
-                })
-            };
-            assert!(gate.close());
-            while !gate.is_quiescent() {
-                thread::yield_now();
-            }
-            let seen = queued.load(Ordering::Relaxed);
-            let admitted = submitter.join().expect("submitter");
-            assert_eq!(seen, admitted);
-        });
+        loom::model(|| admitted_submits_are_seen(Gate::is_quiescent));
     }
 
     /// The same with the actor's own check: once `quiescent_or_arm` says
@@ -142,28 +119,34 @@ mod loom_models {
     /// `is_quiescent` does).
     #[test]
     fn the_arming_check_sees_every_admitted_submit() {
-        loom::model(|| {
-            let gate = Arc::new(Gate::new());
-            let queued = Arc::new(AtomicBool::new(false));
-            let submitter = {
-                let (gate, queued) = (gate.clone(), queued.clone());
-                thread::spawn(move || {
-                    let admitted = gate.enter() == Entered::Open;
-                    if admitted {
-                        queued.store(true, Ordering::Relaxed);
-                    }
-                    let _ = gate.leave();
-                    admitted
-                })
-            };
-            assert!(gate.close());
-            while !gate.quiescent_or_arm() {
-                thread::yield_now();
-            }
-            let seen = queued.load(Ordering::Relaxed);
-            let admitted = submitter.join().expect("submitter");
-            assert_eq!(seen, admitted);
-        });
+        loom::model(|| admitted_submits_are_seen(Gate::quiescent_or_arm));
+    }
+
+    /// One submitter against the closer, which waits until `quiescent`
+    /// says so: what an admitted submitter did before leaving is visible.
+    fn admitted_submits_are_seen(quiescent: fn(&Gate) -> bool) {
+        let gate = Arc::new(Gate::new());
+        let queued = Arc::new(AtomicBool::new(false));
+        let submitter = {
+            let (gate, queued) = (gate.clone(), queued.clone());
+            thread::spawn(move || {
+                let admitted = gate.enter() == Entered::Open;
+                if admitted {
+                    // Stands for queueing the op: deliberately Relaxed,
+                    // the gate alone must order it.
+                    queued.store(true, Ordering::Relaxed);
+                }
+                let _ = gate.leave();
+                admitted
+            })
+        };
+        assert!(gate.close());
+        while !quiescent(&gate) {
+            thread::yield_now();
+        }
+        let seen = queued.load(Ordering::Relaxed);
+        let admitted = submitter.join().expect("submitter");
+        assert_eq!(seen, admitted);
     }
 
     /// The actor that arms the gate and sleeps is poked by the last one out;
