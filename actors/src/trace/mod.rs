@@ -1,6 +1,9 @@
 //! A timeline of what ran where: per actor and lane, each op's queue time
 //! and run time, and flows between ops of different actors (transfers),
-//! written as Chrome trace-event JSON (Perfetto, `chrome://tracing`).
+//! written as Chrome trace-event JSON (Perfetto, `chrome://tracing`) or
+//! drawn as a picture to open offline. This file keeps the records;
+//! `view.rs` turns them into data with times (and reads the JSON back),
+//! `svg.rs` draws that data.
 //!
 //! Off by default, and then free: an actor without a [`Trace`] checks one
 //! `Option` per op. On, every op is clocked at submission, start and end,
