@@ -52,6 +52,15 @@ MUTANTS = [
      "self.done.store(true, Ordering::Release);",
      "self.done.store(true, Ordering::Relaxed);",
      "a ticket's value is published without release"),
+    ("event-drain-before-resolve", "ticket.rs",
+     "            state.resolved = true;\n",
+     "            let early = std::mem::take(&mut state.dependents);\n"
+     "            drop(state);\n"
+     "            let mut state = self.state.lock();\n"
+     "            state.resolved = true;\n"
+     "            state.dependents = early;\n",
+     "completion lets go of its lock between taking its dependents and "
+     "resolving: a dependent registered in between is never woken"),
     ("ticket-check-relaxed", "ticket.rs",
      "        if !self.done.load(Ordering::Acquire) {",
      "        if !self.done.load(Ordering::Relaxed) {",
