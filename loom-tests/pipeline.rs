@@ -112,11 +112,7 @@ fn submit(
 fn sink(flight: InFlight) -> Arrived {
     let InFlight { item, tag, value } = flight;
     match (tag.wait(), value.wait()) {
-        (Ok(Some(tag)), Ok(tensor)) => Arrived::Item {
-            item,
-            tag,
-            value: tensor.as_slice::<f64>().expect("f64")[0],
-        },
+        (Ok(tag), Ok(tensor)) => whole(item, tag, &tensor),
         (Ok(None), _) => Arrived::TagMissing { item },
         (Err(e), _) => {
             assert!(resolved_by_shutdown(&e), "item {item}'s tag: {e}");
@@ -150,13 +146,21 @@ fn sink_polling(flight: InFlight) -> Arrived {
         }
     };
     match (tag, value) {
-        (Ok(Some(tag)), Ok(tensor)) => Arrived::Item {
+        (Ok(tag), Ok(tensor)) => whole(item, tag, &tensor),
+        (Ok(None), _) => Arrived::TagMissing { item },
+        (tag, value) => panic!("item {item} failed with the runtime up: {tag:?}, {value:?}"),
+    }
+}
+
+/// An item whose tickets both came back: whole, or its tag missing.
+fn whole(item: usize, tag: Option<usize>, tensor: &Tensor) -> Arrived {
+    match tag {
+        Some(tag) => Arrived::Item {
             item,
             tag,
             value: tensor.as_slice::<f64>().expect("f64")[0],
         },
-        (Ok(None), _) => Arrived::TagMissing { item },
-        (tag, value) => panic!("item {item} failed with the runtime up: {tag:?}, {value:?}"),
+        None => Arrived::TagMissing { item },
     }
 }
 

@@ -129,8 +129,9 @@ def main():
             flops = (8 if dtype == "c64" else 2) * n**3 * runs
             provider = rows.get(f"roofline-gemm-blas-{dtype}-{n}")
             blas_gf = provider["weft"]["value"] if provider else None
-            roofline.append((row["what"], row["weft"]["value"], blas_gf, flops / (ms * 1e-3) / 1e9, row.get("peak")))
-            numpy_gemm.append((row["id"], flops / (ms * 1e-3) / 1e9))
+            numpy_gf = flops / (ms * 1e-3) / 1e9
+            roofline.append((row["what"], row["weft"]["value"], blas_gf, numpy_gf, row.get("peak")))
+            numpy_gemm.append((row["id"], numpy_gf))
 
     if not results and not roofline:
         print("no GEMM, add, einsum or roofline rows in", args.json)

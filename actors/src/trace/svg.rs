@@ -277,15 +277,22 @@ impl TraceView {
     }
 }
 
+/// The unit that reads best for `us` microseconds, and its size in µs.
+fn unit(us: f64) -> (&'static str, f64) {
+    if us >= 1e6 {
+        ("s", 1e6)
+    } else if us >= 1e3 {
+        ("ms", 1e3)
+    } else {
+        ("µs", 1.0)
+    }
+}
+
 /// A duration in the unit that reads best.
 fn duration(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.3} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.3} ms", us / 1e3)
-    } else {
-        format!("{us:.1} µs")
-    }
+    let (name, scale) = unit(us);
+    let decimals = if scale == 1.0 { 1 } else { 3 };
+    format!("{:.decimals$} {name}", us / scale)
 }
 
 /// The axis for a span of `span` µs: a tick step of 1, 2 or 5 times a
@@ -298,14 +305,9 @@ fn ticks(span: f64) -> (f64, &'static str, f64) {
         .map(|m| m * power)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * power);
-    let (unit, scale) = if span >= 2e6 {
-        ("s", 1e6)
-    } else if span >= 2e3 {
-        ("ms", 1e3)
-    } else {
-        ("µs", 1.0)
-    };
-    (step, unit, scale)
+    // Labels in a unit the span holds at least twice.
+    let (name, scale) = unit(span / 2.0);
+    (step, name, scale)
 }
 
 /// Decimals that show a tick step of `step` (in its unit) exactly.

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::ranged1d::{SegmentValue, ValueFormatter};
 use plotters::prelude::*;
 use serde_json::Value;
 use weft_examples::BoxError;
@@ -169,6 +169,27 @@ where
             .into_iter()
             .map(|p| Circle::new(p, 3, style.filled())),
     )?;
+    Ok(())
+}
+
+/// The grid and axes of a chart of two numeric axes, labelled.
+fn mesh<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    x: &str,
+    y: &str,
+) -> Result<(), BoxError>
+where
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(x)
+        .y_desc(y)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
+        .label_style((FONT, 12))
+        .draw()?;
     Ok(())
 }
 
@@ -326,14 +347,7 @@ fn gemm(figures: &Figures<'_>, path: &Path) -> Result<bool, BoxError> {
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d((48f64..2800f64).log_scale().base(2.0), 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("n (log scale)")
-        .y_desc("GFLOP/s")
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style((FONT, 12))
-        .draw()?;
+    mesh(&mut chart, "n (log scale)", "GFLOP/s")?;
     for (i, (label, points)) in series.into_iter().enumerate() {
         line(&mut chart, points, &label, i)?;
     }
@@ -420,14 +434,11 @@ fn roofline(figures: &Figures<'_>, path: &Path) -> Result<bool, BoxError> {
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d((x0..x1).log_scale(), (0.5f64..top).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("arithmetic intensity, flop / byte (log scale)")
-        .y_desc("GFLOP/s (log scale)")
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style((FONT, 12))
-        .draw()?;
+    mesh(
+        &mut chart,
+        "arithmetic intensity, flop / byte (log scale)",
+        "GFLOP/s (log scale)",
+    )?;
     for (label, peak, dash) in [("f64", peak64, false), ("f32", peak32, true)] {
         let ridge = peak / bandwidth;
         let roof = vec![(x0, bandwidth * x0), (ridge, peak), (x1, peak)];
@@ -522,14 +533,11 @@ fn mps(figures: &Figures<'_>, path: &Path) -> Result<bool, BoxError> {
         .x_label_area_size(44)
         .y_label_area_size(64)
         .build_cartesian_2d((x0..x1).log_scale().base(2.0), (y0..y1).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("bond dimension (log scale)")
-        .y_desc("µs per contraction (log scale)")
-        .x_label_formatter(&tick)
-        .y_label_formatter(&tick)
-        .label_style((FONT, 12))
-        .draw()?;
+    mesh(
+        &mut chart,
+        "bond dimension (log scale)",
+        "µs per contraction (log scale)",
+    )?;
     for (i, (label, points)) in series.into_iter().enumerate() {
         line(&mut chart, points, &label, i)?;
     }
