@@ -2,6 +2,7 @@
 # The CUDA checks, for a machine with a GPU but no Rust toolchain.
 #
 #   scripts/gpu-check.sh build   # here: release binaries with --features cuda into .gpu/
+#   scripts/gpu-check.sh selftest  # here: the library search on a fake tree
 #   scripts/gpu-check.sh run     # there (with .gpu/ carried): the op-by-op
 #                                # comparison against the CPU engine, the
 #                                # transfers, CPU+GPU pipelines (a test and
@@ -17,6 +18,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu
+
+# The lib$1.so* with the newest version in the folders after it, compared
+# by file name, not by path (NVRTC's alternative builds, `*.alt.*`, left
+# out).
+newest() {
+    local name=$1
+    shift
+    for d in "$@"; do
+        for f in "$d"/lib"$name".so*; do
+            if [ -e "$f" ]; then printf '%s\t%s\n' "$(basename "$f")" "$f"; fi
+        done
+    done | grep -v '\.alt\.' | sort -V -k1,1 | tail -1 | cut -f2 || true
+}
 
 case "${1:-}" in
 build)
@@ -39,18 +53,6 @@ for l in sys.stdin:
     echo "device command: run(command=\"scripts/gpu-check.sh run\", carry=[\".gpu\"], timeout_s=300)"
     ;;
 run)
-    # The lib$1.so* with the newest version in the folders after it,
-    # compared by file name, not by path (NVRTC's alternative builds,
-    # `*.alt.*`, left out).
-    newest() {
-        local name=$1
-        shift
-        for d in "$@"; do
-            for f in "$d"/lib"$name".so*; do
-                if [ -e "$f" ]; then printf '%s\t%s\n' "$(basename "$f")" "$f"; fi
-            done
-        done | grep -v '\.alt\.' | sort -V -k1,1 | tail -1 | cut -f2 || true
-    }
     dirs=()
     for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
         if [ -d "$dir" ]; then dirs+=("$dir"); fi
@@ -78,8 +80,26 @@ run)
     timeout 90 "$out/cuda_bench" || status=$?
     exit "$status"
     ;;
+selftest)
+    # CUDA 12.9 under the toolkit's path, 13.0 in a wheel whose path sorts
+    # first, an alternative build newer than both: 13 must be picked, by
+    # version and not by path.
+    tree=$(mktemp -d)
+    mkdir -p "$tree/z-toolkit" "$tree/a-wheel"
+    touch "$tree/z-toolkit/libnvrtc.so.12.9.86" "$tree/z-toolkit/libnvrtc.so.12" \
+        "$tree/a-wheel/libnvrtc.so.13.0.48" "$tree/a-wheel/libnvrtc.alt.so.14" \
+        "$tree/a-wheel/libnvrtc-builtins.so.13.0"
+    got=$(newest nvrtc "$tree/z-toolkit" "$tree/a-wheel")
+    none=$(newest cublas "$tree/z-toolkit" "$tree/a-wheel")
+    rm -rf "$tree"
+    if [ "$(basename "$got")" != libnvrtc.so.13.0.48 ] || [ -n "$none" ]; then
+        echo "gpu-check selftest: picked '$got' for nvrtc, '$none' for cublas" >&2
+        exit 1
+    fi
+    echo "gpu-check selftest: newest nvrtc is $(basename "$got"); no cublas found, as planted"
+    ;;
 *)
-    echo "usage: $0 build|run" >&2
+    echo "usage: $0 build|run|selftest" >&2
     exit 2
     ;;
 esac

@@ -1655,6 +1655,78 @@ fn dropped_lanes_release_their_streams() -> Result<Outcome, String> {
     })
 }
 
+/// A chain of binary ops on one lane asks the driver for what its
+/// ordering needs and no more: per op one launch, one allocation and one
+/// event (its output's write); the intermediates, written and read on the
+/// lane's stream alone, are freed in its order with no event and no wait;
+/// the only waits are the first op's, for the upload on the copy stream,
+/// and the download's.
+fn a_chain_on_one_lane_makes_only_the_driver_calls_it_needs() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        const OPS: u64 = 64;
+        let calls = || -> Result<weft::DriverCalls, String> {
+            gpu.run(|e: &mut CudaEngine| e.driver_calls())
+                .map_err(|e| e.to_string())?
+                .wait()
+                .map_err(|e| e.to_string())
+        };
+        let x = random(cpu, DType::F32, &[256], 7)?;
+        let gx = cpu
+            .transfer(&x, Place::Cuda(0))
+            .map_err(|e| e.to_string())?;
+        gpu.sync(&gx)
+            .map_err(|e| e.to_string())?
+            .wait()
+            .map_err(|e| e.to_string())?;
+        let before = calls()?;
+        let mut y = gx.clone();
+        for _ in 0..OPS {
+            y = gpu
+                .binary(BinaryOp::Add, &y, &gx)
+                .map_err(|e| e.to_string())?;
+        }
+        let got = download(gpu, &y)?;
+        let mut want = x.clone();
+        for _ in 0..OPS {
+            want = cpu
+                .binary(BinaryOp::Add, &want, &x)
+                .map_err(|e| e.to_string())?;
+        }
+        close("the chain", &got, &download(cpu, &want)?, 1e-6)?;
+        drop(y);
+        // The intermediates' frees follow their handles' release: ask
+        // until every one is through (bounded).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let c = loop {
+            let c = calls()?.since(&before);
+            if c.frees >= OPS || std::time::Instant::now() > deadline {
+                break c;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        println!("    driver calls for {OPS} adds on one lane: {c:?}");
+        check(
+            c.frees >= OPS,
+            format!("{} of {OPS} outputs freed", c.frees),
+        )?;
+        check(
+            c.enqueued == OPS && c.allocs == OPS,
+            format!("{c:?}: one launch and one allocation per op"),
+        )?;
+        check(
+            c.event_records == OPS,
+            format!("{c:?}: one event per op, none for reads or frees"),
+        )?;
+        // The first add waits for the upload (once per operand; the lane
+        // has read it since, so no later add waits), and the download's
+        // copy stream for the last add.
+        check(
+            c.event_waits <= 3,
+            format!("{c:?}: a wait beyond the upload's and the download's"),
+        )
+    })
+}
+
 /// The error `h`'s op failed with (it must fail), and its source.
 fn wait_err<E: weft::TensorEngine>(lane: &Lane<E>, h: &TensorHandle) -> Result<String, String> {
     match lane.download(h).map_err(|e| e.to_string())?.wait() {
@@ -1707,6 +1779,10 @@ fn main() -> ExitCode {
         (
             "dropped_lanes_release_their_streams",
             dropped_lanes_release_their_streams,
+        ),
+        (
+            "a_chain_on_one_lane_makes_only_the_driver_calls_it_needs",
+            a_chain_on_one_lane_makes_only_the_driver_calls_it_needs,
         ),
     ])
 }

@@ -197,7 +197,7 @@ impl Exec<'_> {
     }
 
     /// The index of the extremum along `axis` (moved last by one gather
-    /// when it is not), one block per row.
+    /// when it is not), as many threads per row as its length needs.
     pub(super) fn arg_reduce(
         &mut self,
         op: ArgOp,

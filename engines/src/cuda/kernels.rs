@@ -382,10 +382,19 @@ pub(crate) fn elementwise(n: usize) -> LaunchConfig {
     }
 }
 
-/// One block per row (rows beyond the grid loop).
-pub(crate) fn rows(rows: usize) -> LaunchConfig {
+/// Threads that reduce one segment of `len` elements: the power of two at
+/// or above `len`, at most a block (so it divides the block).
+pub(crate) fn segment_width(len: usize) -> i32 {
+    len.clamp(1, REDUCE_THREADS as usize).next_power_of_two() as i32
+}
+
+/// `segments` segments of a row kernel, `width` threads each
+/// ([`segment_width`]): a block takes `REDUCE_THREADS / width` at a time,
+/// the grid loops over those beyond it.
+pub(crate) fn rows(segments: usize, width: i32) -> LaunchConfig {
+    let per_block = REDUCE_THREADS as usize / width.max(1) as usize;
     LaunchConfig {
-        grid_dim: (rows.clamp(1, 1 << 16) as u32, 1, 1),
+        grid_dim: (segments.div_ceil(per_block).clamp(1, 1 << 16) as u32, 1, 1),
         block_dim: (REDUCE_THREADS, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -394,6 +403,24 @@ pub(crate) fn rows(rows: usize) -> LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_rows_share_a_block() {
+        assert_eq!(segment_width(0), 1);
+        assert_eq!(segment_width(1), 1);
+        assert_eq!(segment_width(7), 8);
+        assert_eq!(segment_width(32), 32);
+        assert_eq!(segment_width(300), REDUCE_THREADS as i32);
+        for len in [1, 3, 8, 100, 255, 256, 10_000] {
+            let w = segment_width(len) as u32;
+            assert_eq!(REDUCE_THREADS % w, 0, "{len}: {w} must divide the block");
+            assert!(w as usize >= len.min(REDUCE_THREADS as usize), "{len}: {w}");
+        }
+        // 1 800 rows of 7: 32 a block, 57 blocks; rows of 300 a block each.
+        assert_eq!(rows(1800, segment_width(7)).grid_dim.0, 57);
+        assert_eq!(rows(1800, segment_width(300)).grid_dim.0, 1800);
+        assert_eq!(rows(1 << 30, 1).grid_dim.0, 1 << 16, "the grid loops");
+    }
 
     #[test]
     fn a_cubin_where_nvrtc_targets_the_device_else_ptx_it_can_run() {

@@ -537,8 +537,9 @@ impl Launcher<'_> {
     }
 
     /// A row kernel over `rows` rows of `len` contiguous elements of `src`,
-    /// each cut into `parts`: block `b` takes part `b % parts` of row
-    /// `b / parts` into `out[b]`. `Reduce` takes (op code, the count a mean
+    /// each cut into `parts`: segment `b`, part `b % parts` of row
+    /// `b / parts`, goes into `out[b]`, reduced by as many threads as its
+    /// length needs (a block packs several short segments). `Reduce` takes (op code, the count a mean
     /// divides by) into `T`; `Norm` takes (whether `src` holds sums of
     /// squares already, whether to take the root) into `R`.
     pub(super) fn rows(
@@ -581,13 +582,15 @@ impl Launcher<'_> {
         self.order(&[src], &[&*out])?;
         let f = self.function(src.dtype, kernel)?;
         let (r, l, p) = (rows as i64, len as i64, parts as i64);
+        let width = kernels::segment_width(len.div_ceil(parts));
         let mut launch = self.stream.launch_builder(&f);
         launch
             .arg(&mut *out.buf)
             .arg(&*src.buf)
             .arg(&r)
             .arg(&l)
-            .arg(&p);
+            .arg(&p)
+            .arg(&width);
         let (code, count, squared, root, want_max);
         match args {
             RowArgs::Arg { max } => {
@@ -607,13 +610,15 @@ impl Launcher<'_> {
             }
         }
         // SAFETY: `reduce` takes (T*, const T*, long long, long long, long
-        // long, int, double), `norm` (R*, const T*, long long, long long,
-        // long long, int, int) and `arg_reduce` (long long*, const T*, long
-        // long, long long, long long, int), as pushed for each; the source
-        // holds `rows·len` elements of `T` (`len ≥ 1` for `arg_reduce`,
-        // which reads each row's first) and the output `rows·parts` of its
-        // type (all checked).
-        unsafe { launch.launch(kernels::rows(rows * parts)) }.map_err(self.err(NAME))?;
+        // long, int, int, double), `norm` (R*, const T*, long long, long
+        // long, long long, int, int, int) and `arg_reduce` (long long*,
+        // const T*, long long, long long, long long, int, int), as pushed
+        // for each; the source holds `rows·len` elements of `T` (`len ≥ 1`
+        // for `arg_reduce`, which reads the first) and the output
+        // `rows·parts` of its type (all checked); `width` divides the
+        // block (`kernels::rows` launches REDUCE_THREADS threads), as the
+        // kernels' lanes need.
+        unsafe { launch.launch(kernels::rows(rows * parts, width)) }.map_err(self.err(NAME))?;
         self.recorded(&[src], &[&*out])?;
         Ok(())
     }

@@ -12,7 +12,7 @@ use cudarc::driver::{
     CudaContext, CudaEvent, CudaSlice, DevicePtr, DevicePtrMut, DriverError, PinnedHostSlice,
 };
 
-use super::access::{Kind, Tracker};
+use super::access::{FreeOn, Kind, Tracker};
 use super::streams::Stream;
 use super::{device_error, CudaEngine, DeviceTensor, EventPool, STAGING_CHUNK, STAGING_THRESHOLD};
 use crate::engine::{BufferStats, DeviceError, ExecError};
@@ -225,57 +225,90 @@ pub(super) fn alloc(
     })
 }
 
-/// The free. A tensor no access ever touched is freed in its allocating
-/// stream's order (where it was allocated). Otherwise the free stream
-/// first waits, on the device, for every access the table knows of (the
-/// last write, which follows the allocation, and every read since, on any
-/// stream), and the buffer is freed there: no reader on any stream can
-/// still be reading memory that stream-ordered allocation hands out again
-/// at once, and no lane or copy stream waits for another's kernels. The
-/// events go back to the engine's pool.
+/// The free, where the access table says (`access.rs`): a tensor no
+/// access touched on its allocating stream; one whose every access was on
+/// one stream in that stream's order, with no wait; any other on the free
+/// stream, after it has waited on the device for every access the table
+/// knows of (the last write and every stream's reads since), so no reader
+/// on any stream can still be reading memory that stream-ordered
+/// allocation hands out again at once, and no lane or copy stream waits
+/// for another's kernels. The events go back to the engine's pool.
 impl Drop for DeviceTensor {
     fn drop(&mut self) {
-        let access = std::mem::take(self.access.get_mut());
+        let mut access = std::mem::take(self.access.get_mut());
         // SAFETY: `buf` is taken once, here, and not used after.
         let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
         let pool = &self.events;
         pool.count(|c| c.frees += 1);
-        if access.is_empty() {
-            // cudarc frees it on its allocating stream.
-            drop(buf);
-            return;
-        }
         let ctx = &pool.ctx;
-        if !pool.stream_ordered() {
-            // cudarc's synchronous free syncs only the allocating stream.
-            pool.count(|c| c.syncs += 1);
-            ctx.record_err(ctx.synchronize());
-            drop(buf);
-            pool.give(access.into_events());
-            return;
-        }
-        let stream = pool.free_stream();
-        for event in access.all() {
-            pool.count(|c| c.event_waits += 1);
-            ctx.record_err(stream.wait(event));
-        }
+        let on = match access.free_on() {
+            // cudarc frees it on its allocating stream.
+            FreeOn::Allocator => return drop(buf),
+            _ if !pool.stream_ordered() => {
+                // cudarc's synchronous free syncs only the allocating
+                // stream.
+                pool.count(|c| c.syncs += 1);
+                ctx.record_err(ctx.synchronize());
+                drop(buf);
+                return pool.give(access.into_events());
+            }
+            FreeOn::Stream(stream) => stream.cu_stream(),
+            FreeOn::FreeStream => {
+                let free = pool.free_stream();
+                let settled = access.settle(
+                    free.id(),
+                    Kind::Write,
+                    || pool.take(),
+                    |s, ev| {
+                        pool.count(|c| c.event_records += 1);
+                        ev.record(s)
+                    },
+                );
+                if let Err(e) = settled {
+                    // A reader's stream could not be marked: the buffer is
+                    // leaked rather than freed under a reader.
+                    ctx.record_err::<()>(Err(e));
+                    let _leaked = buf.leak();
+                    return pool.give(access.into_events());
+                }
+                for event in access.waits(free.id(), Kind::Write) {
+                    pool.count(|c| c.event_waits += 1);
+                    ctx.record_err(free.wait(event));
+                }
+                free.cu_stream()
+            }
+        };
         let ptr = buf.leak();
-        // SAFETY: `ptr` came from `cuMemAllocAsync` (`alloc`, on a
-        // device with stream-ordered allocation) and is freed once, here;
-        // every access to it is ordered before this free by the waits just
-        // enqueued on the same stream.
-        ctx.record_err(unsafe { cudarc::driver::result::free_async(ptr, stream.cu_stream()) });
+        // SAFETY: `ptr` came from `cuMemAllocAsync` (`alloc`, on a device
+        // with stream-ordered allocation) and is freed once, here, on
+        // `on`: either the one stream every access to it was enqueued on
+        // (stream order puts the free after them), or the free stream,
+        // which waits just above for every access the table knows of.
+        ctx.record_err(unsafe { cudarc::driver::result::free_async(ptr, on) });
         pool.give(access.into_events());
     }
 }
 
 impl DeviceTensor {
     /// Orders an access of `kind` about to be enqueued on `stream` after
-    /// the accesses it must follow: `stream` waits for them on the device.
+    /// the accesses it must follow: `stream` waits for them on the device
+    /// (a write first has an event recorded on each stream that read the
+    /// tensor since its last write).
     pub(super) fn before(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
         let id = stream.id();
-        for event in self.access.borrow().waits(id, kind) {
-            self.events.count(|c| c.event_waits += 1);
+        let mut access = self.access.borrow_mut();
+        let pool = &self.events;
+        access.settle(
+            id,
+            kind,
+            || pool.take(),
+            |s, ev| {
+                pool.count(|c| c.event_records += 1);
+                ev.record(s)
+            },
+        )?;
+        for event in access.waits(id, kind) {
+            pool.count(|c| c.event_waits += 1);
             stream.wait(event)?;
         }
         Ok(())
@@ -293,14 +326,21 @@ impl DeviceTensor {
         }
     }
 
-    /// Records an access of `kind` just enqueued on `stream`.
+    /// Notes an access of `kind` just enqueued on `stream`: a write's
+    /// event is recorded now, a read's only when a later access must
+    /// follow it.
     pub(super) fn after(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
-        let id = stream.id();
         let mut access = self.access.borrow_mut();
-        self.events.count(|c| c.event_records += 1);
-        access
-            .record(id, kind, || self.events.take())?
-            .record(stream)
+        match kind {
+            Kind::Read => access.read(stream),
+            Kind::Write => {
+                self.events.count(|c| c.event_records += 1);
+                access
+                    .write(stream, || self.events.take())?
+                    .record(stream)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -460,10 +500,14 @@ impl CudaEngine {
             .before(&stream, Kind::Read)
             .map_err(err("cuStreamWaitEvent"))?;
         let copied = self.copy_from(&stream, &tensor.buf, dst);
-        // Recorded even when a copy failed: whatever was enqueued is a read.
-        tensor
-            .after(&stream, Kind::Read)
-            .map_err(err("cuEventRecord"))?;
+        if copied.is_err() {
+            // Whatever was enqueued is a read a later free must follow. A
+            // copy that succeeded has been waited for by the host: nothing
+            // later need follow it.
+            tensor
+                .after(&stream, Kind::Read)
+                .map_err(err("cuEventRecord"))?;
+        }
         copied
     }
 

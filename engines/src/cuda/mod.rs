@@ -9,12 +9,16 @@
 //!   weft's own access table (`access.rs`; cudarc's per-buffer events are
 //!   off for the engine's context): the reading stream waits on the device
 //!   for the write, a write for every read on other streams, and the actor
-//!   never blocks;
+//!   never blocks. A write records one event, when it is enqueued; a read
+//!   records none until a later write or free must follow it;
 //! - a tensor is allocated in the order of the stream that writes it first
-//!   (the lane's, or the upload stream's) and freed on the engine's free
-//!   stream, which carries frees and the waits they need and nothing else:
-//!   a free waits for the last write and for every stream's reads, and no
-//!   lane or copy stream is held up by it;
+//!   (the lane's, or the upload stream's). One whose every access was on
+//!   one stream is freed in that stream's order, with no event and no
+//!   wait; any other on the engine's free stream, which carries frees and
+//!   the waits they need and nothing else: the free waits for the last
+//!   write and for every stream's reads, and no lane or copy stream is held
+//!   up by it. So a chain of ops on one lane costs, per op, its launch, its
+//!   output's allocation and event, and an input's free;
 //! - an op completes for the actor once it is enqueued. Only a copy to the
 //!   host ([`TensorEngine::download`]) waits, and only for that copy, on the
 //!   engine's device-to-host stream (which first waits, on the device, for
@@ -89,7 +93,7 @@ use launch::Launcher;
 use memory::{
     host_bytes_mut, keep_freed_memory, pool_stats, Copies, DevicePool, PoolAttr, PoolAttributes,
 };
-use streams::{LaneStream, SpareBlas};
+use streams::{LaneStream, SpareBlas, Stream};
 
 /// Host copies of at least this many bytes go through the engine's pinned
 /// staging, in chunks of [`STAGING_CHUNK`] alternating between two buffers
@@ -123,11 +127,11 @@ pub struct CudaInfo {
 pub struct DeviceTensor {
     dtype: DType,
     shape: Vec<usize>,
-    /// Allocated on the stream of its first write; freed on the engine's
-    /// free stream (see its `Drop`, in `memory.rs`).
+    /// Allocated on the stream of its first write; freed where its
+    /// accesses allow (see its `Drop`, in `memory.rs`).
     buf: std::mem::ManuallyDrop<CudaSlice<u8>>,
     /// Which accesses on which streams later ones must follow (`access`).
-    access: RefCell<Tracker<CudaEvent>>,
+    access: RefCell<Tracker<Stream, CudaEvent>>,
     events: Rc<EventPool>,
 }
 
@@ -173,7 +177,7 @@ impl DeviceTensor {
 /// buffer's readers holds up no lane and no copy.
 pub(crate) struct EventPool {
     ctx: Arc<CudaContext>,
-    free_on: Arc<cudarc::driver::CudaStream>,
+    free_on: Stream,
     /// Whether the device allocates in stream order (else frees are
     /// synchronous, after the device is idle).
     stream_ordered: bool,
@@ -235,7 +239,7 @@ impl DriverCalls {
 impl EventPool {
     fn new(ctx: Arc<CudaContext>, stream_ordered: bool) -> Result<Self, DriverError> {
         Ok(EventPool {
-            free_on: ctx.new_stream()?,
+            free_on: Stream::new(&ctx)?,
             ctx,
             stream_ordered,
             free: RefCell::new(Vec::new()),
@@ -243,7 +247,7 @@ impl EventPool {
         })
     }
 
-    pub(crate) fn free_stream(&self) -> &Arc<cudarc::driver::CudaStream> {
+    fn free_stream(&self) -> &Stream {
         &self.free_on
     }
 
@@ -801,39 +805,177 @@ impl TensorEngine for CudaEngine {
 /// modules unloaded and the staging released (its events with it). A
 /// failure is reported on stderr, never as a panic on the actor: a drop has
 /// nobody to return it to.
+/// The steps of an engine's teardown, in the order [`teardown`] takes
+/// them; an engine's are driver calls, a test's are notes.
+trait Teardown {
+    /// Waits for every queued kernel and copy.
+    fn synchronize(&mut self) -> Result<(), String>;
+    /// Frees the resident tensors.
+    fn free_tensors(&mut self);
+    /// Destroys the cuBLAS handles and the lanes' streams (cudarc's handle
+    /// drop unwraps the destroy's result, so this may panic).
+    fn drop_handles(&mut self);
+    /// Unloads the kernel modules.
+    fn unload_modules(&mut self);
+    /// Releases the pinned staging and its events.
+    fn release_staging(&mut self);
+    /// An error a release recorded earlier without returning it.
+    fn recorded_error(&mut self) -> Result<(), String>;
+}
+
+/// Tears down in the one safe order: nothing is released while a kernel or
+/// copy still uses it (the context is synchronized first), tensors before
+/// the streams they are freed on, modules after every launch, staging
+/// after its copies. Returns what failed, for stderr: a failure, even a
+/// panic in a handle's drop, never stops the later steps.
+fn teardown(engine: &mut impl Teardown) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Err(e) = engine.synchronize() {
+        failures.push(format!("cuCtxSynchronize: {e}"));
+    }
+    engine.free_tensors();
+    if let Err(payload) =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.drop_handles()))
+    {
+        let text = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        failures.push(format!("cublasDestroy panicked: {text}"));
+        // A payload's drop is not run here, where it could panic again.
+        std::mem::forget(payload);
+    }
+    engine.unload_modules();
+    engine.release_staging();
+    if let Err(e) = engine.recorded_error() {
+        failures.push(format!("an earlier release: {e}"));
+    }
+    failures
+}
+
+impl Teardown for CudaEngine {
+    fn synchronize(&mut self) -> Result<(), String> {
+        self.ctx.synchronize().map_err(|e| e.to_string())
+    }
+
+    fn free_tensors(&mut self) {
+        self.store.clear();
+        self.bytes = 0;
+    }
+
+    fn drop_handles(&mut self) {
+        drop((
+            std::mem::take(&mut self.lanes),
+            std::mem::take(&mut self.spare_blas),
+        ));
+    }
+
+    fn unload_modules(&mut self) {
+        self.kernels = Kernels::default();
+    }
+
+    fn release_staging(&mut self) {
+        self.copies = None;
+    }
+
+    fn recorded_error(&mut self) -> Result<(), String> {
+        self.ctx.check_err().map_err(|e| e.to_string())
+    }
+}
+
 impl Drop for CudaEngine {
     fn drop(&mut self) {
         let device = self.info.ordinal;
-        let mut failures: Vec<String> = Vec::new();
-        if let Err(e) = self.ctx.synchronize() {
-            failures.push(format!("cuCtxSynchronize: {e}"));
-        }
-        self.store.clear();
-        self.bytes = 0;
-        // cudarc's handle drop unwraps the destroy's result.
-        let handles = (
-            std::mem::take(&mut self.lanes),
-            std::mem::take(&mut self.spare_blas),
-        );
-        if let Err(payload) =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(handles)))
-        {
-            let text = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_default();
-            failures.push(format!("cublasDestroy panicked: {text}"));
-            // A payload's drop is not run here, where it could panic again.
-            std::mem::forget(payload);
-        }
-        self.kernels = Kernels::default();
-        self.copies = None;
-        if let Err(e) = self.ctx.check_err() {
-            failures.push(format!("an earlier release: {e}"));
-        }
-        for failure in failures {
+        for failure in teardown(self) {
             eprintln!("weft: dropping the CUDA engine of device {device}: {failure}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{teardown, Teardown};
+
+    /// Notes each step; fails where told.
+    #[derive(Default)]
+    struct Steps {
+        done: Vec<&'static str>,
+        sync_fails: bool,
+        handles_panic: bool,
+        error_left: bool,
+    }
+
+    impl Teardown for Steps {
+        fn synchronize(&mut self) -> Result<(), String> {
+            self.done.push("synchronize");
+            if self.sync_fails {
+                return Err("CUDA_ERROR_LAUNCH_FAILED".into());
+            }
+            Ok(())
+        }
+
+        fn free_tensors(&mut self) {
+            self.done.push("tensors");
+        }
+
+        fn drop_handles(&mut self) {
+            self.done.push("handles");
+            if self.handles_panic {
+                panic!("CUBLAS_STATUS_INTERNAL_ERROR");
+            }
+        }
+
+        fn unload_modules(&mut self) {
+            self.done.push("modules");
+        }
+
+        fn release_staging(&mut self) {
+            self.done.push("staging");
+        }
+
+        fn recorded_error(&mut self) -> Result<(), String> {
+            self.done.push("errors");
+            if self.error_left {
+                return Err("CUDA_ERROR_ILLEGAL_ADDRESS".into());
+            }
+            Ok(())
+        }
+    }
+
+    const ORDER: [&str; 6] = [
+        "synchronize",
+        "tensors",
+        "handles",
+        "modules",
+        "staging",
+        "errors",
+    ];
+
+    #[test]
+    fn teardown_synchronizes_first_and_releases_in_order() {
+        let mut steps = Steps::default();
+        assert!(teardown(&mut steps).is_empty());
+        assert_eq!(steps.done, ORDER);
+    }
+
+    #[test]
+    fn a_failure_or_a_panicking_handle_stops_no_later_step() {
+        let mut steps = Steps {
+            sync_fails: true,
+            handles_panic: true,
+            error_left: true,
+            ..Steps::default()
+        };
+        let failures = teardown(&mut steps);
+        assert_eq!(steps.done, ORDER, "every step ran");
+        assert_eq!(
+            failures,
+            [
+                "cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED",
+                "cublasDestroy panicked: CUBLAS_STATUS_INTERNAL_ERROR",
+                "an earlier release: CUDA_ERROR_ILLEGAL_ADDRESS",
+            ]
+        );
     }
 }

@@ -624,11 +624,24 @@ extern "C" __global__ void K(eye)(T *out, long long rows, long long cols) {
 
 #define REDUCE_THREADS 256
 
+// The first segment of this block's turn, and the segment and lane of
+// this thread in it.
+#define SEGMENTS(first, seg, lane, total, width)                                                \
+    const long long per_block = REDUCE_THREADS / (width);                                       \
+    const int lane = threadIdx.x % (width);                                                     \
+    for (long long first = (long long)blockIdx.x * per_block, seg = first + threadIdx.x / (width); \
+         first < (total); first += (long long)gridDim.x * per_block, seg = first + threadIdx.x / (width))
+
 // Rows of `len` contiguous elements (the reduced axes moved last), each cut
-// into `parts` equal ranges: block `b` reduces range `b % parts` of row
-// `b / parts` into out[b] (blocks beyond the grid loop). One part gives the
-// rows' results; several give partials that a second launch combines.
-// A mean divides by `count` (the row's full length), a sum of partials not.
+// into `parts` equal ranges, a segment each: segment `b` is range
+// `b % parts` of row `b / parts`, reduced into out[b]. A segment is taken
+// by `width` consecutive threads (a power of two dividing the block, no
+// wider than the segment needs, so a block packs REDUCE_THREADS / width
+// short rows instead of one); the grid loops over the segments beyond it.
+// One part gives the rows' results; several give partials that a second
+// launch combines. A mean divides by `count` (the row's full length), a
+// sum of partials not. Threads past the last segment still take part in
+// every barrier.
 __device__ __forceinline__ void part_range(long long b, long long parts, long long len,
                                            long long *begin, long long *end) {
     long long per = (len + parts - 1) / parts;
@@ -638,22 +651,25 @@ __device__ __forceinline__ void part_range(long long b, long long parts, long lo
 }
 
 extern "C" __global__ void K(reduce)(T *out, const T *a, long long rows, long long len,
-                                    long long parts, int op, double count) {
+                                    long long parts, int width, int op, double count) {
     __shared__ T part[REDUCE_THREADS];
-    for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {
-        const T *x = a + (b / parts) * len;
-        long long begin, end;
-        part_range(b, parts, len, &begin, &end);
+    SEGMENTS(first, b, lane, rows * parts, width) {
         T acc;
         set_identity(acc, op);
-        for (long long j = begin + threadIdx.x; j < end; j += blockDim.x) acc = combine(acc, x[j], op);
+        if (b < rows * parts) {
+            const T *x = a + (b / parts) * len;
+            long long begin, end;
+            part_range(b, parts, len, &begin, &end);
+            for (long long j = begin + lane; j < end; j += width) acc = combine(acc, x[j], op);
+        }
         part[threadIdx.x] = acc;
         __syncthreads();
-        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-            if (threadIdx.x < s) part[threadIdx.x] = combine(part[threadIdx.x], part[threadIdx.x + s], op);
+        for (int s = width / 2; s > 0; s >>= 1) {
+            if (lane < s) part[threadIdx.x] = combine(part[threadIdx.x], part[threadIdx.x + s], op);
             __syncthreads();
         }
-        if (threadIdx.x == 0) out[b] = op == 4 ? divide(part[0], count) : part[0];
+        if (lane == 0 && b < rows * parts)
+            out[b] = op == 4 ? divide(part[threadIdx.x], count) : part[threadIdx.x];
         __syncthreads();
     }
 }
@@ -669,26 +685,29 @@ __device__ __forceinline__ bool beats(T v, long long i, T best, long long at, in
     return want_max ? v > best : v < best;
 }
 
-// The index of each row's extremum, one block per row (`parts` is 1).
+// The index of each row's extremum, `width` threads per row (`parts` is
+// 1, `len` at least 1).
 extern "C" __global__ void K(arg_reduce)(long long *out, const T *a, long long rows,
-                                        long long len, long long parts, int want_max) {
+                                        long long len, long long parts, int width, int want_max) {
     __shared__ T vals[REDUCE_THREADS];
     __shared__ long long at[REDUCE_THREADS];
-    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *x = a + r * len;
+    SEGMENTS(first, r, lane, rows, width) {
         long long best = -1;
-        T bv = x[0];
-        for (long long j = threadIdx.x; j < len; j += blockDim.x) {
-            if (best < 0 || beats(x[j], j, bv, best, want_max)) {
-                bv = x[j];
-                best = j;
+        T bv = a[0];
+        if (r < rows) {
+            const T *x = a + r * len;
+            for (long long j = lane; j < len; j += width) {
+                if (best < 0 || beats(x[j], j, bv, best, want_max)) {
+                    bv = x[j];
+                    best = j;
+                }
             }
         }
         vals[threadIdx.x] = bv;
         at[threadIdx.x] = best;
         __syncthreads();
-        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-            if (threadIdx.x < s) {
+        for (int s = width / 2; s > 0; s >>= 1) {
+            if (lane < s) {
                 long long j = at[threadIdx.x + s];
                 if (j >= 0 && (at[threadIdx.x] < 0 ||
                                beats(vals[threadIdx.x + s], j, vals[threadIdx.x], at[threadIdx.x], want_max))) {
@@ -698,7 +717,7 @@ extern "C" __global__ void K(arg_reduce)(long long *out, const T *a, long long r
             }
             __syncthreads();
         }
-        if (threadIdx.x == 0) out[r] = at[0];
+        if (lane == 0 && r < rows) out[r] = at[threadIdx.x];
         __syncthreads();
     }
 }
@@ -708,22 +727,24 @@ extern "C" __global__ void K(arg_reduce)(long long *out, const T *a, long long r
 // Sums of |x|² per part, in the real type (`squared`: the input already
 // holds such sums, as real numbers), and their square roots if `root`.
 extern "C" __global__ void K(norm)(R *out, const T *a, long long rows, long long len,
-                                  long long parts, int squared, int root) {
+                                  long long parts, int width, int squared, int root) {
     __shared__ R part[REDUCE_THREADS];
-    for (long long b = blockIdx.x; b < rows * parts; b += gridDim.x) {
-        const T *x = a + (b / parts) * len;
-        long long begin, end;
-        part_range(b, parts, len, &begin, &end);
+    SEGMENTS(first, b, lane, rows * parts, width) {
         R acc = (R)0;
-        for (long long j = begin + threadIdx.x; j < end; j += blockDim.x)
-            acc += squared ? magnitude(x[j]) : magnitude2(x[j]);
+        if (b < rows * parts) {
+            const T *x = a + (b / parts) * len;
+            long long begin, end;
+            part_range(b, parts, len, &begin, &end);
+            for (long long j = begin + lane; j < end; j += width)
+                acc += squared ? magnitude(x[j]) : magnitude2(x[j]);
+        }
         part[threadIdx.x] = acc;
         __syncthreads();
-        for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-            if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+        for (int s = width / 2; s > 0; s >>= 1) {
+            if (lane < s) part[threadIdx.x] += part[threadIdx.x + s];
             __syncthreads();
         }
-        if (threadIdx.x == 0) out[b] = root ? r_sqrt(part[0]) : part[0];
+        if (lane == 0 && b < rows * parts) out[b] = root ? r_sqrt(part[threadIdx.x]) : part[threadIdx.x];
         __syncthreads();
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
-use super::access::StreamId;
+use super::access::{Keyed, StreamId};
 
 use super::launch::rebind_blas;
 use super::{device_error, CudaEngine};
@@ -37,6 +37,12 @@ impl Stream {
 
     /// The stream's id in the access table.
     pub(super) fn id(&self) -> StreamId {
+        self.id
+    }
+}
+
+impl Keyed for Stream {
+    fn key(&self) -> StreamId {
         self.id
     }
 }
