@@ -1655,6 +1655,113 @@ fn dropped_lanes_release_their_streams() -> Result<Outcome, String> {
     })
 }
 
+/// Gather (negative indices, `i32` and `i64` ones), scatter and
+/// scatter_add with duplicate indices, dynamic slices with starts that
+/// clamp, and compress, on every element type, equal to the CPU's
+/// exactly (copies, and adds in the index tensor's order); an index out
+/// of range is the CPU's typed error, with the device's memory as it was.
+fn indexing_ops_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let e = |e: weft::OpError| e.to_string();
+        let up = |t: Result<Tensor, weft::TensorError>| {
+            cpu.upload(t.map_err(|e| e.to_string())?).map_err(e)
+        };
+        let i64s = up(Tensor::from_vec(vec![2i64, -1, 0, 2, 5, -6], &[2, 3]))?;
+        let i32s = up(Tensor::from_vec(vec![1i32, 1, -3], &[3]))?;
+        let starts = up(Tensor::from_vec(vec![3i64, -2, 9], &[3]))?;
+        let all = [
+            DType::F32,
+            DType::F64,
+            DType::C32,
+            DType::C64,
+            DType::I32,
+            DType::I64,
+            DType::Bool,
+        ];
+        for (k, dtype) in all.into_iter().enumerate() {
+            let s = 2000 + 10 * k as u64;
+            let make = |shape: &[usize], seed: u64| {
+                let d = match dtype {
+                    DType::Bool => Distribution::Bits,
+                    DType::I32 | DType::I64 => Distribution::Integers { low: -50, high: 50 },
+                    _ => Distribution::Uniform,
+                };
+                cpu.random(dtype, shape, d, seed).map_err(e)
+            };
+            let mask = cpu
+                .random(DType::Bool, &[4, 6, 3], Distribution::Bits, s + 4)
+                .map_err(e)?;
+            let count = download(cpu, &mask)?
+                .as_slice::<bool>()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .filter(|&&b| b)
+                .count();
+            let v = [
+                make(&[4, 6, 3], s)?,
+                i64s.clone(),
+                i32s.clone(),
+                make(&[4, 2, 3, 3], s + 1)?,
+                make(&[3, 6, 3], s + 2)?,
+                make(&[2, 4, 2], s + 3)?,
+                starts.clone(),
+                mask,
+            ];
+            let name = |op: &str| format!("{dtype} {op}");
+            same!(name("gather"), 0.0, cpu, gpu, &v, |l, v| l
+                .gather(&v[0], &v[1], 1));
+            same!(name("gather by i32"), 0.0, cpu, gpu, &v, |l, v| l
+                .gather(&v[0], &v[2], 0));
+            same!(name("scatter"), 0.0, cpu, gpu, &v, |l, v| l
+                .scatter(&v[0], &v[1], &v[3], 1));
+            same!(name("scatter by i32"), 0.0, cpu, gpu, &v, |l, v| l
+                .scatter(&v[0], &v[2], &v[4], 0));
+            if dtype != DType::Bool {
+                same!(name("scatter_add"), 0.0, cpu, gpu, &v, |l, v| l
+                    .scatter_add(&v[0], &v[1], &v[3], 1));
+                same!(name("scatter_add by i32"), 0.0, cpu, gpu, &v, |l, v| l
+                    .scatter_add(&v[0], &v[2], &v[4], 0));
+            }
+            same!(name("dynamic_slice"), 0.0, cpu, gpu, &v, |l, v| l
+                .dynamic_slice(&v[0], &v[6], &[2, 4, 2]));
+            same!(name("dynamic_update_slice"), 0.0, cpu, gpu, &v, |l, v| l
+                .dynamic_update_slice(&v[0], &v[5], &v[6]));
+            same!(name("compress"), 0.0, cpu, gpu, &v, |l, v| l
+                .compress(&v[0], &v[7], count));
+        }
+        // An index past the axis: the CPU's error, on the device too.
+        let x = random(cpu, DType::F64, &[3, 4], 2100)?;
+        let bad = up(Tensor::from_vec(vec![0i64, 4], &[2]))?;
+        let want = wait_err(cpu, &cpu.gather(&x, &bad, 1).map_err(e)?)?;
+        let (gx, gbad) = (
+            cpu.transfer(&x, Place::Cuda(0)).map_err(e)?,
+            cpu.transfer(&bad, Place::Cuda(0)).map_err(e)?,
+        );
+        let memory = || -> Result<weft::DomainMemory, String> {
+            gpu.memory().map_err(e)?.wait().map_err(|e| e.to_string())
+        };
+        let held = memory()?;
+        let got = wait_err(gpu, &gpu.gather(&gx, &gbad, 1).map_err(e)?)?;
+        let index =
+            "gather: index 4 (element [1] of the indices) is out of range for axis 1 of extent 4";
+        check(
+            got.contains(index) && want.contains(index),
+            format!("{got} on the GPU, {want} on the CPU"),
+        )?;
+        let after = memory()?;
+        check(
+            after.tensors == held.tensors && after.tensor_bytes == held.tensor_bytes,
+            format!("{held:?} before the failed gather, {after:?} after"),
+        )?;
+        close(
+            "x after the failed gather",
+            &download(gpu, &gx)?,
+            &download(cpu, &x)?,
+            0.0,
+        )
+    })
+}
+
 /// A chain of binary ops on one lane asks the driver for what its
 /// ordering needs and no more: per op one launch, one allocation and one
 /// event (its output's write); the intermediates, written and read on the
@@ -1780,6 +1887,7 @@ fn main() -> ExitCode {
             "dropped_lanes_release_their_streams",
             dropped_lanes_release_their_streams,
         ),
+        ("indexing_ops_match_the_cpu", indexing_ops_match_the_cpu),
         (
             "a_chain_on_one_lane_makes_only_the_driver_calls_it_needs",
             a_chain_on_one_lane_makes_only_the_driver_calls_it_needs,

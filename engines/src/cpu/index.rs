@@ -4,52 +4,11 @@
 
 use super::elementwise::Integer;
 use crate::layout::unravel;
-use crate::ops::{clamp_start, Meta, ScatterMode, SliceAxis, TensorOp};
+use crate::ops::{
+    clamped_starts, mask_positions, positions, split_at_axis as split, Meta, ScatterMode,
+    SliceAxis, TensorOp,
+};
 use crate::tensor::{element_count, Data, Element, Field, Tensor, TensorError};
-
-/// The indices as positions along an axis of `extent`, negative ones
-/// counted from the end.
-///
-/// # Errors
-///
-/// [`TensorError::Index`] for the first index outside `-extent..extent`.
-fn positions(
-    op: &'static str,
-    indices: &Tensor,
-    axis: usize,
-    extent: usize,
-) -> Result<Vec<usize>, TensorError> {
-    let wide = indices.data().integers().ok_or(TensorError::Unsupported {
-        op: "indices",
-        dtype: indices.dtype(),
-    })?;
-    let n = extent as i128;
-    wide.iter()
-        .enumerate()
-        .map(|(at, &i)| {
-            let wide = i128::from(i);
-            let p = if wide < 0 { wide + n } else { wide };
-            if (0..n).contains(&p) {
-                Ok(p as usize)
-            } else {
-                Err(TensorError::Index {
-                    op,
-                    index: i,
-                    position: unravel(at, indices.shape()),
-                    axis,
-                    extent,
-                })
-            }
-        })
-        .collect()
-}
-
-/// `(outer, extent, inner)`: the elements before, along and after `axis`.
-fn split(shape: &[usize], axis: usize) -> (usize, usize, usize) {
-    let outer = shape[..axis].iter().product();
-    let inner = shape[axis + 1..].iter().product();
-    (outer, shape[axis], inner)
-}
 
 /// `x` taken along `axis` at `indices`.
 ///
@@ -150,17 +109,6 @@ pub(super) fn scatter(
     Tensor::from_data(out, x.shape())
 }
 
-/// The start offsets, clamped so that a window of `sizes` fits.
-fn starts(starts: &Tensor, shape: &[usize], sizes: &[usize]) -> Result<Vec<usize>, TensorError> {
-    let wide = starts.data().integers().ok_or(TensorError::Unsupported {
-        op: "starts",
-        dtype: starts.dtype(),
-    })?;
-    Ok((0..shape.len())
-        .map(|a| clamp_start(wide[a], shape[a], sizes[a]))
-        .collect())
-}
-
 /// The window of `sizes` at the clamped starts.
 ///
 /// # Errors
@@ -175,7 +123,7 @@ pub(super) fn dynamic_slice(
         sizes: sizes.to_vec(),
     };
     op.infer(&[Meta::of(x), Meta::of(at)])?;
-    let first = starts(at, x.shape(), sizes)?;
+    let first = clamped_starts(at, x.shape(), sizes)?;
     let axes: Vec<SliceAxis> = first
         .iter()
         .zip(sizes)
@@ -200,7 +148,7 @@ pub(super) fn dynamic_update_slice(
 ) -> Result<Tensor, TensorError> {
     TensorOp::DynamicUpdateSlice.infer(&[Meta::of(x), Meta::of(update), Meta::of(at)])?;
     let (shape, window) = (x.shape(), update.shape());
-    let first = starts(at, shape, window)?;
+    let first = clamped_starts(at, shape, window)?;
     let rank = shape.len();
     let mut strides = vec![1usize; rank];
     for a in (0..rank.saturating_sub(1)).rev() {
@@ -235,17 +183,9 @@ pub(super) fn dynamic_update_slice(
 /// [`TensorError::MaskCount`] when the mask has another count.
 pub(super) fn compress(x: &Tensor, mask: &Tensor, len: usize) -> Result<Tensor, TensorError> {
     TensorOp::Compress { len }.infer(&[Meta::of(x), Meta::of(mask)])?;
-    let flags = mask.as_slice::<bool>()?;
-    let got = flags.iter().filter(|&&f| f).count();
-    if got != len {
-        return Err(TensorError::MaskCount { expected: len, got });
+    let at = mask_positions(mask, len)?;
+    fn keep<T: Element>(v: &[T], at: &[usize]) -> Vec<T> {
+        at.iter().map(|&p| v[p]).collect()
     }
-    fn keep<T: Element>(v: &[T], flags: &[bool]) -> Vec<T> {
-        v.iter()
-            .zip(flags)
-            .filter(|(_, &f)| f)
-            .map(|(&x, _)| x)
-            .collect()
-    }
-    Tensor::from_data(map_data!(x.data(), |v| keep(v, flags)), &[len])
+    Tensor::from_data(map_data!(x.data(), |v| keep(v, &at)), &[len])
 }

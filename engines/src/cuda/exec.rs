@@ -31,7 +31,7 @@ impl Exec<'_> {
     }
 
     /// The kernels walk at most [`super::kernels::MAX_RANK`] axes.
-    fn too_many_axes(&self, op: &'static str, dtype: DType) -> ExecError {
+    pub(super) fn too_many_axes(&self, op: &'static str, dtype: DType) -> ExecError {
         ExecError::Unsupported(Unsupported {
             place: Place::Cuda(self.device()),
             op,
@@ -54,7 +54,7 @@ impl Exec<'_> {
     /// Device memory for a `dtype` tensor of `shape`, in the lane
     /// stream's order, uninitialized: every caller writes all of it on
     /// that stream before it is read.
-    fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
+    pub(super) fn alloc(&self, dtype: DType, shape: &[usize]) -> Result<DeviceTensor, ExecError> {
         let launch = &self.launch;
         alloc(launch.stream, launch.events, self.device(), dtype, shape)
     }

@@ -131,6 +131,10 @@ impl Dims {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Kernel {
     StridedCopy,
+    /// Gather along an axis at positions the host checked.
+    Take,
+    /// Scatter, one thread per distinct target.
+    Put,
     Binary,
     BinaryScalar,
     Unary,
@@ -156,8 +160,10 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// The kernels every element type has.
-    const EVERY: [Kernel; 15] = [
+    const EVERY: [Kernel; 17] = [
         Kernel::StridedCopy,
+        Kernel::Take,
+        Kernel::Put,
         Kernel::Binary,
         Kernel::Unary,
         Kernel::Reduce,
@@ -205,6 +211,8 @@ impl Kernel {
     pub(super) fn name(self) -> &'static str {
         match self {
             Kernel::StridedCopy => "strided_copy",
+            Kernel::Take => "take",
+            Kernel::Put => "put",
             Kernel::Binary => "binary",
             Kernel::BinaryScalar => "binary_scalar",
             Kernel::Unary => "unary",

@@ -15,11 +15,12 @@ use std::sync::Arc;
 
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError, PushKernelArg,
 };
 
 use super::access::Kind;
+use super::index::Targets;
 use super::kernels::{self, Dims, Kernel, KernelError, Kernels};
 use super::streams::Stream;
 use super::{device_error, DeviceTensor};
@@ -266,6 +267,143 @@ impl Launcher<'_> {
         // lies inside its buffer (checked).
         unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
         self.recorded(&[src], &[&*dst])?;
+        Ok(())
+    }
+
+    /// Positions along an axis (host values, each checked against
+    /// `extent`), on the lane's stream as the kernel's `long long` array.
+    /// The copy is from pageable memory, which the driver has read when
+    /// the call returns; the buffer is freed in the stream's order, after
+    /// the kernel that reads it.
+    fn positions(
+        &self,
+        name: &'static str,
+        values: impl Iterator<Item = usize>,
+    ) -> Result<CudaSlice<i64>, ExecError> {
+        let wide: Vec<i64> = values.map(|v| v as i64).collect();
+        self.require(!wide.is_empty(), name, "no positions")?;
+        // Its free (when it drops, on this stream) counted with it.
+        self.events.count(|c| {
+            c.allocs += 1;
+            c.host_copies += 1;
+            c.frees += 1;
+        });
+        self.stream
+            .clone_htod(&wide)
+            .map_err(self.err("cuMemcpyHtoDAsync"))
+    }
+
+    /// `out[(p·m + k)·post + q] = x[(p·extent + at[k])·post + q]`, for
+    /// `[pre, post, extent]` and the `m` positions `at`.
+    pub(super) fn take(
+        &mut self,
+        out: &mut DeviceTensor,
+        x: &DeviceTensor,
+        at: &[usize],
+        [pre, post, extent]: [usize; 3],
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel take";
+        self.require(out.dtype == x.dtype, NAME, "element types differ")?;
+        self.require(
+            at.iter().all(|&a| a < extent),
+            NAME,
+            "a position past the axis",
+        )?;
+        let reach = |n: usize| pre.checked_mul(n).and_then(|r| r.checked_mul(post));
+        self.require(
+            reach(extent).is_some_and(|n| n <= x.len()),
+            NAME,
+            "the walk leaves the source",
+        )?;
+        self.require(
+            reach(at.len()) == Some(out.len()),
+            NAME,
+            "the output is not the positions' size",
+        )?;
+        let positions = self.positions(NAME, at.iter().copied())?;
+        let threads = out.len();
+        self.order(&[x], &[&*out])?;
+        let f = self.function(x.dtype, Kernel::Take)?;
+        let [p, m, q, e] = [pre, at.len(), post, extent].map(|v| v as i64);
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut *out.buf)
+            .arg(&*x.buf)
+            .arg(&positions)
+            .arg(&p)
+            .arg(&m)
+            .arg(&q)
+            .arg(&e);
+        // SAFETY: `take` takes (T*, const T*, const long long*, long long
+        // ×4), as pushed; both tensors hold `T` elements (checked); the
+        // output holds `pre·m·post` of them and the source at least
+        // `pre·extent·post` (checked), every position is below `extent`
+        // (checked before the upload), and `positions` holds all `m`.
+        unsafe { launch.launch(kernels::elementwise(threads)) }.map_err(self.err(NAME))?;
+        self.recorded(&[x], &[&*out])?;
+        Ok(())
+    }
+
+    /// Scatters `updates` (`[pre, n, post]`, `n` the index count) into
+    /// `out` (`[pre, extent, post]`) in place at `targets`: set or add.
+    pub(super) fn put(
+        &mut self,
+        out: &mut DeviceTensor,
+        updates: &DeviceTensor,
+        targets: &Targets,
+        [pre, post, extent]: [usize; 3],
+        add: bool,
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel put";
+        self.require(out.dtype == updates.dtype, NAME, "element types differ")?;
+        let (u, n) = (targets.dst.len(), targets.src.len());
+        self.require(
+            targets.is_sound(extent),
+            NAME,
+            "targets out of their ranges",
+        )?;
+        let reach = |n: usize| pre.checked_mul(n).and_then(|r| r.checked_mul(post));
+        self.require(
+            reach(extent) == Some(out.len()),
+            NAME,
+            "the output is not the target's shape",
+        )?;
+        self.require(
+            reach(n).is_some_and(|m| m <= updates.len()),
+            NAME,
+            "the walk leaves the updates",
+        )?;
+        let threads = reach(u).unwrap_or(0);
+        if threads == 0 {
+            return Ok(());
+        }
+        let plan = targets.dst.iter().chain(&targets.start).chain(&targets.src);
+        let plan = self.positions(NAME, plan.copied())?;
+        self.order(&[updates], &[&*out])?;
+        let f = self.function(out.dtype, Kernel::Put)?;
+        let [p, u64_, n64, q, e] = [pre, u, n, post, extent].map(|v| v as i64);
+        let add = i32::from(add);
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(&mut *out.buf)
+            .arg(&*updates.buf)
+            .arg(&plan)
+            .arg(&p)
+            .arg(&u64_)
+            .arg(&n64)
+            .arg(&q)
+            .arg(&e)
+            .arg(&add);
+        // SAFETY: `put` takes (T*, const T*, const long long*, long long
+        // ×5, int), as pushed; both tensors hold `T` elements (checked);
+        // `plan` holds the `u` targets, `u + 1` offsets and `n` update
+        // positions, sound (checked: targets below `extent`, offsets
+        // rising from 0 to `n` by at least one, positions below `n`), and
+        // every element reached lies inside `out` (`pre·extent·post`) and
+        // `updates` (at least `pre·n·post`), both checked. One thread per
+        // (p, target, q) writes each element at most once.
+        unsafe { launch.launch(kernels::elementwise(threads)) }.map_err(self.err(NAME))?;
+        self.recorded(&[updates], &[&*out])?;
         Ok(())
     }
 

@@ -57,6 +57,7 @@
 
 mod access;
 mod exec;
+mod index;
 mod kernels;
 #[allow(unsafe_code)] // Kernel launches and cuBLAS calls, each argued.
 mod launch;
@@ -88,6 +89,7 @@ use crate::ops::{
 use crate::tensor::{DType, Data, Tensor, TensorError};
 use access::Tracker;
 use exec::{Exec, Value};
+use index::HostIndex;
 use kernels::Kernels;
 use launch::Launcher;
 use memory::{
@@ -444,6 +446,52 @@ impl CudaEngine {
         Ok(crate::ops::check_integer_operands(b, &host)?)
     }
 
+    /// Reads an indexing op's index operand back to the host (one
+    /// synchronous copy of it) and checks it there as the CPU does:
+    /// indices against the axis, starts clamped, a mask's count.
+    fn host_index(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        lane: u64,
+    ) -> Result<HostIndex, ExecError> {
+        let read = |engine: &mut Self, at: usize| -> Result<Tensor, ExecError> {
+            let id = *inputs.get(at).ok_or_else(|| TensorError::Arity {
+                op: op.name(),
+                expected: at + 1,
+                got: inputs.len(),
+            })?;
+            TensorEngine::download(engine, id, lane)
+        };
+        let shape = |engine: &Self, at: usize| -> Result<Vec<usize>, ExecError> {
+            let id = inputs[at];
+            Ok(engine.store.get(&id).ok_or(NotResident(id))?.shape.clone())
+        };
+        Ok(match op {
+            TensorOp::Gather { axis } | TensorOp::Scatter { axis, .. } => {
+                let extent = shape(self, 0)?[*axis];
+                let name = op.name();
+                let at = crate::ops::positions(name, &read(self, 1)?, *axis, extent)?;
+                match op {
+                    TensorOp::Gather { .. } => HostIndex::Positions(at),
+                    _ => HostIndex::Targets(index::Targets::group(&at)),
+                }
+            }
+            TensorOp::Compress { len } => {
+                HostIndex::Positions(crate::ops::mask_positions(&read(self, 1)?, *len)?)
+            }
+            TensorOp::DynamicSlice { sizes } => {
+                let x = shape(self, 0)?;
+                HostIndex::Starts(crate::ops::clamped_starts(&read(self, 1)?, &x, sizes)?)
+            }
+            TensorOp::DynamicUpdateSlice => {
+                let (x, update) = (shape(self, 0)?, shape(self, 1)?);
+                HostIndex::Starts(crate::ops::clamped_starts(&read(self, 2)?, &x, &update)?)
+            }
+            _ => HostIndex::None,
+        })
+    }
+
     /// Reports an error a drop recorded since the last call (a free that
     /// failed, say): it surfaces on the next op instead of being lost.
     fn deferred_error(&self) -> Result<(), DeviceError> {
@@ -502,11 +550,6 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         {
             Some("no integer or bool kernel yet")
         }
-        TensorOp::Gather { .. }
-        | TensorOp::Scatter { .. }
-        | TensorOp::DynamicSlice { .. }
-        | TensorOp::DynamicUpdateSlice
-        | TensorOp::Compress { .. } => Some("no kernel yet"),
         TensorOp::Binary(op) | TensorOp::BinaryScalar { op, .. } => {
             exec::binary_code(*op).is_none().then_some("no kernel yet")
         }
@@ -525,6 +568,11 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::DiagEmbed { .. }
         | TensorOp::Concatenate { .. }
         | TensorOp::Pad { .. }
+        | TensorOp::Gather { .. }
+        | TensorOp::Scatter { .. }
+        | TensorOp::DynamicSlice { .. }
+        | TensorOp::DynamicUpdateSlice
+        | TensorOp::Compress { .. }
         | TensorOp::ClampBetween
         | TensorOp::Compare(_)
         | TensorOp::Select
@@ -564,6 +612,9 @@ impl TensorEngine for CudaEngine {
                 return Err(self.unsupported(op.name(), dtype, Some("ops with several outputs")));
             }
         };
+        // Before the empty-output answer below: an index out of range is
+        // an error even when nothing would be written.
+        let host_index = self.host_index(op, inputs, lane)?;
         if out_shape.contains(&0) {
             // No element: the shape alone is the answer, whatever the op
             // (the vocabulary inferred it), and no kernel walks extents
@@ -709,12 +760,22 @@ impl TensorEngine for CudaEngine {
                 TensorOp::ArgReduce { op: a, axis, .. } => {
                     x.arg_reduce(*a, resident[0], *axis, out_shape)?
                 }
-                TensorOp::Linalg(_)
-                | TensorOp::Gather { .. }
-                | TensorOp::Scatter { .. }
-                | TensorOp::DynamicSlice { .. }
-                | TensorOp::DynamicUpdateSlice
-                | TensorOp::Compress { .. } => return Err(unsupported(missing(op, input_dtype))),
+                TensorOp::Gather { axis } => {
+                    x.take(resident[0], host_index.positions(), Some(*axis), out_shape)?
+                }
+                TensorOp::Compress { .. } => {
+                    x.take(resident[0], host_index.positions(), None, out_shape)?
+                }
+                TensorOp::Scatter { axis, mode } => {
+                    x.scatter(resident[0], resident[2], host_index.targets(), *axis, *mode)?
+                }
+                TensorOp::DynamicSlice { sizes } => {
+                    x.window(resident[0], host_index.starts(), sizes)?
+                }
+                TensorOp::DynamicUpdateSlice => {
+                    x.update_window(resident[0], resident[1], host_index.starts())?
+                }
+                TensorOp::Linalg(_) => return Err(unsupported(missing(op, input_dtype))),
             }
         };
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));

@@ -502,6 +502,44 @@ extern "C" __global__ void K(strided_copy)(T *dst, const T *src, Dims d) {
     }
 }
 
+// Gather along an axis (and compress: one row, `post` 1):
+// out[(p·m + k)·post + q] = x[(p·extent + at[k])·post + q]. The host
+// checked every position against `extent` before it uploaded `at`.
+extern "C" __global__ void K(take)(T *out, const T *x, const long long *at, long long pre,
+                                  long long m, long long post, long long extent) {
+    GRID_STRIDE(i, pre * m * post) {
+        long long q = i % post, r = i / post;
+        long long k = r % m, p = r / m;
+        out[i] = x[(p * extent + at[k]) * post + q];
+    }
+}
+
+// Scatter into `out` in place, one thread per (p, target, q), so no two
+// threads write one element. `plan` holds the `u` distinct targets along
+// the axis, then `u + 1` offsets into the update positions that follow
+// (update k of the `n` along the axis, in the index tensor's order):
+// target t's updates are src[start[t]..start[t + 1]], at least one. A set
+// writes the last of them; an add adds them all to what is there in that
+// order, as the CPU does.
+extern "C" __global__ void K(put)(T *out, const T *upd, const long long *plan, long long pre,
+                                 long long u, long long n, long long post, long long extent,
+                                 int add) {
+    const long long *dst = plan, *start = plan + u, *src = plan + 2 * u + 1;
+    GRID_STRIDE(i, pre * u * post) {
+        long long q = i % post, r = i / post;
+        long long t = r % u, p = r / u;
+        T *o = out + (p * extent + dst[t]) * post + q;
+        const T *from = upd + p * n * post + q;
+        if (!add) {
+            *o = from[src[start[t + 1] - 1] * post];
+        } else {
+            T acc = *o;
+            for (long long j = start[t]; j < start[t + 1]; j++) acc = binary(acc, from[src[j] * post], 0);
+            *o = acc;
+        }
+    }
+}
+
 // out[i] = a[...] op b[...], out contiguous, a and b broadcast by strides.
 extern "C" __global__ void K(binary)(T *out, const T *a, const T *b, int op, Dims d) {
     GRID_STRIDE(i, d.n) {

@@ -9,7 +9,8 @@
 //! XLA does: that is their definition.
 
 use super::Meta;
-use crate::tensor::{DType, TensorError};
+use crate::layout::unravel;
+use crate::tensor::{DType, Tensor, TensorError};
 
 /// What a scatter does with the elements it reaches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -164,4 +165,87 @@ pub fn check_window(op: &'static str, shape: &[usize], sizes: &[usize]) -> Resul
 pub(crate) fn clamp_start(start: i64, extent: usize, size: usize) -> usize {
     let last = (extent - size) as i64;
     start.clamp(0, last) as usize
+}
+
+/// The indices (an integer tensor read on the host) as positions along an
+/// axis of `extent`, negative ones counted from the end: what both
+/// engines check before any element is written.
+///
+/// # Errors
+///
+/// [`TensorError::Index`] for the first index outside `-extent..extent`.
+pub(crate) fn positions(
+    op: &'static str,
+    indices: &Tensor,
+    axis: usize,
+    extent: usize,
+) -> Result<Vec<usize>, TensorError> {
+    let wide = indices.data().integers().ok_or(TensorError::Unsupported {
+        op: "indices",
+        dtype: indices.dtype(),
+    })?;
+    let n = extent as i128;
+    wide.iter()
+        .enumerate()
+        .map(|(at, &i)| {
+            let wide = i128::from(i);
+            let p = if wide < 0 { wide + n } else { wide };
+            if (0..n).contains(&p) {
+                Ok(p as usize)
+            } else {
+                Err(TensorError::Index {
+                    op,
+                    index: i,
+                    position: unravel(at, indices.shape()),
+                    axis,
+                    extent,
+                })
+            }
+        })
+        .collect()
+}
+
+/// `(outer, extent, inner)`: the elements before, along and after `axis`.
+pub(crate) fn split_at_axis(shape: &[usize], axis: usize) -> (usize, usize, usize) {
+    let outer = shape[..axis].iter().product();
+    let inner = shape[axis + 1..].iter().product();
+    (outer, shape[axis], inner)
+}
+
+/// The start offsets (an integer tensor read on the host), clamped so
+/// that a window of `sizes` fits.
+///
+/// # Errors
+///
+/// [`TensorError::Unsupported`] for starts that are not integers.
+pub(crate) fn clamped_starts(
+    starts: &Tensor,
+    shape: &[usize],
+    sizes: &[usize],
+) -> Result<Vec<usize>, TensorError> {
+    let wide = starts.data().integers().ok_or(TensorError::Unsupported {
+        op: "starts",
+        dtype: starts.dtype(),
+    })?;
+    Ok((0..shape.len())
+        .map(|a| clamp_start(wide[a], shape[a], sizes[a]))
+        .collect())
+}
+
+/// The row-major positions of a `bool` mask's `true` elements, which must
+/// number `len`.
+///
+/// # Errors
+///
+/// [`TensorError::MaskCount`] when they do not; the mask's type error.
+pub(crate) fn mask_positions(mask: &Tensor, len: usize) -> Result<Vec<usize>, TensorError> {
+    let flags = mask.as_slice::<bool>()?;
+    let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i]).collect();
+    if at.len() != len {
+        return Err(TensorError::MaskCount {
+            expected: len,
+            got: at.len(),
+        });
+    }
+    Ok(at)
 }
