@@ -1206,6 +1206,26 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                     }),
                 )
                 .map_err(e)?;
+            // Clamps: bounds rounded inward, saturated, NaN as 0, an empty
+            // interval; tensor bounds broadcast.
+            for (lo, hi) in [(-7.5, 12.2), (-1e300, 1e300), (f64::NAN, 3.0), (5.0, -5.0)] {
+                same!(
+                    format!("{dtype} clamp {lo} {hi}"),
+                    0.0,
+                    cpu,
+                    gpu,
+                    &one(&a),
+                    |l, x| l.clamp(&x[0], lo, hi)
+                );
+            }
+            same!(
+                format!("{dtype} clamp_between"),
+                0.0,
+                cpu,
+                gpu,
+                &[a.clone(), nb.clone(), b.clone()],
+                |l, x| l.clamp_between(&x[0], &x[1], &x[2])
+            );
             for op in [
                 BinaryOp::Add,
                 BinaryOp::Sub,
@@ -1590,10 +1610,10 @@ fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
             Err(e) => check(e.to_string().contains("svd"), e.to_string())?,
             Ok(_) => return Err("svd on the device succeeded".into()),
         }
-        let direct = gpu.cast(&x, DType::I64).map_err(|e| e.to_string())?;
+        let direct = gpu.cholesky(&x).map_err(|e| e.to_string())?;
         let err = wait_err(gpu, &direct)?;
         check(
-            err.contains("CUDA device 0 does not implement cast for f64"),
+            err.contains("CUDA device 0 does not implement cholesky for f64"),
             err,
         )?;
         let huge = gpu

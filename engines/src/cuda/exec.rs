@@ -556,6 +556,26 @@ impl Exec<'_> {
         self.binary(BinaryOp::Minimum, &raised, hi, out_shape)
     }
 
+    /// An integer tensor limited to `[lo, hi]` as the CPU limits it: the
+    /// bounds rounded inward and saturated into the type (a NaN bound is
+    /// 0), then a maximum and a minimum against them, so an empty interval
+    /// gives `hi`.
+    pub(super) fn clamp_integers(
+        &mut self,
+        a: &DeviceTensor,
+        lo: f64,
+        hi: f64,
+    ) -> Result<DeviceTensor, ExecError> {
+        let bound = |v: f64| match a.dtype {
+            DType::I32 => i64::from(v as i32),
+            _ => v as i64,
+        };
+        let lo = self.fill(a.dtype, &[], Scalar::Int(bound(lo.ceil())))?;
+        let hi = self.fill(a.dtype, &[], Scalar::Int(bound(hi.floor())))?;
+        let raised = self.binary(BinaryOp::Maximum, a, &lo, &a.shape)?;
+        self.binary(BinaryOp::Minimum, &raised, &hi, &a.shape)
+    }
+
     /// `Σ a_i b_i` (of `conj(a)` if `conjugate`): the products, then one
     /// sum, into a rank-0 tensor.
     pub(super) fn dot(

@@ -534,8 +534,8 @@ pub fn data_input(op: &TensorOp) -> usize {
 /// [`Unsupported`] errors give, and the CUDA column of the coverage table.
 /// There is no silent fallback: transfer the tensors to a CPU domain.
 pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
-    // Products and clamps are of floats and complexes here; integer and
-    // bool tensors have every other op the device has.
+    // Products are of floats and complexes here (as on the CPU); integer
+    // and bool tensors have every other op the device has.
     let exact = !dtype.is_field();
     match op {
         TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
@@ -544,8 +544,6 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
         | TensorOp::Axpby { .. }
         | TensorOp::Dot { .. }
         | TensorOp::Einsum(_)
-        | TensorOp::Clamp { .. }
-        | TensorOp::ClampBetween
             if exact =>
         {
             Some("no integer or bool kernel yet")
@@ -750,6 +748,9 @@ impl TensorEngine for CudaEngine {
                 TensorOp::Random { .. } => unreachable!("made on the host, above"),
                 TensorOp::Compare(c) => x.compare(*c, resident[0], resident[1], out_shape)?,
                 TensorOp::Select => x.select([resident[0], resident[1], resident[2]], out_shape)?,
+                TensorOp::Clamp { lo, hi } if input_dtype.is_integer() => {
+                    x.clamp_integers(resident[0], *lo, *hi)?
+                }
                 TensorOp::Clamp { lo, hi } => x.map(
                     resident[0],
                     out_dtype,
