@@ -10,7 +10,8 @@
 #                                # benchmark (GEMM, dispatch, bandwidth)
 #
 # `.gpu/` is git-ignored, so the device command must carry it: `build` ends
-# by printing the exact command. `run` finds NVRTC and cuBLAS under the
+# by printing the exact command. `run` finds NVRTC, cuBLAS and cuSOLVER
+# (with the cuSPARSE and nvJitLink it loads) under the
 # CUDA toolkit or the Python CUDA wheels (CUDA 12 or 13, the newest by
 # version) and links them under the names the loader asks for. Its three
 # steps are bounded at 120 + 40 + 90 s: under 5 minutes in all, start
@@ -61,7 +62,7 @@ run)
         while IFS= read -r dir; do dirs+=("$dir"); done < <(find "$site" -path '*nvidia*' -type d -name lib 2>/dev/null || true)
     done
     libs=$(mktemp -d)
-    for name in nvrtc nvrtc-builtins cublas cublasLt; do
+    for name in nvrtc nvrtc-builtins cublas cublasLt cusolver cusparse nvJitLink; do
         found=$(newest "$name" "${dirs[@]}")
         if [ -n "$found" ]; then
             ln -sf "$found" "$libs/lib$name.so"

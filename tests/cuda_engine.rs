@@ -1610,10 +1610,10 @@ fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
             Err(e) => check(e.to_string().contains("svd"), e.to_string())?,
             Ok(_) => return Err("svd on the device succeeded".into()),
         }
-        let direct = gpu.cholesky(&x).map_err(|e| e.to_string())?;
+        let (direct, _) = gpu.eigh(&x).map_err(|e| e.to_string())?;
         let err = wait_err(gpu, &direct)?;
         check(
-            err.contains("CUDA device 0 does not implement cholesky for f64"),
+            err.contains("CUDA device 0 does not implement eigh for f64"),
             err,
         )?;
         let huge = gpu
@@ -1782,6 +1782,100 @@ fn indexing_ops_match_the_cpu() -> Result<Outcome, String> {
     })
 }
 
+/// Cholesky and solve through cuSOLVER match the CPU's on every field
+/// type (a vector and a matrix right-hand side); a matrix that is not
+/// positive definite, a singular one and a NaN entry fail with the CPU's
+/// own errors, and leave the inputs as they were.
+fn decompositions_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_, cpu, gpu| {
+        let e = |e: weft::OpError| e.to_string();
+        for (k, dtype) in DTYPES.into_iter().enumerate() {
+            let s = 2200 + 10 * k as u64;
+            let tol = 100.0 * tolerance(dtype);
+            // A Hermitian positive definite matrix: M Mᴴ + 6 I.
+            let m = random(cpu, dtype, &[6, 6], s)?;
+            let mh = cpu
+                .unary(UnaryOp::Conj, &cpu.permute(&m, &[1, 0]).map_err(e)?)
+                .map_err(e)?;
+            let shift = cpu
+                .binary_scalar(
+                    BinaryOp::Mul,
+                    &cpu.eye(dtype, 6, 6).map_err(e)?,
+                    Scalar::Real(6.0),
+                )
+                .map_err(e)?;
+            let spd = cpu
+                .binary(BinaryOp::Add, &cpu.matmul(&m, &mh).map_err(e)?, &shift)
+                .map_err(e)?;
+            let v = random(cpu, dtype, &[6], s + 1)?;
+            let b = random(cpu, dtype, &[6, 3], s + 2)?;
+            let inputs = [spd, m, v, b];
+            same!(
+                format!("{dtype} cholesky"),
+                tol,
+                cpu,
+                gpu,
+                &inputs,
+                |l, x| l.cholesky(&x[0])
+            );
+            same!(
+                format!("{dtype} solve, a vector"),
+                tol,
+                cpu,
+                gpu,
+                &inputs,
+                |l, x| l.solve(&x[1], &x[2])
+            );
+            same!(
+                format!("{dtype} solve, a matrix"),
+                tol,
+                cpu,
+                gpu,
+                &inputs,
+                |l, x| l.solve(&x[1], &x[3])
+            );
+            // Failures: the CPU's error, the input intact.
+            let negative = cpu
+                .binary_scalar(BinaryOp::Mul, &inputs[0], Scalar::Real(-1.0))
+                .map_err(e)?;
+            let singular = cpu.zeros(dtype, &[6, 6]).map_err(e)?;
+            let nan = cpu
+                .binary_scalar(BinaryOp::Mul, &inputs[0], Scalar::Real(f64::NAN))
+                .map_err(e)?;
+            for (what, a) in [
+                ("not definite", &negative),
+                ("singular", &singular),
+                ("NaN", &nan),
+            ] {
+                let ga = cpu.transfer(a, Place::Cuda(0)).map_err(e)?;
+                let gv = cpu.transfer(&inputs[2], Place::Cuda(0)).map_err(e)?;
+                let (want, got) = if what == "singular" {
+                    (
+                        wait_err(cpu, &cpu.solve(a, &inputs[2]).map_err(e)?)?,
+                        wait_err(gpu, &gpu.solve(&ga, &gv).map_err(e)?)?,
+                    )
+                } else {
+                    (
+                        wait_err(cpu, &cpu.cholesky(a).map_err(e)?)?,
+                        wait_err(gpu, &gpu.cholesky(&ga).map_err(e)?)?,
+                    )
+                };
+                check(
+                    got == want,
+                    format!("{dtype} {what}: {got} on the GPU, {want} on the CPU"),
+                )?;
+                close(
+                    &format!("{dtype} {what}: the input after the failure"),
+                    &download(gpu, &ga)?,
+                    &download(cpu, a)?,
+                    0.0,
+                )?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// A chain of binary ops on one lane asks the driver for what its
 /// ordering needs and no more: per op one launch, one allocation and one
 /// event (its output's write); the intermediates, written and read on the
@@ -1908,6 +2002,7 @@ fn main() -> ExitCode {
             dropped_lanes_release_their_streams,
         ),
         ("indexing_ops_match_the_cpu", indexing_ops_match_the_cpu),
+        ("decompositions_match_the_cpu", decompositions_match_the_cpu),
         (
             "a_chain_on_one_lane_makes_only_the_driver_calls_it_needs",
             a_chain_on_one_lane_makes_only_the_driver_calls_it_needs,

@@ -23,6 +23,8 @@ use crate::tensor::{DType, TensorError};
 pub(super) struct Exec<'a> {
     pub(super) launch: Launcher<'a>,
     pub(super) blas: Option<&'a CudaBlas>,
+    /// The lane's cuSOLVER handle, for decompositions.
+    pub(super) solver: Option<&'a super::launch::Solver>,
 }
 
 impl Exec<'_> {

@@ -975,3 +975,334 @@ pub(super) enum Create {
     /// The identity.
     Eye,
 }
+
+/// Whether the cuSOLVER library can be loaded (decompositions need it).
+pub fn cusolver_present() -> bool {
+    // SAFETY: as `driver_present`, for the cuSOLVER library.
+    unsafe { cudarc::cusolver::sys::is_culib_present() }
+}
+
+/// A lane's cuSOLVER dense handle, bound to the lane's stream, and the
+/// default options of its 64-bit calls. Made and destroyed here, not by
+/// cudarc's `DnHandle`, whose drop unwraps the destroy's result: a failed
+/// destroy is reported on stderr, never a panic on the actor.
+pub(super) struct Solver {
+    device: usize,
+    handle: cudarc::cusolver::sys::cusolverDnHandle_t,
+    params: cudarc::cusolver::sys::cusolverDnParams_t,
+}
+
+impl Solver {
+    /// A handle bound to `stream`. The caller checked
+    /// [`cusolver_present`] (cudarc panics without the library).
+    pub(super) fn new(device: usize, stream: &CudaStream) -> Result<Solver, DeviceError> {
+        use cudarc::cusolver::result;
+        let err =
+            |call| move |e: result::CusolverError| device_error(device, call, format!("{e:?}"));
+        let handle = result::dn_create().map_err(err("cusolverDnCreate"))?;
+        let mut solver = Solver {
+            device,
+            handle,
+            params: std::ptr::null_mut(),
+        };
+        // SAFETY: `handle` was just made; the stream outlives the handle
+        // (the lane holds both, and drops the handle first).
+        unsafe { result::dn_set_stream(handle, stream.cu_stream() as _) }
+            .map_err(err("cusolverDnSetStream"))?;
+        solver.params = result::dn_create_params().map_err(err("cusolverDnCreateParams"))?;
+        Ok(solver)
+    }
+}
+
+impl Drop for Solver {
+    fn drop(&mut self) {
+        use cudarc::cusolver::result;
+        // SAFETY: both were made by `Solver::new` and are destroyed once,
+        // here (a null `params` was never made).
+        let destroyed = unsafe {
+            let params = if self.params.is_null() {
+                Ok(())
+            } else {
+                result::dn_destroy_params(self.params)
+            };
+            params.and(result::dn_destroy(self.handle))
+        };
+        if let Err(e) = destroyed {
+            eprintln!(
+                "weft: destroying a cuSOLVER handle of device {}: {e:?}",
+                self.device
+            );
+        }
+    }
+}
+
+/// cuSOLVER's name of a float or complex element type.
+fn solver_type(dtype: DType) -> Option<cudarc::cusolver::sys::cudaDataType> {
+    use cudarc::cusolver::sys::cudaDataType as T;
+    Some(match dtype {
+        DType::F32 => T::CUDA_R_32F,
+        DType::F64 => T::CUDA_R_64F,
+        DType::C32 => T::CUDA_C_32F,
+        DType::C64 => T::CUDA_C_64F,
+        _ => return None,
+    })
+}
+
+impl Launcher<'_> {
+    /// The bytes of `t`, copied to the host on the lane's stream and waited
+    /// for: meant for small tensors (a status, a probe's scalar). The host
+    /// has then seen the read complete, so nothing is recorded.
+    pub(super) fn read_back(&self, t: &DeviceTensor) -> Result<Vec<u8>, ExecError> {
+        self.order(&[t], &[])?;
+        let mut host = vec![0u8; t.bytes()];
+        self.events.count(|c| {
+            c.host_copies += 1;
+            c.syncs += 1;
+        });
+        if !host.is_empty() {
+            self.stream
+                .memcpy_dtoh(&t.buf.slice(..host.len()), &mut host[..])
+                .map_err(self.err("cuMemcpyDtoHAsync"))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(self.err("cuStreamSynchronize"))?;
+        Ok(host)
+    }
+
+    /// The statuses cuSOLVER wrote to `info` (after the stream has run).
+    fn solver_info<const N: usize>(&self, info: &CudaSlice<i32>) -> Result<[i32; N], ExecError> {
+        let mut host = [0i32; N];
+        self.events.count(|c| {
+            c.host_copies += 1;
+            c.syncs += 1;
+        });
+        self.stream
+            .memcpy_dtoh(info, &mut host[..])
+            .map_err(self.err("cuMemcpyDtoHAsync"))?;
+        self.stream
+            .synchronize()
+            .map_err(self.err("cuStreamSynchronize"))?;
+        Ok(host)
+    }
+
+    /// Device workspace of `bytes` (at least one) on the lane's stream.
+    fn workspace(&self, bytes: usize) -> Result<CudaSlice<u8>, ExecError> {
+        self.events.count(|c| {
+            c.allocs += 1;
+            c.frees += 1;
+        });
+        self.stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(self.err("cuMemAllocAsync"))
+    }
+
+    /// The Cholesky factor of the row-major Hermitian `a`, in place: read
+    /// as column-major it is `Aᵀ = conj(A)`, whose upper factorization
+    /// `conj(A) = UᴴU` leaves `Uᵀ` in the row-major lower triangle, and
+    /// `A = Uᵀ conj(U) = L Lᴴ` with `L = Uᵀ`: so `potrf` of the upper
+    /// triangle reads the row-major lower triangle (the CPU's) and writes
+    /// `L` there. The strict upper triangle is left as it was. Returns
+    /// cuSOLVER's `info` (0, or the order of the first minor that is not
+    /// positive definite).
+    pub(super) fn potrf(&self, solver: &Solver, a: &mut DeviceTensor) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDnXpotrf";
+        let ty = solver_type(a.dtype).ok_or_else(|| self.refused(NAME, "not a field type"))?;
+        let n = match a.shape[..] {
+            [r, c] if r == c && r > 0 => r,
+            _ => return Err(self.refused(NAME, "not a nonempty square matrix")),
+        };
+        self.require(a.len() == n * n, NAME, "the buffer is not the matrix")?;
+        let n64 = i64::try_from(n).map_err(|_| self.refused(NAME, "too large"))?;
+        let uplo = sys::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER;
+        let err = |e: sys::cusolverStatus_t| device_error(self.device, NAME, format!("{e:?}"));
+        self.order(&[], &[&*a])?;
+        let stream = self.stream;
+        let (pa, _ra) = a.buf.device_ptr_mut(stream);
+        let (mut on_device, mut on_host) = (0usize, 0usize);
+        // SAFETY: the handle is bound to this stream (`Solver::new`), `pa`
+        // addresses the n×n matrix of the type given with ld n (checked),
+        // and the sizes are written to the two locals.
+        let status = unsafe {
+            sys::cusolverDnXpotrf_bufferSize(
+                solver.handle,
+                solver.params,
+                uplo,
+                n64,
+                ty,
+                pa as *const _,
+                n64,
+                ty,
+                &mut on_device,
+                &mut on_host,
+            )
+        };
+        if status != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(status).into());
+        }
+        let mut work = self.workspace(on_device)?;
+        let mut host = vec![0u8; on_host.max(1)];
+        let mut info = self
+            .stream
+            .alloc_zeros::<i32>(1)
+            .map_err(self.err("cuMemAllocAsync"))?;
+        let (pw, _rw) = work.device_ptr_mut(stream);
+        let (pi, _ri) = info.device_ptr_mut(stream);
+        self.events.count(|c| c.enqueued += 1);
+        // SAFETY: as above, with a device workspace of `on_device` bytes
+        // and a host one of `on_host` (both as the query asked, alive
+        // until the status is read below, after the stream has run), and
+        // `info` one `int` on the device.
+        let status = unsafe {
+            sys::cusolverDnXpotrf(
+                solver.handle,
+                solver.params,
+                uplo,
+                n64,
+                ty,
+                pa as *mut _,
+                n64,
+                ty,
+                pw as *mut _,
+                on_device,
+                host.as_mut_ptr().cast(),
+                on_host,
+                pi as *mut _,
+            )
+        };
+        drop((_ra, _rw, _ri));
+        if status != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(status).into());
+        }
+        self.recorded(&[], &[&*a])?;
+        let [code] = self.solver_info(&info)?;
+        drop((work, host));
+        Ok(code)
+    }
+
+    /// `A X = B` for row-major `a` (n×n, overwritten by the LU factors of
+    /// its column-major reading `Aᵀ`) and `b` holding `B` column-major
+    /// (n×nrhs, overwritten by `X`): `getrf` of `Aᵀ`, then `getrs` with
+    /// the transpose, which solves `(Aᵀ)ᵀ X = B`. Returns `getrf`'s
+    /// `info` (0, or the first zero pivot's order), then `getrs`'s.
+    pub(super) fn lu_solve(
+        &self,
+        solver: &Solver,
+        a: &mut DeviceTensor,
+        b: &mut DeviceTensor,
+        [n, nrhs]: [usize; 2],
+    ) -> Result<[i32; 2], ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDnXgetrf";
+        let ty = solver_type(a.dtype).ok_or_else(|| self.refused(NAME, "not a field type"))?;
+        self.require(a.dtype == b.dtype, NAME, "element types differ")?;
+        self.require(n > 0 && nrhs > 0, NAME, "an empty system")?;
+        self.require(n.checked_mul(n) == Some(a.len()), NAME, "A is not n×n")?;
+        self.require(
+            n.checked_mul(nrhs) == Some(b.len()),
+            NAME,
+            "B is not n×nrhs",
+        )?;
+        let fit = |v: usize| i64::try_from(v).map_err(|_| self.refused(NAME, "too large"));
+        let (n64, r64) = (fit(n)?, fit(nrhs)?);
+        let err =
+            |call, e: sys::cusolverStatus_t| device_error(self.device, call, format!("{e:?}"));
+        self.order(&[], &[&*a, &*b])?;
+        let stream = self.stream;
+        let (pa, _ra) = a.buf.device_ptr_mut(stream);
+        let (pb, _rb) = b.buf.device_ptr_mut(stream);
+        let (mut on_device, mut on_host) = (0usize, 0usize);
+        // SAFETY: the handle is bound to this stream, `pa` addresses the
+        // n×n matrix of the type given with ld n (checked), and the sizes
+        // are written to the two locals.
+        let status = unsafe {
+            sys::cusolverDnXgetrf_bufferSize(
+                solver.handle,
+                solver.params,
+                n64,
+                n64,
+                ty,
+                pa as *const _,
+                n64,
+                ty,
+                &mut on_device,
+                &mut on_host,
+            )
+        };
+        if status != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(NAME, status).into());
+        }
+        let mut work = self.workspace(on_device)?;
+        let mut host = vec![0u8; on_host.max(1)];
+        let alloc = |len: usize| {
+            self.stream
+                .alloc_zeros::<i64>(len)
+                .map_err(self.err("cuMemAllocAsync"))
+        };
+        let mut pivots = alloc(n)?;
+        let mut infos = self
+            .stream
+            .alloc_zeros::<i32>(2)
+            .map_err(self.err("cuMemAllocAsync"))?;
+        let (pw, _rw) = work.device_ptr_mut(stream);
+        let (pp, _rp) = pivots.device_ptr_mut(stream);
+        let (pi, _ri) = infos.device_ptr_mut(stream);
+        self.events.count(|c| c.enqueued += 2);
+        // SAFETY: as above, with a device workspace of `on_device` bytes,
+        // a host one of `on_host` (alive until the status is read below,
+        // after the stream has run), `n` 64-bit pivots and two `int`
+        // statuses on the device; `getrs` reads the factors and pivots
+        // `getrf` wrote (the same stream orders them) and overwrites the
+        // n×nrhs column-major `B` (ld n, checked) with `X`.
+        let statuses = unsafe {
+            let lu = sys::cusolverDnXgetrf(
+                solver.handle,
+                solver.params,
+                n64,
+                n64,
+                ty,
+                pa as *mut _,
+                n64,
+                pp as *mut _,
+                ty,
+                pw as *mut _,
+                on_device,
+                host.as_mut_ptr().cast(),
+                on_host,
+                pi as *mut _,
+            );
+            let solve = if lu == sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+                sys::cusolverDnXgetrs(
+                    solver.handle,
+                    solver.params,
+                    sys::cublasOperation_t::CUBLAS_OP_T,
+                    n64,
+                    r64,
+                    ty,
+                    pa as *const _,
+                    n64,
+                    pp as *const _,
+                    ty,
+                    pb as *mut _,
+                    n64,
+                    (pi as *mut i32).wrapping_add(1),
+                )
+            } else {
+                lu
+            };
+            (lu, solve)
+        };
+        drop((_ra, _rb, _rw, _rp, _ri));
+        if statuses.0 != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(NAME, statuses.0).into());
+        }
+        if statuses.1 != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
+            return Err(err("cusolverDnXgetrs", statuses.1).into());
+        }
+        self.recorded(&[], &[&*a, &*b])?;
+        let codes = self.solver_info(&infos)?;
+        drop((work, host, pivots));
+        Ok(codes)
+    }
+}

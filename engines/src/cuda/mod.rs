@@ -36,7 +36,8 @@
 //! pinned memory for downloads (the host reads it).
 //!
 //! Kernels: GEMM through cuBLAS (`cublasGemmStridedBatchedEx`, all four
-//! element types); everything else through the engine's own kernels,
+//! element types); Cholesky and solve through cuSOLVER (`linalg.rs`);
+//! everything else through the engine's own kernels,
 //! compiled by NVRTC at first use ([`compile_kernels`]): to a cubin for the
 //! device's architecture where NVRTC targets it, else to PTX the driver
 //! compiles. Ops that are several steps on the CPU are the same steps
@@ -61,6 +62,7 @@ mod index;
 mod kernels;
 #[allow(unsafe_code)] // Kernel launches and cuBLAS calls, each argued.
 mod launch;
+mod linalg;
 #[allow(unsafe_code)] // Device and pinned memory, host copies, each argued.
 mod memory;
 mod streams;
@@ -68,7 +70,9 @@ mod streams;
 pub use kernels::{
     compile as compile_kernels, compile_cubin as compile_kernels_cubin, kernel_names,
 };
-pub use launch::{cublas_present, driver_present, nvrtc_architectures, nvrtc_present};
+pub use launch::{
+    cublas_present, cusolver_present, driver_present, nvrtc_architectures, nvrtc_present,
+};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -84,7 +88,7 @@ use crate::engine::{
 use crate::layout::View;
 use crate::ops::{
     broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
-    BinaryOp, TensorOp,
+    BinaryOp, Linalg, TensorOp,
 };
 use crate::tensor::{DType, Data, Tensor, TensorError};
 use access::Tracker;
@@ -492,6 +496,36 @@ impl CudaEngine {
         })
     }
 
+    /// The error of an op the device found failed (`why`): the CPU's own,
+    /// from the op rerun on host copies of its inputs, so that both places
+    /// name the same entry or reason; `why` itself if the host's run
+    /// succeeds where the device's did not (a matrix at the edge of
+    /// positive definiteness, say).
+    fn host_error(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        lane: u64,
+        why: String,
+    ) -> ExecError {
+        let mut host = Vec::with_capacity(inputs.len());
+        for &id in inputs {
+            match TensorEngine::download(self, id, lane) {
+                Ok(t) => host.push(t),
+                Err(e) => return e,
+            }
+        }
+        let refs: Vec<&Tensor> = host.iter().collect();
+        match op.run(&refs, 1) {
+            Err(e) => e.into(),
+            Ok(_) => TensorError::Factorization {
+                op: op.name(),
+                reason: why,
+            }
+            .into(),
+        }
+    }
+
     /// Reports an error a drop recorded since the last call (a free that
     /// failed, say): it surfaces on the next op instead of being lost.
     fn deferred_error(&self) -> Result<(), DeviceError> {
@@ -538,7 +572,11 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     // and bool tensors have every other op the device has.
     let exact = !dtype.is_field();
     match op {
-        TensorOp::Linalg(_) => Some("no cuSOLVER path yet"),
+        TensorOp::Linalg(Linalg::Qr | Linalg::Svd | Linalg::Eigh) => Some("no cuSOLVER path yet"),
+        TensorOp::Linalg(Linalg::Cholesky | Linalg::Solve) if exact => {
+            Some("decompositions are of float and complex matrices")
+        }
+        TensorOp::Linalg(Linalg::Cholesky | Linalg::Solve) => None,
         TensorOp::Matmul
         | TensorOp::Gemm { .. }
         | TensorOp::Axpby { .. }
@@ -640,9 +678,14 @@ impl TensorEngine for CudaEngine {
             TensorOp::Matmul | TensorOp::Einsum(_) | TensorOp::Gemm { .. }
         ) {
             self.blas(lane)?;
+        } else if let TensorOp::Linalg(Linalg::Cholesky | Linalg::Solve) = op {
+            self.solver(lane)?;
         } else {
             self.lane(lane)?;
         }
+        // A decomposition the device found failed: rerun on the host for
+        // the CPU's own error (below).
+        let mut failed: Option<linalg::Failed> = None;
         let CudaEngine {
             info,
             ctx,
@@ -664,6 +707,7 @@ impl TensorEngine for CudaEngine {
                     kernels,
                 },
                 blas: lane.blas.as_ref(),
+                solver: lane.solver.as_ref(),
             };
             let mut resident: smallvec::SmallVec<[&DeviceTensor; 4]> = smallvec::SmallVec::new();
             for id in inputs {
@@ -776,9 +820,29 @@ impl TensorEngine for CudaEngine {
                 TensorOp::DynamicUpdateSlice => {
                     x.update_window(resident[0], resident[1], host_index.starts())?
                 }
-                TensorOp::Linalg(_) => return Err(unsupported(missing(op, input_dtype))),
+                TensorOp::Linalg(Linalg::Cholesky) => match x.cholesky(resident[0])? {
+                    Ok(l) => l,
+                    Err(why) => {
+                        failed = Some(why);
+                        x.alloc(out_dtype, out_shape)?
+                    }
+                },
+                TensorOp::Linalg(Linalg::Solve) => match x.solve(resident[0], resident[1])? {
+                    Ok(solution) => solution,
+                    Err(why) => {
+                        failed = Some(why);
+                        x.alloc(out_dtype, out_shape)?
+                    }
+                },
+                TensorOp::Linalg(Linalg::Qr | Linalg::Svd | Linalg::Eigh) => {
+                    return Err(unsupported(missing(op, input_dtype)))
+                }
             }
         };
+        if let Some(linalg::Failed(why)) = failed {
+            drop(result);
+            return Err(self.host_error(op, inputs, lane, why));
+        }
         debug_assert_eq!((result.dtype, &result.shape[..]), (out_dtype, out_shape));
         self.insert(out_id, result);
         Ok(())

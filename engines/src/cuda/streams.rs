@@ -12,7 +12,7 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use super::access::{Keyed, StreamId};
 
-use super::launch::rebind_blas;
+use super::launch::{cusolver_present, rebind_blas, Solver};
 use super::{device_error, CudaEngine};
 use crate::engine::DeviceError;
 
@@ -55,8 +55,11 @@ impl std::ops::Deref for Stream {
     }
 }
 
-/// One lane's stream and the cuBLAS handle bound to it.
+/// One lane's stream and the library handles bound to it.
 pub(super) struct LaneStream {
+    /// Bound to `stream` on the lane's first decomposition; declared
+    /// first, so it goes before the stream.
+    pub(super) solver: Option<Solver>,
     pub(super) stream: Stream,
     /// Bound to `stream` on the lane's first product.
     pub(super) blas: Option<CudaBlas>,
@@ -91,7 +94,14 @@ impl CudaEngine {
         if !self.lanes.contains_key(&lane) {
             let stream =
                 Stream::new(&self.ctx).map_err(|e| device_error(device, "cuStreamCreate", e))?;
-            self.lanes.insert(lane, LaneStream { stream, blas: None });
+            self.lanes.insert(
+                lane,
+                LaneStream {
+                    solver: None,
+                    stream,
+                    blas: None,
+                },
+            );
         }
         Ok(self.lanes.get_mut(&lane).expect("made above"))
     }
@@ -120,6 +130,28 @@ impl CudaEngine {
         Ok(())
     }
 
+    /// Gives lane `lane` a cuSOLVER handle bound to its stream, if it has
+    /// none.
+    ///
+    /// # Errors
+    ///
+    /// [`DeviceError`] when cuSOLVER cannot be loaded or the handle made.
+    pub(super) fn solver(&mut self, lane: u64) -> Result<(), DeviceError> {
+        let device = self.info.ordinal;
+        let lane = self.lane(lane)?;
+        if lane.solver.is_none() {
+            if !cusolver_present() {
+                return Err(device_error(
+                    device,
+                    "loading libcusolver",
+                    "cuSOLVER cannot be loaded (libcusolver.so.11 of CUDA 12, or a link to it)",
+                ));
+            }
+            lane.solver = Some(Solver::new(device, &lane.stream)?);
+        }
+        Ok(())
+    }
+
     /// Lane `lane` is gone. Buffers allocated on its stream keep the stream
     /// alive (cudarc holds it by `Arc`) until they are freed; dropping it
     /// returns at once, with its work finishing on the device. Its cuBLAS
@@ -128,6 +160,7 @@ impl CudaEngine {
         if let Some(LaneStream {
             stream,
             blas: Some(blas),
+            ..
         }) = self.lanes.remove(&lane)
         {
             let stream = Arc::clone(&stream);

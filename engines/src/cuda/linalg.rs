@@ -1,0 +1,109 @@
+//! Decompositions on the device through cuSOLVER's 64-bit API (one call
+//! for all four field types), on the lane's stream with the lane's
+//! cuSOLVER handle: Cholesky (`potrf`) and solve (`getrf` + `getrs`).
+//! Row-major matrices are read as the column-major transposes they are
+//! (see `launch::potrf` and `launch::lu_solve` for why each call gives
+//! the row-major answer).
+//!
+//! Each reads its status back (one synchronous copy), and the inputs are
+//! first checked to be finite on the device (a product by zero and a sum,
+//! read back): the CPU refuses a NaN or an infinity, and cuSOLVER would
+//! not say. Where the device finds a failure — a non-finite entry, a
+//! minor that is not positive definite, a zero pivot, a solution that is
+//! not finite — it says so in [`Failed`], and the engine reruns the op on
+//! the host copies of the inputs to give the CPU's own error, with the
+//! entry or the reason the CPU names.
+
+use super::exec::Exec;
+use super::DeviceTensor;
+use crate::engine::ExecError;
+use crate::ops::{permute_view, BinaryOp, ReduceOp, Scalar};
+use crate::tensor::DType;
+
+/// What the device found wrong with a decomposition's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Failed(pub(super) String);
+
+impl<'a> Exec<'a> {
+    /// Whether every element of `t` (a field type) is finite: `t · 0` and
+    /// its sum, read back, are NaN exactly when one is not.
+    fn all_finite(&mut self, t: &DeviceTensor) -> Result<bool, ExecError> {
+        let zeroed = self.binary_scalar(BinaryOp::Mul, t, Scalar::Real(0.0), false)?;
+        let axes: Vec<usize> = (0..t.shape.len()).collect();
+        let sum = self.reduce(ReduceOp::Sum, &zeroed, &axes, t.dtype, &[])?;
+        let bytes = self.launch.read_back(&sum)?;
+        Ok(match t.dtype {
+            DType::F32 | DType::C32 => bytes
+                .chunks_exact(4)
+                .all(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")).is_finite()),
+            _ => bytes
+                .chunks_exact(8)
+                .all(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")).is_finite()),
+        })
+    }
+
+    fn solver(&self) -> Result<&'a super::launch::Solver, ExecError> {
+        self.solver.ok_or_else(|| {
+            ExecError::Device(super::device_error(
+                self.launch.device,
+                "cusolverDnCreate",
+                "no cuSOLVER handle bound to the lane",
+            ))
+        })
+    }
+
+    /// The lower Cholesky factor `L` of Hermitian positive definite `a`
+    /// (its lower triangle read), zeros above the diagonal.
+    pub(super) fn cholesky(
+        &mut self,
+        a: &DeviceTensor,
+    ) -> Result<Result<DeviceTensor, Failed>, ExecError> {
+        let solver = self.solver()?;
+        if !self.all_finite(a)? {
+            return Ok(Err(Failed("a non-finite entry".into())));
+        }
+        let mut factor = self.duplicate(a, &a.shape)?;
+        let info = self.launch.potrf(solver, &mut factor)?;
+        if info != 0 {
+            return Ok(Err(Failed(format!(
+                "cuSOLVER: the leading minor of order {info} is not positive definite"
+            ))));
+        }
+        Ok(Ok(self.triangle(&factor, 0, false)?))
+    }
+
+    /// `X` with `a X = b` (`b` a vector or a matrix), by LU with partial
+    /// pivoting.
+    pub(super) fn solve(
+        &mut self,
+        a: &DeviceTensor,
+        b: &DeviceTensor,
+    ) -> Result<Result<DeviceTensor, Failed>, ExecError> {
+        let solver = self.solver()?;
+        if !(self.all_finite(a)? && self.all_finite(b)?) {
+            return Ok(Err(Failed("a non-finite entry".into())));
+        }
+        let n = a.shape[0];
+        let nrhs = b.shape.get(1).copied().unwrap_or(1);
+        let mut lu = self.duplicate(a, &a.shape)?;
+        // B column-major: a vector as it is, a matrix transposed.
+        let mut x = match b.shape[..] {
+            [_] => self.duplicate(b, &b.shape)?,
+            _ => self.gather(b, &permute_view(&b.shape, &[1, 0])?)?,
+        };
+        let [pivot, status] = self.launch.lu_solve(solver, &mut lu, &mut x, [n, nrhs])?;
+        if pivot != 0 || status != 0 {
+            return Ok(Err(Failed(format!(
+                "cuSOLVER: getrf info {pivot}, getrs info {status}"
+            ))));
+        }
+        let x = match b.shape[..] {
+            [_] => x,
+            _ => self.gather(&x, &permute_view(&[nrhs, n], &[1, 0])?)?,
+        };
+        if !self.all_finite(&x)? {
+            return Ok(Err(Failed("the solution is not finite".into())));
+        }
+        Ok(Ok(x))
+    }
+}
