@@ -1116,30 +1116,80 @@ impl Launcher<'_> {
         self.require(a.len() == n * n, NAME, "the buffer is not the matrix")?;
         let n64 = i64::try_from(n).map_err(|_| self.refused(NAME, "too large"))?;
         let uplo = sys::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER;
-        let err = |e: sys::cusolverStatus_t| device_error(self.device, NAME, format!("{e:?}"));
-        self.order(&[], &[&*a])?;
-        let stream = self.stream;
-        let (pa, _ra) = a.buf.device_ptr_mut(stream);
+        let pa = a.buf.device_ptr_mut(self.stream).0;
+        let (h, p) = (solver.handle, solver.params);
+        // Both closures' safety: the handle is bound to this stream
+        // (`Solver::new`), `pa` addresses the n×n matrix of the type given
+        // with ld n (checked); the workspaces are as the query asked and
+        // `info` one `int` (`solver_run`).
+        self.solver_run(
+            NAME,
+            &[&*a],
+            |d, hb| {
+                // SAFETY: as argued above (the size query).
+                unsafe {
+                    sys::cusolverDnXpotrf_bufferSize(
+                        h,
+                        p,
+                        uplo,
+                        n64,
+                        ty,
+                        pa as *const _,
+                        n64,
+                        ty,
+                        d,
+                        hb,
+                    )
+                }
+            },
+            |work, d, host, hb, info| {
+                // SAFETY: as argued above (the call).
+                unsafe {
+                    sys::cusolverDnXpotrf(
+                        h,
+                        p,
+                        uplo,
+                        n64,
+                        ty,
+                        pa as *mut _,
+                        n64,
+                        ty,
+                        work,
+                        d,
+                        host,
+                        hb,
+                        info,
+                    )
+                }
+            },
+        )
+    }
+
+    /// One cuSOLVER 64-bit call that writes `writes` (ordered on the lane's
+    /// stream as writes): `query` asks for its workspace sizes (device,
+    /// host), `call` runs it with (device workspace, its bytes, host
+    /// workspace, its bytes, the `info` pointer); returns `info`, read back
+    /// after the stream has run (the workspaces live until then).
+    fn solver_run(
+        &self,
+        name: &'static str,
+        writes: &[&DeviceTensor],
+        query: impl FnOnce(&mut usize, &mut usize) -> cudarc::cusolver::sys::cusolverStatus_t,
+        call: impl FnOnce(
+            *mut std::ffi::c_void,
+            usize,
+            *mut std::ffi::c_void,
+            usize,
+            *mut i32,
+        ) -> cudarc::cusolver::sys::cusolverStatus_t,
+    ) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys::cusolverStatus_t as Status;
+        let err = |e: Status| ExecError::from(device_error(self.device, name, format!("{e:?}")));
+        self.order(&[], writes)?;
         let (mut on_device, mut on_host) = (0usize, 0usize);
-        // SAFETY: the handle is bound to this stream (`Solver::new`), `pa`
-        // addresses the n×n matrix of the type given with ld n (checked),
-        // and the sizes are written to the two locals.
-        let status = unsafe {
-            sys::cusolverDnXpotrf_bufferSize(
-                solver.handle,
-                solver.params,
-                uplo,
-                n64,
-                ty,
-                pa as *const _,
-                n64,
-                ty,
-                &mut on_device,
-                &mut on_host,
-            )
-        };
-        if status != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-            return Err(err(status).into());
+        let status = query(&mut on_device, &mut on_host);
+        if status != Status::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(status));
         }
         let mut work = self.workspace(on_device)?;
         let mut host = vec![0u8; on_host.max(1)];
@@ -1147,38 +1197,231 @@ impl Launcher<'_> {
             .stream
             .alloc_zeros::<i32>(1)
             .map_err(self.err("cuMemAllocAsync"))?;
+        let stream = self.stream;
         let (pw, _rw) = work.device_ptr_mut(stream);
         let (pi, _ri) = info.device_ptr_mut(stream);
         self.events.count(|c| c.enqueued += 1);
-        // SAFETY: as above, with a device workspace of `on_device` bytes
-        // and a host one of `on_host` (both as the query asked, alive
-        // until the status is read below, after the stream has run), and
-        // `info` one `int` on the device.
-        let status = unsafe {
-            sys::cusolverDnXpotrf(
-                solver.handle,
-                solver.params,
-                uplo,
-                n64,
-                ty,
-                pa as *mut _,
-                n64,
-                ty,
-                pw as *mut _,
-                on_device,
-                host.as_mut_ptr().cast(),
-                on_host,
-                pi as *mut _,
-            )
-        };
-        drop((_ra, _rw, _ri));
-        if status != sys::cusolverStatus_t::CUSOLVER_STATUS_SUCCESS {
-            return Err(err(status).into());
+        let status = call(
+            pw as *mut _,
+            on_device,
+            host.as_mut_ptr().cast(),
+            on_host,
+            pi as *mut _,
+        );
+        drop((_rw, _ri));
+        if status != Status::CUSOLVER_STATUS_SUCCESS {
+            return Err(err(status));
         }
-        self.recorded(&[], &[&*a])?;
+        self.recorded(&[], writes)?;
         let [code] = self.solver_info(&info)?;
         drop((work, host));
         Ok(code)
+    }
+
+    /// The eigenvalues (ascending, into `w`, of the real type) and
+    /// eigenvectors of the row-major Hermitian `a`, in place: read as
+    /// column-major it is `conj(A)`, whose upper triangle is the row-major
+    /// lower one (the CPU's); `syevd` leaves the eigenvectors `U` of
+    /// `conj(A)` as its columns, so the row-major buffer holds `Uᵀ`, and
+    /// `A`'s eigenvectors are `conj(U)`, its adjoint (the caller's step).
+    pub(super) fn syevd(
+        &self,
+        solver: &Solver,
+        a: &mut DeviceTensor,
+        w: &mut DeviceTensor,
+    ) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDnXsyevd";
+        let ty = solver_type(a.dtype).ok_or_else(|| self.refused(NAME, "not a field type"))?;
+        let real = solver_type(a.dtype.real()).ok_or_else(|| self.refused(NAME, "no real type"))?;
+        let n = match a.shape[..] {
+            [r, c] if r == c && r > 0 => r,
+            _ => return Err(self.refused(NAME, "not a nonempty square matrix")),
+        };
+        self.require(a.len() == n * n, NAME, "the buffer is not the matrix")?;
+        self.require(
+            w.dtype == a.dtype.real() && w.len() == n,
+            NAME,
+            "W is not n reals",
+        )?;
+        let n64 = i64::try_from(n).map_err(|_| self.refused(NAME, "too large"))?;
+        let (job, uplo) = (
+            sys::cusolverEigMode_t::CUSOLVER_EIG_MODE_VECTOR,
+            sys::cublasFillMode_t::CUBLAS_FILL_MODE_UPPER,
+        );
+        // The pointers alone (cudarc's access guards are no-ops here: the
+        // engine orders accesses itself).
+        let stream = self.stream;
+        let pa = a.buf.device_ptr_mut(stream).0;
+        let pw = w.buf.device_ptr_mut(stream).0;
+        let (h, p) = (solver.handle, solver.params);
+        // Both closures' safety: the handle is bound to this stream, `pa`
+        // addresses the n×n matrix of the type given with ld n and `pw` n
+        // reals of its real type (checked); the workspaces are as the query
+        // asked and `info` one `int` (`solver_run`).
+        self.solver_run(
+            NAME,
+            &[&*a, &*w],
+            |d, hb| {
+                // SAFETY: as argued above (the size query).
+                unsafe {
+                    sys::cusolverDnXsyevd_bufferSize(
+                        h,
+                        p,
+                        job,
+                        uplo,
+                        n64,
+                        ty,
+                        pa as *const _,
+                        n64,
+                        real,
+                        pw as *const _,
+                        ty,
+                        d,
+                        hb,
+                    )
+                }
+            },
+            |work, d, host, hb, info| {
+                // SAFETY: as argued above (the call).
+                unsafe {
+                    sys::cusolverDnXsyevd(
+                        h,
+                        p,
+                        job,
+                        uplo,
+                        n64,
+                        ty,
+                        pa as *mut _,
+                        n64,
+                        real,
+                        pw as *mut _,
+                        ty,
+                        work,
+                        d,
+                        host,
+                        hb,
+                        info,
+                    )
+                }
+            },
+        )
+    }
+
+    /// The thin SVD of the column-major `rows × cols` matrix in `a`
+    /// (`rows ≥ cols`, destroyed): `s` its `cols` singular values
+    /// (descending, of the real type), `u` the `rows × cols` column-major
+    /// left vectors, `vt` the `cols × cols` column-major `Vᴴ`.
+    pub(super) fn gesvd(
+        &self,
+        solver: &Solver,
+        a: &mut DeviceTensor,
+        [s, u, vt]: [&mut DeviceTensor; 3],
+        [rows, cols]: [usize; 2],
+    ) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDnXgesvd";
+        let ty = solver_type(a.dtype).ok_or_else(|| self.refused(NAME, "not a field type"))?;
+        let real = solver_type(a.dtype.real()).ok_or_else(|| self.refused(NAME, "no real type"))?;
+        self.require(rows >= cols && cols > 0, NAME, "not a nonempty tall matrix")?;
+        let size = |r: usize, c: usize| r.checked_mul(c);
+        self.require(
+            size(rows, cols) == Some(a.len()),
+            NAME,
+            "A is not rows × cols",
+        )?;
+        self.require(
+            s.dtype == a.dtype.real() && s.len() == cols,
+            NAME,
+            "S is not cols reals",
+        )?;
+        self.require(
+            u.dtype == a.dtype && size(rows, cols) == Some(u.len()),
+            NAME,
+            "U is not rows × cols",
+        )?;
+        self.require(
+            vt.dtype == a.dtype && size(cols, cols) == Some(vt.len()),
+            NAME,
+            "Vᴴ is not cols × cols",
+        )?;
+        let fit = |v: usize| i64::try_from(v).map_err(|_| self.refused(NAME, "too large"));
+        let (m, n) = (fit(rows)?, fit(cols)?);
+        let job = b'S' as std::ffi::c_schar;
+        // The pointers alone (cudarc's access guards are no-ops here: the
+        // engine orders accesses itself).
+        let stream = self.stream;
+        let pa = a.buf.device_ptr_mut(stream).0;
+        let ps = s.buf.device_ptr_mut(stream).0;
+        let pu = u.buf.device_ptr_mut(stream).0;
+        let pv = vt.buf.device_ptr_mut(stream).0;
+        let (h, p) = (solver.handle, solver.params);
+        // Both closures' safety: the handle is bound to this stream; `pa`
+        // addresses the rows × cols matrix (ld rows), `ps` cols reals, `pu`
+        // rows × cols (ld rows) and `pv` cols × cols (ld cols), of the
+        // types given (all checked); job 'S' writes exactly those; the
+        // workspaces are as the query asked and `info` one `int`.
+        self.solver_run(
+            NAME,
+            &[&*a, &*s, &*u, &*vt],
+            |d, hb| {
+                // SAFETY: as argued above (the size query).
+                unsafe {
+                    sys::cusolverDnXgesvd_bufferSize(
+                        h,
+                        p,
+                        job,
+                        job,
+                        m,
+                        n,
+                        ty,
+                        pa as *const _,
+                        m,
+                        real,
+                        ps as *const _,
+                        ty,
+                        pu as *const _,
+                        m,
+                        ty,
+                        pv as *const _,
+                        n,
+                        ty,
+                        d,
+                        hb,
+                    )
+                }
+            },
+            |work, d, host, hb, info| {
+                // SAFETY: as argued above (the call).
+                unsafe {
+                    sys::cusolverDnXgesvd(
+                        h,
+                        p,
+                        job,
+                        job,
+                        m,
+                        n,
+                        ty,
+                        pa as *mut _,
+                        m,
+                        real,
+                        ps as *mut _,
+                        ty,
+                        pu as *mut _,
+                        m,
+                        ty,
+                        pv as *mut _,
+                        n,
+                        ty,
+                        work,
+                        d,
+                        host,
+                        hb,
+                        info,
+                    )
+                }
+            },
+        )
     }
 
     /// `A X = B` for row-major `a` (n×n, overwritten by the LU factors of

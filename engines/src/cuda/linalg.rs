@@ -1,6 +1,8 @@
 //! Decompositions on the device through cuSOLVER's 64-bit API (one call
 //! for all four field types), on the lane's stream with the lane's
-//! cuSOLVER handle: Cholesky (`potrf`) and solve (`getrf` + `getrs`).
+//! cuSOLVER handle: Cholesky (`potrf`), solve (`getrf` + `getrs`), eigh
+//! (`syevd`) and the thin SVD (`gesvd`). QR is not here: cuSOLVER's 64-bit
+//! API has `geqrf` but no `orgqr`, and the typed one is left for later.
 //! Row-major matrices are read as the column-major transposes they are
 //! (see `launch::potrf` and `launch::lu_solve` for why each call gives
 //! the row-major answer).
@@ -17,7 +19,7 @@
 use super::exec::Exec;
 use super::DeviceTensor;
 use crate::engine::ExecError;
-use crate::ops::{permute_view, BinaryOp, ReduceOp, Scalar};
+use crate::ops::{permute_view, BinaryOp, ReduceOp, Scalar, UnaryOp};
 use crate::tensor::DType;
 
 /// What the device found wrong with a decomposition's input.
@@ -105,5 +107,83 @@ impl<'a> Exec<'a> {
             return Ok(Err(Failed("the solution is not finite".into())));
         }
         Ok(Ok(x))
+    }
+}
+
+impl Exec<'_> {
+    /// The eigenvalues (ascending, real) and eigenvectors (columns) of
+    /// Hermitian `a` (its lower triangle read).
+    pub(super) fn eigh(
+        &mut self,
+        a: &DeviceTensor,
+    ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
+        let solver = self.solver()?;
+        if !self.all_finite(a)? {
+            return Ok(Err(Failed("a non-finite entry".into())));
+        }
+        let n = a.shape[0];
+        let mut vectors = self.duplicate(a, &a.shape)?;
+        let mut values = self.alloc(a.dtype.real(), &[n])?;
+        let info = self.launch.syevd(solver, &mut vectors, &mut values)?;
+        if info != 0 {
+            return Ok(Err(Failed(format!(
+                "cuSOLVER: syevd did not converge (info {info})"
+            ))));
+        }
+        // The buffer holds Uᵀ; A's eigenvectors are conj(U), its adjoint.
+        let v = self.gather(&vectors, &permute_view(&[n, n], &[1, 0])?)?;
+        let v = if a.dtype.is_complex() {
+            self.unary(UnaryOp::Conj, &v, a.dtype)?
+        } else {
+            v
+        };
+        Ok(Ok(vec![values, v]))
+    }
+
+    /// The thin SVD of `a` (m×n): `U` (m×k), `S` (k, real, descending),
+    /// `Vᴴ` (k×n), `k = min(m, n)`. `gesvd` takes a column-major matrix at
+    /// least as tall as it is wide: the row-major buffer is one when
+    /// `n ≥ m` (it reads `Aᵀ = U' S V'ᴴ`, so `A = conj(V') S U'ᵀ`, and the
+    /// two factor buffers read row-major are `conj(V')` and `U'ᵀ` as they
+    /// are); for `m > n`, `A` is transposed into one first and both
+    /// factors transposed back.
+    pub(super) fn svd(
+        &mut self,
+        a: &DeviceTensor,
+    ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
+        let solver = self.solver()?;
+        if !self.all_finite(a)? {
+            return Ok(Err(Failed("a non-finite entry".into())));
+        }
+        let (m, n) = (a.shape[0], a.shape[1]);
+        let (dtype, real) = (a.dtype, a.dtype.real());
+        let info;
+        let factors = if n >= m {
+            let mut work = self.duplicate(a, &a.shape)?;
+            let mut s = self.alloc(real, &[m])?;
+            let mut u = self.alloc(dtype, &[m, n])?;
+            let mut vt = self.alloc(dtype, &[m, m])?;
+            info = self
+                .launch
+                .gesvd(solver, &mut work, [&mut s, &mut u, &mut vt], [n, m])?;
+            vec![vt, s, u]
+        } else {
+            let mut work = self.gather(a, &permute_view(&a.shape, &[1, 0])?)?;
+            let mut s = self.alloc(real, &[n])?;
+            let mut u = self.alloc(dtype, &[n, m])?;
+            let mut vt = self.alloc(dtype, &[n, n])?;
+            info = self
+                .launch
+                .gesvd(solver, &mut work, [&mut s, &mut u, &mut vt], [m, n])?;
+            let u = self.gather(&u, &permute_view(&[n, m], &[1, 0])?)?;
+            let vh = self.gather(&vt, &permute_view(&[n, n], &[1, 0])?)?;
+            vec![u, s, vh]
+        };
+        if info != 0 {
+            return Ok(Err(Failed(format!(
+                "cuSOLVER: gesvd did not converge (info {info})"
+            ))));
+        }
+        Ok(Ok(factors))
     }
 }

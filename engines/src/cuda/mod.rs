@@ -496,6 +496,96 @@ impl CudaEngine {
         })
     }
 
+    /// The ops with several outputs: eigh and the SVD (QR is refused).
+    fn decompose(
+        &mut self,
+        op: &TensorOp,
+        inputs: &[TensorId],
+        outputs: &[(TensorId, DType, &[usize])],
+        lane: u64,
+    ) -> Result<(), ExecError> {
+        let a = *inputs.first().ok_or(TensorError::Arity {
+            op: op.name(),
+            expected: 1,
+            got: 0,
+        })?;
+        let (dtype, empty) = {
+            let t = self.store.get(&a).ok_or(NotResident(a))?;
+            (t.dtype, t.is_empty())
+        };
+        let which = match op {
+            TensorOp::Linalg(which @ (Linalg::Svd | Linalg::Eigh))
+                if missing(op, dtype).is_none() =>
+            {
+                *which
+            }
+            _ => {
+                let reason = missing(op, dtype).unwrap_or("ops with several outputs");
+                return Err(self.unsupported(op.name(), dtype, Some(reason)));
+            }
+        };
+        if empty {
+            // No element in, none out: every output is empty.
+            let stream = self.lane(lane)?.stream.clone();
+            for &(id, out_dtype, shape) in outputs {
+                let t = memory::alloc(&stream, &self.events, self.info.ordinal, out_dtype, shape)?;
+                self.insert(id, t);
+            }
+            return Ok(());
+        }
+        self.solver(lane)?;
+        let made = self.with_exec(lane, |mut x, store| {
+            let a = store.get(&a).ok_or(NotResident(a))?;
+            match which {
+                Linalg::Eigh => x.eigh(a),
+                _ => x.svd(a),
+            }
+        })?;
+        match made {
+            Err(linalg::Failed(why)) => Err(self.host_error(op, inputs, lane, why)),
+            Ok(tensors) => {
+                for (&(id, out_dtype, shape), t) in outputs.iter().zip(tensors) {
+                    debug_assert_eq!((t.dtype, &t.shape[..]), (out_dtype, shape));
+                    self.insert(id, t);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `f` with the op methods on lane `lane`'s stream (which
+    /// exists: the caller made it) and the resident tensors, borrowed
+    /// apart.
+    fn with_exec<R>(
+        &mut self,
+        lane: u64,
+        f: impl for<'a> FnOnce(Exec<'a>, &'a HashMap<TensorId, DeviceTensor>) -> R,
+    ) -> R {
+        let CudaEngine {
+            info,
+            ctx,
+            lanes,
+            store,
+            kernels,
+            events,
+            ..
+        } = self;
+        let lane = &lanes[&lane];
+        let x = Exec {
+            launch: Launcher {
+                device: info.ordinal,
+                arch: info.compute_capability,
+                ctx,
+                stream: &lane.stream,
+                events,
+                kernels,
+            },
+            blas: lane.blas.as_ref(),
+            solver: lane.solver.as_ref(),
+        };
+        f(x, store)
+    }
+
     /// The error of an op the device found failed (`why`): the CPU's own,
     /// from the op rerun on host copies of its inputs, so that both places
     /// name the same entry or reason; `why` itself if the host's run
@@ -572,11 +662,9 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     // and bool tensors have every other op the device has.
     let exact = !dtype.is_field();
     match op {
-        TensorOp::Linalg(Linalg::Qr | Linalg::Svd | Linalg::Eigh) => Some("no cuSOLVER path yet"),
-        TensorOp::Linalg(Linalg::Cholesky | Linalg::Solve) if exact => {
-            Some("decompositions are of float and complex matrices")
-        }
-        TensorOp::Linalg(Linalg::Cholesky | Linalg::Solve) => None,
+        TensorOp::Linalg(_) if exact => Some("decompositions are of float and complex matrices"),
+        TensorOp::Linalg(Linalg::Qr) => Some("no cuSOLVER path yet"),
+        TensorOp::Linalg(_) => None,
         TensorOp::Matmul
         | TensorOp::Gemm { .. }
         | TensorOp::Axpby { .. }
@@ -643,10 +731,7 @@ impl TensorEngine for CudaEngine {
         let place = self.place();
         let (out_id, out_dtype, out_shape) = match outputs {
             [one] => *one,
-            _ => {
-                let dtype = outputs.first().map_or(DType::F64, |o| o.1);
-                return Err(self.unsupported(op.name(), dtype, Some("ops with several outputs")));
-            }
+            _ => return self.decompose(op, inputs, outputs, lane),
         };
         // Before the empty-output answer below: an index out of range is
         // an error even when nothing would be written.
@@ -686,29 +771,7 @@ impl TensorEngine for CudaEngine {
         // A decomposition the device found failed: rerun on the host for
         // the CPU's own error (below).
         let mut failed: Option<linalg::Failed> = None;
-        let CudaEngine {
-            info,
-            ctx,
-            lanes,
-            store,
-            kernels,
-            events,
-            ..
-        } = self;
-        let result = {
-            let lane = &lanes[&lane];
-            let mut x = Exec {
-                launch: Launcher {
-                    device: info.ordinal,
-                    arch: info.compute_capability,
-                    ctx,
-                    stream: &lane.stream,
-                    events,
-                    kernels,
-                },
-                blas: lane.blas.as_ref(),
-                solver: lane.solver.as_ref(),
-            };
+        let result = self.with_exec(lane, |mut x, store| -> Result<DeviceTensor, ExecError> {
             let mut resident: smallvec::SmallVec<[&DeviceTensor; 4]> = smallvec::SmallVec::new();
             for id in inputs {
                 resident.push(store.get(id).ok_or(NotResident(*id))?);
@@ -728,7 +791,7 @@ impl TensorEngine for CudaEngine {
             let gather =
                 |x: &mut Exec<'_>, view: Result<View, TensorError>| x.gather(resident[0], &view?);
             // Every op of the vocabulary, each with what it does here.
-            match op {
+            Ok(match op {
                 TensorOp::Binary(b) => x.binary(*b, resident[0], resident[1], out_shape)?,
                 TensorOp::BinaryScalar {
                     op: b,
@@ -834,11 +897,12 @@ impl TensorEngine for CudaEngine {
                         x.alloc(out_dtype, out_shape)?
                     }
                 },
+                // Several outputs: `decompose`, above.
                 TensorOp::Linalg(Linalg::Qr | Linalg::Svd | Linalg::Eigh) => {
                     return Err(unsupported(missing(op, input_dtype)))
                 }
-            }
-        };
+            })
+        })?;
         if let Some(linalg::Failed(why)) = failed {
             drop(result);
             return Err(self.host_error(op, inputs, lane, why));
