@@ -936,7 +936,7 @@ fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome, String> {
 
 /// A program runs on the device as one op (every kernel on the lane's
 /// stream, intermediates freed after their last use) and matches the same
-/// program on the CPU; a step the device refuses fails the outputs,
+/// program on the CPU; a step that fails on the device fails the outputs,
 /// naming the step, and leaves the inputs and the device's memory as they
 /// were.
 fn programs_match_the_cpu() -> Result<Outcome, String> {
@@ -989,19 +989,20 @@ fn programs_match_the_cpu() -> Result<Outcome, String> {
             after.0 == tensors,
             format!("{} resident after the runs, {tensors} before", after.0),
         )?;
-        // QR is not on the device: the program fails at that step.
+        // A random matrix has no Cholesky factor: the program fails at
+        // that step, with the CPU's error.
         let failing = weft::Program::record(|p| {
             let x = p.input(DType::C64, &[16, 16]);
             let y = p.scale(x, 2.0)?;
-            let qr = p.apply_many(weft::TensorOp::Linalg(weft::Linalg::Qr), &[y])?;
-            p.output(qr[1])
+            let l = p.apply_many(weft::TensorOp::Linalg(weft::Linalg::Cholesky), &[y])?;
+            p.output(l[0])
         })
         .map_err(|e| e.to_string())?;
         let out = gpu
             .run_program(&failing, &[&ge])
             .map_err(|e| e.to_string())?;
         let err = wait_err(gpu, &out[0])?;
-        check(err.contains("step 1 (qr)"), err)?;
+        check(err.contains("step 1 (cholesky)"), err)?;
         close(
             "the input after a failed program",
             &download(gpu, &ge)?,
@@ -1605,10 +1606,11 @@ fn unsupported_and_device_errors_are_typed() -> Result<Outcome, String> {
             .transfer(&random(cpu, DType::F64, &[8, 8], 900)?, Place::Cuda(0))
             .map_err(|e| e.to_string())?;
         let before = download(gpu, &x)?;
-        let (_, r) = gpu.qr(&x).map_err(|e| e.to_string())?;
-        let err = wait_err(gpu, &r)?;
+        let ints = gpu.cast(&x, DType::I64).map_err(|e| e.to_string())?;
+        let direct = gpu.cholesky(&ints).map_err(|e| e.to_string())?;
+        let err = wait_err(gpu, &direct)?;
         check(
-            err.contains("CUDA device 0 does not implement qr for f64"),
+            err.contains("CUDA device 0 does not implement cholesky for i64"),
             err,
         )?;
         let huge = gpu
@@ -1880,10 +1882,11 @@ fn adjoint<E: weft::TensorEngine>(
     lane.unary(UnaryOp::Conj, &t).map_err(|e| e.to_string())
 }
 
-/// The thin SVD and eigh through cuSOLVER on every field type (tall, wide
-/// and square for the SVD): the same singular values and eigenvalues as
-/// the CPU's, factors that rebuild the matrix and have orthonormal
-/// columns (the factors' phases are a gauge, free in both places).
+/// The thin SVD, QR and eigh through cuSOLVER on every field type (tall,
+/// wide and square for the SVD and QR): the same singular values and
+/// eigenvalues as the CPU's, factors that rebuild the matrix and have
+/// orthonormal columns (the vectors' phases are a gauge, free in both
+/// places); QR's factors equal the CPU's (R's diagonal fixes the gauge).
 fn spectral_decompositions_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
         let e = |e: weft::OpError| e.to_string();
@@ -1918,6 +1921,25 @@ fn spectral_decompositions_match_the_cpu() -> Result<Outcome, String> {
                 close(&format!("{what}: UᴴU"), &download(gpu, &uu)?, &eye, tol)?;
                 let vv = gpu.matmul(&vh, &adjoint(gpu, &vh)?).map_err(e)?;
                 close(&format!("{what}: VᴴV"), &download(gpu, &vv)?, &eye, tol)?;
+                // QR with R's diagonal real and non-negative is unique for
+                // a matrix of full rank: the CPU's factors exactly.
+                let v = [a.clone()];
+                same!(
+                    format!("{dtype} qr of {shape:?}: Q"),
+                    tol,
+                    cpu,
+                    gpu,
+                    &v,
+                    |l, x| l.qr(&x[0]).map(|(q, _)| q)
+                );
+                same!(
+                    format!("{dtype} qr of {shape:?}: R"),
+                    tol,
+                    cpu,
+                    gpu,
+                    &v,
+                    |l, x| l.qr(&x[0]).map(|(_, r)| r)
+                );
             }
             // A Hermitian matrix: M + Mᴴ.
             let m = random(cpu, dtype, &[6, 6], s + 5)?;

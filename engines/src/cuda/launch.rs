@@ -1424,6 +1424,239 @@ impl Launcher<'_> {
         )
     }
 
+    /// The Householder QR of the column-major `rows × cols` matrix in `a`,
+    /// in place (`R` in its upper triangle, the reflectors below), and
+    /// their `min(rows, cols)` scalars into `tau`.
+    pub(super) fn geqrf(
+        &self,
+        solver: &Solver,
+        a: &mut DeviceTensor,
+        tau: &mut DeviceTensor,
+        [rows, cols]: [usize; 2],
+    ) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDnXgeqrf";
+        let ty = solver_type(a.dtype).ok_or_else(|| self.refused(NAME, "not a field type"))?;
+        let k = rows.min(cols);
+        self.require(k > 0, NAME, "an empty matrix")?;
+        self.require(
+            rows.checked_mul(cols) == Some(a.len()),
+            NAME,
+            "A is not rows × cols",
+        )?;
+        self.require(
+            tau.dtype == a.dtype && tau.len() == k,
+            NAME,
+            "tau is not min(rows, cols) elements",
+        )?;
+        let fit = |v: usize| i64::try_from(v).map_err(|_| self.refused(NAME, "too large"));
+        let (m, n) = (fit(rows)?, fit(cols)?);
+        let stream = self.stream;
+        let pa = a.buf.device_ptr_mut(stream).0;
+        let pt = tau.buf.device_ptr_mut(stream).0;
+        let (h, p) = (solver.handle, solver.params);
+        // Both closures' safety: the handle is bound to this stream; `pa`
+        // addresses the rows × cols matrix (ld rows) and `pt` k scalars, of
+        // the type given (checked); the workspaces are as the query asked
+        // and `info` one `int` (`solver_run`).
+        self.solver_run(
+            NAME,
+            &[&*a, &*tau],
+            |d, hb| {
+                // SAFETY: as argued above (the size query).
+                unsafe {
+                    sys::cusolverDnXgeqrf_bufferSize(
+                        h,
+                        p,
+                        m,
+                        n,
+                        ty,
+                        pa as *const _,
+                        m,
+                        ty,
+                        pt as *const _,
+                        ty,
+                        d,
+                        hb,
+                    )
+                }
+            },
+            |work, d, host, hb, info| {
+                // SAFETY: as argued above (the call).
+                unsafe {
+                    sys::cusolverDnXgeqrf(
+                        h,
+                        p,
+                        m,
+                        n,
+                        ty,
+                        pa as *mut _,
+                        m,
+                        ty,
+                        pt as *mut _,
+                        ty,
+                        work,
+                        d,
+                        host,
+                        hb,
+                        info,
+                    )
+                }
+            },
+        )
+    }
+
+    /// The first `k` columns of `Q`, in place over the `rows × k`
+    /// column-major reflectors `geqrf` left in `a` (ld `rows`), from their
+    /// scalars `tau` (`orgqr`, `ungqr` for the complex types: the 64-bit
+    /// API has none).
+    pub(super) fn orgqr(
+        &self,
+        solver: &Solver,
+        a: &mut DeviceTensor,
+        tau: &DeviceTensor,
+        [rows, k]: [usize; 2],
+    ) -> Result<i32, ExecError> {
+        use cudarc::cusolver::sys;
+        const NAME: &str = "cusolverDn<t>orgqr";
+        self.require(a.dtype.is_field(), NAME, "not a field type")?;
+        self.require(rows >= k && k > 0, NAME, "not a nonempty tall matrix")?;
+        self.require(
+            rows.checked_mul(k).is_some_and(|n| n <= a.len()),
+            NAME,
+            "A is shorter than rows × k",
+        )?;
+        self.require(
+            tau.dtype == a.dtype && tau.len() == k,
+            NAME,
+            "tau is not k elements",
+        )?;
+        let fit = |v: usize| i32::try_from(v).map_err(|_| self.refused(NAME, "too large"));
+        let (m, kk) = (fit(rows)?, fit(k)?);
+        let size = a.dtype.size();
+        let stream = self.stream;
+        let pa = a.buf.device_ptr_mut(stream).0;
+        let pt = tau.buf.device_ptr(stream).0;
+        let h = solver.handle;
+        let dtype = a.dtype;
+        // Both closures' safety: the handle is bound to this stream; `pa`
+        // addresses at least the rows × k matrix (ld rows) and `pt` k
+        // scalars, of the element type each typed call takes (checked,
+        // and matched by `dtype`); the device workspace holds the `lwork`
+        // elements the query asked for, and `info` is one `int`.
+        self.solver_run(
+            NAME,
+            &[&*a],
+            |d, hb| {
+                let mut lwork = 0i32;
+                // SAFETY: as argued above (the size query).
+                let status = unsafe {
+                    match dtype {
+                        DType::F32 => sys::cusolverDnSorgqr_bufferSize(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *const _,
+                            m,
+                            pt as *const _,
+                            &mut lwork,
+                        ),
+                        DType::F64 => sys::cusolverDnDorgqr_bufferSize(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *const _,
+                            m,
+                            pt as *const _,
+                            &mut lwork,
+                        ),
+                        DType::C32 => sys::cusolverDnCungqr_bufferSize(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *const _,
+                            m,
+                            pt as *const _,
+                            &mut lwork,
+                        ),
+                        _ => sys::cusolverDnZungqr_bufferSize(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *const _,
+                            m,
+                            pt as *const _,
+                            &mut lwork,
+                        ),
+                    }
+                };
+                *d = usize::try_from(lwork).unwrap_or(0) * size;
+                *hb = 0;
+                status
+            },
+            |work, d, _host, _hb, info| {
+                let lwork = i32::try_from(d / size).unwrap_or(i32::MAX);
+                // SAFETY: as argued above (the call).
+                unsafe {
+                    match dtype {
+                        DType::F32 => sys::cusolverDnSorgqr(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *mut _,
+                            m,
+                            pt as *const _,
+                            work.cast(),
+                            lwork,
+                            info,
+                        ),
+                        DType::F64 => sys::cusolverDnDorgqr(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *mut _,
+                            m,
+                            pt as *const _,
+                            work.cast(),
+                            lwork,
+                            info,
+                        ),
+                        DType::C32 => sys::cusolverDnCungqr(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *mut _,
+                            m,
+                            pt as *const _,
+                            work.cast(),
+                            lwork,
+                            info,
+                        ),
+                        _ => sys::cusolverDnZungqr(
+                            h,
+                            m,
+                            kk,
+                            kk,
+                            pa as *mut _,
+                            m,
+                            pt as *const _,
+                            work.cast(),
+                            lwork,
+                            info,
+                        ),
+                    }
+                }
+            },
+        )
+    }
+
     /// `A X = B` for row-major `a` (n×n, overwritten by the LU factors of
     /// its column-major reading `Aᵀ`) and `b` holding `B` column-major
     /// (n×nrhs, overwritten by `X`): `getrf` of `Aᵀ`, then `getrs` with

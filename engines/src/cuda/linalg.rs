@@ -1,8 +1,8 @@
 //! Decompositions on the device through cuSOLVER's 64-bit API (one call
 //! for all four field types), on the lane's stream with the lane's
 //! cuSOLVER handle: Cholesky (`potrf`), solve (`getrf` + `getrs`), eigh
-//! (`syevd`) and the thin SVD (`gesvd`). QR is not here: cuSOLVER's 64-bit
-//! API has `geqrf` but no `orgqr`, and the typed one is left for later.
+//! (`syevd`), the thin SVD (`gesvd`) and the thin QR (`geqrf`, then the
+//! typed `orgqr`/`ungqr`: the 64-bit API has no generator of `Q`).
 //! Row-major matrices are read as the column-major transposes they are
 //! (see `launch::potrf` and `launch::lu_solve` for why each call gives
 //! the row-major answer).
@@ -19,7 +19,9 @@
 use super::exec::Exec;
 use super::DeviceTensor;
 use crate::engine::ExecError;
-use crate::ops::{permute_view, BinaryOp, ReduceOp, Scalar, UnaryOp};
+use crate::ops::{
+    diagonal_view, permute_view, slice_view, BinaryOp, CmpOp, ReduceOp, Scalar, SliceAxis, UnaryOp,
+};
 use crate::tensor::DType;
 
 /// What the device found wrong with a decomposition's input.
@@ -185,5 +187,85 @@ impl Exec<'_> {
             ))));
         }
         Ok(Ok(factors))
+    }
+}
+
+impl Exec<'_> {
+    /// The thin QR of `a` (m×n): `Q` (m×k), `R` (k×n), `k = min(m, n)`,
+    /// `R`'s diagonal real and non-negative as the CPU's. `geqrf` and
+    /// `orgqr` take `A` column-major: its row-major transpose.
+    pub(super) fn qr(
+        &mut self,
+        a: &DeviceTensor,
+    ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
+        let solver = self.solver()?;
+        if !self.all_finite(a)? {
+            return Ok(Err(Failed("a non-finite entry".into())));
+        }
+        let (m, n) = (a.shape[0], a.shape[1]);
+        let k = m.min(n);
+        let mut b = self.gather(a, &permute_view(&a.shape, &[1, 0])?)?;
+        let mut tau = self.alloc(a.dtype, &[k])?;
+        let info = self.launch.geqrf(solver, &mut b, &mut tau, [m, n])?;
+        if info != 0 {
+            return Ok(Err(Failed(format!("cuSOLVER: geqrf info {info}"))));
+        }
+        // R: the upper triangle of the first k rows of column-major b.
+        let rows = |count: usize, len: usize| {
+            [
+                SliceAxis {
+                    start: 0,
+                    stop: count,
+                    step: 1,
+                },
+                SliceAxis {
+                    start: 0,
+                    stop: len,
+                    step: 1,
+                },
+            ]
+        };
+        let full = self.gather(&b, &permute_view(&[n, m], &[1, 0])?)?;
+        let top = self.gather(&full, &slice_view(&[m, n], &rows(k, n))?)?;
+        let r = self.triangle(&top, 0, true)?;
+        // Q: the first k columns of column-major b once `orgqr` has run.
+        let info = self.launch.orgqr(solver, &mut b, &tau, [m, k])?;
+        if info != 0 {
+            return Ok(Err(Failed(format!("cuSOLVER: orgqr info {info}"))));
+        }
+        let qt = self.gather(&b, &slice_view(&[n, m], &rows(k, m))?)?;
+        let q = self.gather(&qt, &permute_view(&[k, m], &[1, 0])?)?;
+        let (q, r) = self.real_diagonal(&q, &r)?;
+        Ok(Ok(vec![q, r]))
+    }
+
+    /// `Q·diag(p)` and `diag(conj p)·R`, `p` the phases of `R`'s diagonal
+    /// (1 where it is 0): `R`'s diagonal becomes real and non-negative,
+    /// and `Q R` is unchanged (`|p| = 1`).
+    fn real_diagonal(
+        &mut self,
+        q: &DeviceTensor,
+        r: &DeviceTensor,
+    ) -> Result<(DeviceTensor, DeviceTensor), ExecError> {
+        let dtype = r.dtype;
+        let d = self.gather(r, &diagonal_view(&r.shape, [0, 1])?)?;
+        let k = [d.len()];
+        let magnitude = self.unary(UnaryOp::Abs, &d, dtype.real())?;
+        let magnitude = self.cast(&magnitude, dtype)?;
+        let zero = self.fill(dtype, &[], Scalar::Real(0.0))?;
+        let one = self.fill(dtype, &[], Scalar::Real(1.0))?;
+        let vanishes = self.compare(CmpOp::Eq, &magnitude, &zero, &k)?;
+        let d = self.select([&vanishes, &one, &d], &k)?;
+        let magnitude = self.select([&vanishes, &one, &magnitude], &k)?;
+        let p = self.binary(BinaryOp::Div, &d, &magnitude, &k)?;
+        let q = self.binary(BinaryOp::Mul, q, &p, &q.shape)?;
+        let conj = if dtype.is_complex() {
+            self.unary(UnaryOp::Conj, &p, dtype)?
+        } else {
+            p
+        };
+        let column = self.duplicate(&conj, &[k[0], 1])?;
+        let r = self.binary(BinaryOp::Mul, &column, r, &r.shape)?;
+        Ok((q, r))
     }
 }

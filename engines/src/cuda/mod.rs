@@ -496,7 +496,7 @@ impl CudaEngine {
         })
     }
 
-    /// The ops with several outputs: eigh and the SVD (QR is refused).
+    /// The ops with several outputs: the decompositions QR, SVD and eigh.
     fn decompose(
         &mut self,
         op: &TensorOp,
@@ -514,7 +514,7 @@ impl CudaEngine {
             (t.dtype, t.is_empty())
         };
         let which = match op {
-            TensorOp::Linalg(which @ (Linalg::Svd | Linalg::Eigh))
+            TensorOp::Linalg(which @ (Linalg::Qr | Linalg::Svd | Linalg::Eigh))
                 if missing(op, dtype).is_none() =>
             {
                 *which
@@ -538,6 +538,7 @@ impl CudaEngine {
             let a = store.get(&a).ok_or(NotResident(a))?;
             match which {
                 Linalg::Eigh => x.eigh(a),
+                Linalg::Qr => x.qr(a),
                 _ => x.svd(a),
             }
         })?;
@@ -663,7 +664,6 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     let exact = !dtype.is_field();
     match op {
         TensorOp::Linalg(_) if exact => Some("decompositions are of float and complex matrices"),
-        TensorOp::Linalg(Linalg::Qr) => Some("no cuSOLVER path yet"),
         TensorOp::Linalg(_) => None,
         TensorOp::Matmul
         | TensorOp::Gemm { .. }
