@@ -1686,16 +1686,7 @@ fn indexing_ops_match_the_cpu() -> Result<Outcome, String> {
         let i64s = up(Tensor::from_vec(vec![2i64, -1, 0, 2, 5, -6], &[2, 3]))?;
         let i32s = up(Tensor::from_vec(vec![1i32, 1, -3], &[3]))?;
         let starts = up(Tensor::from_vec(vec![3i64, -2, 9], &[3]))?;
-        let all = [
-            DType::F32,
-            DType::F64,
-            DType::C32,
-            DType::C64,
-            DType::I32,
-            DType::I64,
-            DType::Bool,
-        ];
-        for (k, dtype) in all.into_iter().enumerate() {
+        for (k, dtype) in DType::ALL.into_iter().enumerate() {
             let s = 2000 + 10 * k as u64;
             let make = |shape: &[usize], seed: u64| {
                 let d = match dtype {

@@ -5,8 +5,8 @@
 use super::elementwise::Integer;
 use crate::layout::unravel;
 use crate::ops::{
-    clamped_starts, mask_positions, positions, split_at_axis as split, Meta, ScatterMode,
-    SliceAxis, TensorOp,
+    clamped_starts, mask_positions, positions, split_at_axis as split, window_axes, Meta,
+    ScatterMode, TensorOp,
 };
 use crate::tensor::{element_count, Data, Element, Field, Tensor, TensorError};
 
@@ -124,16 +124,7 @@ pub(super) fn dynamic_slice(
     };
     op.infer(&[Meta::of(x), Meta::of(at)])?;
     let first = clamped_starts(at, x.shape(), sizes)?;
-    let axes: Vec<SliceAxis> = first
-        .iter()
-        .zip(sizes)
-        .map(|(&start, &size)| SliceAxis {
-            start,
-            stop: start + size,
-            step: 1,
-        })
-        .collect();
-    super::structural::slice(x, &axes)
+    super::structural::slice(x, &window_axes(&first, sizes))
 }
 
 /// `x` with `update` written at the clamped starts.

@@ -18,7 +18,7 @@ use super::kernels::Dims;
 use super::DeviceTensor;
 use crate::engine::ExecError;
 use crate::layout::row_major;
-use crate::ops::{slice_view, split_at_axis, ScatterMode, SliceAxis};
+use crate::ops::{slice_view, split_at_axis, window_axes, ScatterMode};
 
 /// What an indexing op read and checked on the host.
 #[derive(Debug)]
@@ -152,16 +152,7 @@ impl Exec<'_> {
         starts: &[usize],
         sizes: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
-        let axes: Vec<SliceAxis> = starts
-            .iter()
-            .zip(sizes)
-            .map(|(&start, &size)| SliceAxis {
-                start,
-                stop: start + size,
-                step: 1,
-            })
-            .collect();
-        self.gather(x, &slice_view(&x.shape, &axes)?)
+        self.gather(x, &slice_view(&x.shape, &window_axes(starts, sizes))?)
     }
 
     /// A copy of `x` with `update` written at the clamped `starts`: one

@@ -677,9 +677,10 @@ impl Launcher<'_> {
     /// A row kernel over `rows` rows of `len` contiguous elements of `src`,
     /// each cut into `parts`: segment `b`, part `b % parts` of row
     /// `b / parts`, goes into `out[b]`, reduced by as many threads as its
-    /// length needs (a block packs several short segments). `Reduce` takes (op code, the count a mean
-    /// divides by) into `T`; `Norm` takes (whether `src` holds sums of
-    /// squares already, whether to take the root) into `R`.
+    /// length needs (a block packs several short segments). `Reduce` takes
+    /// (op code, the count a mean divides by) into `T`; `Norm` takes
+    /// (whether `src` holds sums of squares already, whether to take the
+    /// root) into `R`.
     pub(super) fn rows(
         &mut self,
         out: &mut DeviceTensor,

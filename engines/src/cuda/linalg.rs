@@ -56,16 +56,31 @@ impl<'a> Exec<'a> {
         })
     }
 
+    /// The lane's cuSOLVER handle once every input is checked finite, or
+    /// what the device found.
+    fn prepare(
+        &mut self,
+        inputs: &[&DeviceTensor],
+    ) -> Result<Result<&'a super::launch::Solver, Failed>, ExecError> {
+        let solver = self.solver()?;
+        for t in inputs {
+            if !self.all_finite(t)? {
+                return Ok(Err(Failed("a non-finite entry".into())));
+            }
+        }
+        Ok(Ok(solver))
+    }
+
     /// The lower Cholesky factor `L` of Hermitian positive definite `a`
     /// (its lower triangle read), zeros above the diagonal.
     pub(super) fn cholesky(
         &mut self,
         a: &DeviceTensor,
     ) -> Result<Result<DeviceTensor, Failed>, ExecError> {
-        let solver = self.solver()?;
-        if !self.all_finite(a)? {
-            return Ok(Err(Failed("a non-finite entry".into())));
-        }
+        let solver = match self.prepare(&[a])? {
+            Ok(solver) => solver,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let mut factor = self.duplicate(a, &a.shape)?;
         let info = self.launch.potrf(solver, &mut factor)?;
         if info != 0 {
@@ -83,10 +98,10 @@ impl<'a> Exec<'a> {
         a: &DeviceTensor,
         b: &DeviceTensor,
     ) -> Result<Result<DeviceTensor, Failed>, ExecError> {
-        let solver = self.solver()?;
-        if !(self.all_finite(a)? && self.all_finite(b)?) {
-            return Ok(Err(Failed("a non-finite entry".into())));
-        }
+        let solver = match self.prepare(&[a, b])? {
+            Ok(solver) => solver,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let n = a.shape[0];
         let nrhs = b.shape.get(1).copied().unwrap_or(1);
         let mut lu = self.duplicate(a, &a.shape)?;
@@ -110,19 +125,17 @@ impl<'a> Exec<'a> {
         }
         Ok(Ok(x))
     }
-}
 
-impl Exec<'_> {
     /// The eigenvalues (ascending, real) and eigenvectors (columns) of
     /// Hermitian `a` (its lower triangle read).
     pub(super) fn eigh(
         &mut self,
         a: &DeviceTensor,
     ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
-        let solver = self.solver()?;
-        if !self.all_finite(a)? {
-            return Ok(Err(Failed("a non-finite entry".into())));
-        }
+        let solver = match self.prepare(&[a])? {
+            Ok(solver) => solver,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let n = a.shape[0];
         let mut vectors = self.duplicate(a, &a.shape)?;
         let mut values = self.alloc(a.dtype.real(), &[n])?;
@@ -153,10 +166,10 @@ impl Exec<'_> {
         &mut self,
         a: &DeviceTensor,
     ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
-        let solver = self.solver()?;
-        if !self.all_finite(a)? {
-            return Ok(Err(Failed("a non-finite entry".into())));
-        }
+        let solver = match self.prepare(&[a])? {
+            Ok(solver) => solver,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let (m, n) = (a.shape[0], a.shape[1]);
         let (dtype, real) = (a.dtype, a.dtype.real());
         let info;
@@ -188,9 +201,7 @@ impl Exec<'_> {
         }
         Ok(Ok(factors))
     }
-}
 
-impl Exec<'_> {
     /// The thin QR of `a` (m×n): `Q` (m×k), `R` (k×n), `k = min(m, n)`,
     /// `R`'s diagonal real and non-negative as the CPU's. `geqrf` and
     /// `orgqr` take `A` column-major: its row-major transpose.
@@ -198,10 +209,10 @@ impl Exec<'_> {
         &mut self,
         a: &DeviceTensor,
     ) -> Result<Result<Vec<DeviceTensor>, Failed>, ExecError> {
-        let solver = self.solver()?;
-        if !self.all_finite(a)? {
-            return Ok(Err(Failed("a non-finite entry".into())));
-        }
+        let solver = match self.prepare(&[a])? {
+            Ok(solver) => solver,
+            Err(failed) => return Ok(Err(failed)),
+        };
         let (m, n) = (a.shape[0], a.shape[1]);
         let k = m.min(n);
         let mut b = self.gather(a, &permute_view(&a.shape, &[1, 0])?)?;

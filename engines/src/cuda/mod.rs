@@ -36,7 +36,7 @@
 //! pinned memory for downloads (the host reads it).
 //!
 //! Kernels: GEMM through cuBLAS (`cublasGemmStridedBatchedEx`, all four
-//! element types); Cholesky and solve through cuSOLVER (`linalg.rs`);
+//! element types); the decompositions through cuSOLVER (`linalg.rs`);
 //! everything else through the engine's own kernels,
 //! compiled by NVRTC at first use ([`compile_kernels`]): to a cubin for the
 //! device's architecture where NVRTC targets it, else to PTX the driver

@@ -249,3 +249,16 @@ pub(crate) fn mask_positions(mask: &Tensor, len: usize) -> Result<Vec<usize>, Te
     }
     Ok(at)
 }
+
+/// The slice of a window of `sizes` at `starts` (clamped already).
+pub(crate) fn window_axes(starts: &[usize], sizes: &[usize]) -> Vec<super::SliceAxis> {
+    starts
+        .iter()
+        .zip(sizes)
+        .map(|(&start, &size)| super::SliceAxis {
+            start,
+            stop: start + size,
+            step: 1,
+        })
+        .collect()
+}

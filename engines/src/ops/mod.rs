@@ -21,7 +21,7 @@ pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
 pub(crate) use elementwise::check_integer_operands;
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};
-pub(crate) use index::{clamped_starts, mask_positions, positions, split_at_axis};
+pub(crate) use index::{clamped_starts, mask_positions, positions, split_at_axis, window_axes};
 pub use linalg::Linalg;
 pub use matmul::{matmul_shape, MatOp};
 pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
