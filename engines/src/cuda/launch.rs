@@ -1056,35 +1056,36 @@ impl Launcher<'_> {
     pub(super) fn read_back(&self, t: &DeviceTensor) -> Result<Vec<u8>, ExecError> {
         self.order(&[t], &[])?;
         let mut host = vec![0u8; t.bytes()];
-        self.events.count(|c| {
-            c.host_copies += 1;
-            c.syncs += 1;
-        });
-        if !host.is_empty() {
-            self.stream
-                .memcpy_dtoh(&t.buf.slice(..host.len()), &mut host[..])
-                .map_err(self.err("cuMemcpyDtoHAsync"))?;
+        if host.is_empty() {
+            return Ok(host);
         }
-        self.stream
-            .synchronize()
-            .map_err(self.err("cuStreamSynchronize"))?;
+        self.copy_back(&t.buf.slice(..host.len()), &mut host)?;
         Ok(host)
     }
 
     /// The statuses cuSOLVER wrote to `info` (after the stream has run).
     fn solver_info<const N: usize>(&self, info: &CudaSlice<i32>) -> Result<[i32; N], ExecError> {
         let mut host = [0i32; N];
+        self.copy_back(info, &mut host)?;
+        Ok(host)
+    }
+
+    /// Copies `src` into `dst` on the lane's stream and waits for it.
+    fn copy_back<T: DeviceRepr>(
+        &self,
+        src: &impl DevicePtr<T>,
+        dst: &mut [T],
+    ) -> Result<(), ExecError> {
         self.events.count(|c| {
             c.host_copies += 1;
             c.syncs += 1;
         });
         self.stream
-            .memcpy_dtoh(info, &mut host[..])
+            .memcpy_dtoh(src, dst)
             .map_err(self.err("cuMemcpyDtoHAsync"))?;
         self.stream
             .synchronize()
-            .map_err(self.err("cuStreamSynchronize"))?;
-        Ok(host)
+            .map_err(self.err("cuStreamSynchronize"))
     }
 
     /// Device workspace of `bytes` (at least one) on the lane's stream.

@@ -255,25 +255,14 @@ impl Drop for DeviceTensor {
             FreeOn::Stream(stream) => stream.cu_stream(),
             FreeOn::FreeStream => {
                 let free = pool.free_stream();
-                let settled = access.settle(
-                    free.id(),
-                    Kind::Write,
-                    || pool.take(),
-                    |s, ev| {
-                        pool.count(|c| c.event_records += 1);
-                        ev.record(s)
-                    },
-                );
-                if let Err(e) = settled {
-                    // A reader's stream could not be marked: the buffer is
+                // The free is a write on the free stream: it follows every
+                // access.
+                if let Err(e) = order_after(&mut access, pool, free, Kind::Write) {
+                    // An access could not be waited for: the buffer is
                     // leaked rather than freed under a reader.
                     ctx.record_err::<()>(Err(e));
                     let _leaked = buf.leak();
                     return pool.give(access.into_events());
-                }
-                for event in access.waits(free.id(), Kind::Write) {
-                    pool.count(|c| c.event_waits += 1);
-                    ctx.record_err(free.wait(event));
                 }
                 free.cu_stream()
             }
@@ -289,29 +278,39 @@ impl Drop for DeviceTensor {
     }
 }
 
+/// Makes `stream` wait, on the device, for the accesses `access` says an
+/// access of `kind` there must follow (first recording the events of the
+/// reads a write must follow).
+fn order_after(
+    access: &mut Tracker<Stream, CudaEvent>,
+    pool: &EventPool,
+    stream: &Stream,
+    kind: Kind,
+) -> Result<(), DriverError> {
+    let id = stream.id();
+    access.settle(
+        id,
+        kind,
+        || pool.take(),
+        |s, ev| {
+            pool.count(|c| c.event_records += 1);
+            ev.record(s)
+        },
+    )?;
+    for event in access.waits(id, kind) {
+        pool.count(|c| c.event_waits += 1);
+        stream.wait(event)?;
+    }
+    Ok(())
+}
+
 impl DeviceTensor {
     /// Orders an access of `kind` about to be enqueued on `stream` after
     /// the accesses it must follow: `stream` waits for them on the device
     /// (a write first has an event recorded on each stream that read the
     /// tensor since its last write).
     pub(super) fn before(&self, stream: &Stream, kind: Kind) -> Result<(), DriverError> {
-        let id = stream.id();
-        let mut access = self.access.borrow_mut();
-        let pool = &self.events;
-        access.settle(
-            id,
-            kind,
-            || pool.take(),
-            |s, ev| {
-                pool.count(|c| c.event_records += 1);
-                ev.record(s)
-            },
-        )?;
-        for event in access.waits(id, kind) {
-            pool.count(|c| c.event_waits += 1);
-            stream.wait(event)?;
-        }
-        Ok(())
+        order_after(&mut self.access.borrow_mut(), &self.events, stream, kind)
     }
 
     /// Blocks the calling thread until the last write of the tensor has
