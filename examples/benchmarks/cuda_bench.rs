@@ -292,7 +292,20 @@ fn bandwidth(
         stream.memcpy_dtoh(&dev, &mut pageable)?;
         Ok(stream.synchronize()?)
     })?;
+    // The floor of a download on the host alone: a new tensor of the same
+    // bytes (its allocation, page faults, copy and free), as a clone.
+    let clone_t = time(5, || {
+        drop(std::hint::black_box(host.clone()));
+        Ok(())
+    })?;
     let gbs = |d: Duration| bytes as f64 / d.as_secs_f64() / 1e9;
+    println!(
+        "host clone {} MiB (a new tensor's allocation, faults and copy): {:.1} GB/s; \
+         the lane's download takes {:.2}x that",
+        bytes >> 20,
+        gbs(clone_t),
+        down_t.as_secs_f64() / clone_t.as_secs_f64()
+    );
     for (way, lane_t, pinned_t, page_t) in [
         ("host->device", up_t, raw_up, page_up),
         ("device->host", down_t, raw_down, page_down),

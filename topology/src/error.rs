@@ -121,7 +121,7 @@ pub enum CudaUnavailable {
     #[error("CUDA unavailable: the driver reports no device")]
     NoDevice,
     /// A device ordinal past the devices there are.
-    #[error("no CUDA device {ordinal}: the machine has {count}")]
+    #[error("CUDA unavailable: no device {ordinal}: the machine has {count}")]
     NoSuchDevice {
         /// The ordinal asked for.
         ordinal: usize,

@@ -533,7 +533,7 @@ impl Launcher<'_> {
         const NAME: &str = "cuLaunchKernel unary";
         let magnitude = out.dtype != a.dtype;
         self.require(
-            out.dtype == a.dtype.real(),
+            out.dtype == a.dtype || out.dtype == a.dtype.real(),
             NAME,
             "the output is not of the input's type or its real type",
         )?;
