@@ -12,7 +12,8 @@
 
 use serde_json::{json, Value};
 use weft::{
-    ArgOp, BinaryOp, CmpOp, DType, Distribution, ReduceOp, ScatterMode, Tensor, TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, DType, Distribution, HostRun, ReduceOp, ScatterMode, Tensor, TensorOp,
+    UnaryOp,
 };
 use weft_examples::encode;
 

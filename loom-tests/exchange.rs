@@ -1,4 +1,4 @@
-//! Loom models of the MPI exchange's request table (`weft_engines::mpi::
+//! Loom models of the MPI exchange's request table (`weft_mpi::
 //! Exchange`) against a fake network: completion, cancellation and
 //! shutdown in every order. Build and run with `RUSTFLAGS="--cfg
 //! weft_loom" cargo test --release -p weft-loom-tests --test exchange`;
@@ -16,10 +16,10 @@
 use loom::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
-use weft_engines::mpi::{
+use weft_core::{DType, Data, Tensor};
+use weft_mpi::{
     Buf, Collective, Done, Exchange, Grace, MpiError, MpiOp, Reduction, Request, Transport,
 };
-use weft_engines::{DType, Data, Tensor};
 
 const PENDING: u8 = 0;
 const COMPLETE: u8 = 1;

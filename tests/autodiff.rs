@@ -6,8 +6,8 @@
 //! (`Tape::record`) against the same loss recorded as a program.
 
 use weft::{
-    c64, BinaryOp, CmpOp, DType, Distribution, GradError, MatOp, Program, RecordError, Recorder,
-    ReduceOp, Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
+    c64, BinaryOp, CmpOp, DType, Distribution, GradError, HostRun, MatOp, Program, RecordError,
+    Recorder, ReduceOp, Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
 };
 use weft_tests::wait_ok;
 

@@ -24,7 +24,7 @@ const DTYPES: [DType; 4] = [DType::F32, DType::F64, DType::C32, DType::C64];
 /// The kernels' CUDA source compiles for every element type (for Hopper
 /// and for NVRTC's default target). Needs only NVRTC, not a device.
 fn kernels_compile() -> Result<Outcome, String> {
-    if !weft_engines::cuda::nvrtc_present() {
+    if !weft_cuda::nvrtc_present() {
         return Ok(Outcome::Skipped(
             "NVRTC cannot be loaded (as libnvrtc.so, or .so.12 down to .so.9): put a CUDA 12 lib \
              folder on LD_LIBRARY_PATH, or a CUDA 13 one with a libnvrtc.so link to its \
@@ -34,11 +34,11 @@ fn kernels_compile() -> Result<Outcome, String> {
     }
     for dtype in DType::ALL {
         for arch in [Some((9, 0)), None] {
-            let ptx = weft_engines::cuda::compile_kernels(dtype, arch)
-                .map_err(|log| format!("{dtype}: {log}"))?;
+            let ptx =
+                weft_cuda::compile_kernels(dtype, arch).map_err(|log| format!("{dtype}: {log}"))?;
             let text = ptx.to_src();
             // Every kernel the engine loads for the type, and no other.
-            let names = weft_engines::cuda::kernel_names(dtype);
+            let names = weft_cuda::kernel_names(dtype);
             for name in &names {
                 let entry = format!(".entry {name}_{dtype}(");
                 check(text.contains(&entry), format!("{dtype}: no {entry}"))?;
@@ -51,9 +51,9 @@ fn kernels_compile() -> Result<Outcome, String> {
         }
     }
     // And as a cubin for Hopper, where this NVRTC targets it: an ELF image.
-    if weft_engines::cuda::nvrtc_architectures().contains(&90) {
+    if weft_cuda::nvrtc_architectures().contains(&90) {
         for dtype in DType::ALL {
-            let cubin = weft_engines::cuda::compile_kernels_cubin(dtype, 90)
+            let cubin = weft_cuda::compile_kernels_cubin(dtype, 90)
                 .map_err(|log| format!("{dtype} cubin: {log}"))?;
             check(
                 cubin.starts_with(b"\x7fELF"),
@@ -294,7 +294,7 @@ fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
                     );
                 }
             }
-            for op in weft_engines::ops::UnaryOp::ALL
+            for op in weft::UnaryOp::ALL
                 .into_iter()
                 .filter(|op| op.supports(dtype))
             {

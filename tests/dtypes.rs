@@ -4,7 +4,7 @@
 //! refusal as a typed error naming the bad value.
 
 use weft::{
-    c64, ArgOp, BinaryOp, CmpOp, DType, Distribution, Element, ReduceOp, Scalar, Tensor,
+    c64, ArgOp, BinaryOp, CmpOp, DType, Distribution, Element, HostRun, ReduceOp, Scalar, Tensor,
     TensorError, TensorOp, UnaryOp,
 };
 use weft_tests::{wait, wait_ok};

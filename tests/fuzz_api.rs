@@ -17,11 +17,11 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
+use weft::EinsumSpec;
 use weft::{
     BinaryOp, CmpOp, CpuEngine, DType, Distribution, Lane, Linalg, Op, ReduceOp, Runtime, Scalar,
     SliceAxis, Tensor, TensorHandle, TensorOp, UnaryOp,
 };
-use weft_engines::EinsumSpec;
 use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, LIMIT};
 
 const MARKER: &str = weft_tests::INJECTED;

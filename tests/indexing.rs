@@ -2,7 +2,7 @@
 //! XLA's clamping, compression by a mask, each against a plain loop
 //! written here, and every bad index a typed error naming it.
 
-use weft::{DType, ScatterMode, Tensor, TensorError, TensorOp};
+use weft::{DType, HostRun, ScatterMode, Tensor, TensorError, TensorOp};
 use weft_tests::{wait, wait_ok};
 
 const SHAPE: [usize; 3] = [3, 4, 5];

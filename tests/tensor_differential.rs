@@ -9,7 +9,7 @@
 
 use proptest::prelude::*;
 use weft::{
-    ArgOp, BinaryOp, CmpOp, DType, Distribution, Meta, ReduceOp, Tensor, TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, DType, Distribution, HostRun, Meta, ReduceOp, Tensor, TensorOp, UnaryOp,
 };
 use weft_tests::wait_ok;
 

@@ -187,7 +187,7 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
     })?;
     // The same kernel, launched raw on a stream of its own.
     let module = ctx.load_module(
-        weft_engines::cuda::compile_kernels(DType::F32, Some(ctx.compute_capability()?))
+        weft_cuda::compile_kernels(DType::F32, Some(ctx.compute_capability()?))
             .map_err(|e| e.to_string())?,
     )?;
     let f = module.load_function("binary_scalar_f32")?;

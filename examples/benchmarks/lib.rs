@@ -98,7 +98,7 @@ pub fn faer_gemm(
 #[cfg(feature = "blas")]
 pub mod openblas {
     use weft::Field;
-    use weft_engines::blas;
+    use weft_cpu::blas;
 
     /// Runs `f` with OpenBLAS on `threads` threads of its own, then sets it
     /// back to the one thread weft's provider runs it on.

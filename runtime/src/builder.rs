@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use weft_actors::Trace;
-use weft_engines::{CpuProvider, Pinning};
+use weft_cpu::{CpuProvider, Pinning};
 use weft_topology::{CpuSet, Topology, TopologyBuilder};
 
 use crate::config::{Config, Hosting};
@@ -145,7 +145,7 @@ impl Builder {
     }
 
     /// Bytes of freed tensor buffers each CPU domain keeps for reuse
-    /// (default 256 MiB; 0 turns the pool off). See [`weft_engines::BufferPool`].
+    /// (default 256 MiB; 0 turns the pool off). See [`weft_cpu::BufferPool`].
     pub fn buffer_cap(mut self, bytes: usize) -> Self {
         self.config.buffer_cap = bytes;
         self
@@ -292,7 +292,7 @@ impl Builder {
     /// Runs every CPU domain on a rayon pool the application built: each
     /// domain's actor is a job on one of its workers for as long as the
     /// runtime runs, and the domain's kernels run on the pool
-    /// ([`CpuEngine::install`](weft_engines::CpuEngine::install) from the
+    /// ([`CpuEngine::install`](weft_cpu::CpuEngine::install) from the
     /// actor runs in place). weft starts, pins and reads back no thread:
     /// the pool's threads are the application's, as it pinned them
     /// ([`Affinity::Caller`](crate::Affinity::Caller)). The pool gives up
@@ -387,7 +387,7 @@ impl Builder {
                 // cannot stand in for a build that asked for it.
                 #[cfg(feature = "mpi")]
                 if config.mpi && runtime.table().mpi().is_none() {
-                    return Err(BuildError::Mpi(weft_engines::mpi::MpiError::Unavailable {
+                    return Err(BuildError::Mpi(weft_mpi::MpiError::Unavailable {
                         reason: format!(
                             "the live runtime this build would share (Overlap::Share) runs \
                              no MPI: build that one with .mpi(), or this one with another \

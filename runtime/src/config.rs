@@ -10,7 +10,7 @@ use weft_actors::{
     ActorBuilder, ActorJob, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
     DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
-use weft_engines::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
+use weft_cpu::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
 use crate::ledger::Overlap;
 

@@ -14,7 +14,8 @@ use weft_actors::{
     current_actor, mark_current_thread, release_queue, Actor, ActorStats, Housekeeping, Released,
     Releaser, ShutdownError, ShutdownReport,
 };
-use weft_engines::{CpuEngine, CpuEngineConfig, Pinning, Place, TensorEngine, TensorId};
+use weft_core::{Place, TensorEngine, TensorId};
+use weft_cpu::{CpuEngine, CpuEngineConfig, Pinning};
 use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::{Config, Hosting};
@@ -340,7 +341,7 @@ fn start_cpu(
                     threads: engine.domain().threads,
                     cpus: engine.worker_cpus().to_vec(),
                 };
-                Ok::<_, weft_engines::EngineError>(engine)
+                Ok::<_, weft_cpu::EngineError>(engine)
             },
             housekeeping,
         )
@@ -453,7 +454,7 @@ impl DomainTable {
             .map(|device| {
                 let ordinal = device.ordinal;
                 let pin = match config.pinning {
-                    weft_engines::Pinning::None => None,
+                    weft_cpu::Pinning::None => None,
                     _ => device
                         .nearest_domain(topology)
                         .map(|d| topology.domains()[d].cpus().clone()),

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use weft_actors::{ActorClosed, SpawnError};
-use weft_engines::{DeviceError, ExecError, Meta, NotResident, Place, TensorError, Unsupported};
+use weft_core::{DeviceError, ExecError, Meta, NotResident, Place, TensorError, Unsupported};
 use weft_topology::{CpuSet, TopologyError};
 
 use crate::handle::RuntimeId;
@@ -15,7 +15,7 @@ pub enum BuildError {
     /// MPI was asked for and cannot be had (feature `mpi`).
     #[cfg(feature = "mpi")]
     #[error(transparent)]
-    Mpi(#[from] weft_engines::mpi::MpiError),
+    Mpi(#[from] weft_mpi::MpiError),
     /// CUDA devices were asked for and cannot be had: no driver library,
     /// no device, or not the one asked for.
     #[cfg(feature = "cuda")]
@@ -122,8 +122,8 @@ pub enum RuntimeError {
     Op(#[from] OpError),
 }
 
-impl From<weft_engines::GradError> for OpError {
-    fn from(e: weft_engines::GradError) -> OpError {
+impl From<weft_core::GradError> for OpError {
+    fn from(e: weft_core::GradError) -> OpError {
         OpError::Gradient(Box::new(e))
     }
 }
@@ -135,9 +135,9 @@ pub enum OpError {
     /// Shapes, element types or arguments that do not fit the op.
     #[error(transparent)]
     Tensor(#[from] TensorError),
-    /// A gradient could not be derived (see [`weft_engines::GradError`]).
+    /// A gradient could not be derived (see [`weft_core::GradError`]).
     #[error(transparent)]
-    Gradient(Box<weft_engines::GradError>),
+    Gradient(Box<weft_core::GradError>),
     /// A tape cannot give the gradient asked for.
     #[error("gradient on a tape: {reason}")]
     Tape {
@@ -198,7 +198,7 @@ pub enum OpError {
     /// An operation between ranks failed (feature `mpi`).
     #[cfg(feature = "mpi")]
     #[error(transparent)]
-    Mpi(#[from] weft_engines::mpi::MpiError),
+    Mpi(#[from] weft_mpi::MpiError),
     /// The lane is full and the caller runs on an actor, which must not block.
     #[error("the lane is full and the caller runs on an actor, which must not block")]
     WouldDeadlock,

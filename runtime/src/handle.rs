@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use weft_actors::{Actor, Event, Released, Releaser};
-use weft_engines::{DType, Meta, Place, TensorEngine, TensorId};
+use weft_core::{DType, Meta, Place, TensorEngine, TensorId};
 
 /// Identifies one runtime, so that a handle of another runtime is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -8,7 +8,8 @@ use std::ops::Deref;
 use std::sync::{Arc, Weak};
 
 use weft_actors::{ActorClosed, Op};
-use weft_engines::{CpuEngine, Place, TensorEngine};
+use weft_core::{Place, TensorEngine};
+use weft_cpu::CpuEngine;
 
 use crate::domain::{Domain, DomainTable};
 use crate::handle::DomainTensors;

@@ -106,20 +106,21 @@ pub use weft_actors::{
 pub use error::OpError;
 pub use handle::{RuntimeId, TensorHandle};
 pub use ops::{DomainMemory, DotGeneral};
-pub use weft_engines::ops::MAX_EINSUM_OPERANDS;
-pub use weft_engines::{
+pub use weft_core::ops::MAX_EINSUM_OPERANDS;
+pub use weft_core::{
     c32, c64, ArgOp, BinaryOp, CmpOp, DType, Data, Distribution, EinsumSpec, Element, Field,
     Linalg, MatOp, Meta, NotResident, Place, ReduceOp, Scalar, ScatterMode, SliceAxis, Tensor,
     TensorError, TensorId, TensorOp, UnaryOp,
 };
 // Programs: a computation recorded once and run as one op.
-pub use weft_engines::{GradError, Program, RecordError, Recorder, Step, Value, DEGENERACY};
+pub use weft_core::{GradError, Program, RecordError, Recorder, Step, Value, DEGENERACY};
 
 // Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
 // what they report.
-pub use weft_engines::{
-    BufferStats, CacheStats, CpuEngine, CpuProvider, DeviceError, DomainInfo, EngineError,
-    EngineMemory, ExecError, Pinning, TensorEngine, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
+pub use weft_core::{BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, TensorEngine};
+pub use weft_cpu::{
+    CpuEngine, CpuProvider, DomainInfo, EngineError, HostRun, Pinning, EINSUM_CACHE_CAPACITY,
+    PROGRAM_CACHE_CAPACITY,
 };
 
 // Topology: CPU sets, domains and how they are found.
@@ -132,9 +133,9 @@ pub use weft_topology::{
 // `Lane<CudaEngine>` drives.
 // MPI (feature `mpi`): ranks of a job, and their collectives.
 #[cfg(feature = "cuda")]
-pub use weft_engines::cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
+pub use weft_cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
 #[cfg(feature = "mpi")]
-pub use weft_engines::mpi::{
+pub use weft_mpi::{
     Collective, MpiEngine, MpiError, Reduction, LAUNCHER_ENV, MAX_AXES as MPI_MAX_AXES,
     MAX_TAG as MPI_MAX_TAG,
 };

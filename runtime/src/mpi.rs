@@ -27,8 +27,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_actors::{Actor, Event, EventState, Flow, Op, Promise, SpawnError, Ticket};
-use weft_engines::mpi::{check_peer, launched, Collective, Done, MpiEngine, MpiError, Reduction};
-use weft_engines::{CpuEngine, DType, Data, Meta, Tensor, TensorEngine};
+use weft_core::{DType, Data, Meta, Tensor, TensorEngine};
+use weft_cpu::CpuEngine;
+use weft_mpi::{check_peer, launched, Collective, Done, MpiEngine, MpiError, Reduction};
 
 use crate::config::Config;
 use crate::domain::DomainTable;
@@ -48,7 +49,7 @@ const POLL_MAX: Duration = Duration::from_millis(1);
 const POOLED_BYTES: usize = 64 << 10;
 
 fn meta_bytes(meta: &Meta) -> usize {
-    weft_engines::element_count(&meta.shape)
+    weft_core::element_count(&meta.shape)
         .unwrap_or(0)
         .saturating_mul(meta.dtype.size())
 }
@@ -385,7 +386,7 @@ impl Lane {
     }
 
     /// Sends `handle`'s tensor to rank `to` under `tag` (at most
-    /// [`weft_engines::mpi::MAX_TAG`]); the matching [`Lane::recv`] on `to`
+    /// [`weft_mpi::MAX_TAG`]); the matching [`Lane::recv`] on `to`
     /// names this rank and tag, with the tensor's type and shape. The
     /// ticket resolves once MPI is done with the data.
     ///
@@ -421,7 +422,7 @@ impl Lane {
         self.mpi_actor(|mpi| {
             check_peer(to, tag, mpi.ranks)?;
             let meta = handle.meta();
-            if meta.shape.len() > weft_engines::mpi::MAX_AXES {
+            if meta.shape.len() > weft_mpi::MAX_AXES {
                 return Err(MpiError::TooManyAxes {
                     op: "send",
                     axes: meta.shape.len(),
@@ -473,10 +474,7 @@ impl Lane {
         if meta_bytes(out) < POOLED_BYTES {
             return Ok(None);
         }
-        let (dtype, n) = (
-            out.dtype,
-            weft_engines::element_count(&out.shape).unwrap_or(0),
-        );
+        let (dtype, n) = (out.dtype, weft_core::element_count(&out.shape).unwrap_or(0));
         let slot = Slot::default();
         let put = slot.clone();
         let taken = side.submit_op(
@@ -509,7 +507,7 @@ impl Lane {
     ) -> Result<TensorHandle, OpError> {
         self.mpi_actor(|mpi| {
             check_peer(from, tag, mpi.ranks)?;
-            weft_engines::element_count(shape).ok_or(MpiError::TooLarge {
+            weft_core::element_count(shape).ok_or(MpiError::TooLarge {
                 op: "recv",
                 count: usize::MAX,
             })?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weft_actors::{Failure, Ticket, TicketError};
-use weft_engines::{Place, Tensor};
+use weft_core::{Place, Tensor};
 
 use crate::error::{OpError, RuntimeError};
 use crate::handle::TensorHandle;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_actors::{Actor, ActorClosed, ActorStats, ShutdownError, ShutdownReport, Trace};
-use weft_engines::{CpuEngine, Pinning};
+use weft_cpu::{CpuEngine, Pinning};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology};
 
 use crate::config::Config;

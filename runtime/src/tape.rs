@@ -1,7 +1,7 @@
 //! The eager tape: tensor ops submitted while a [`Tape::record`] scope runs
 //! are taped as they are submitted, and [`Tape::gradient`] turns the part
 //! of the tape a loss depends on into a program, derives its gradient
-//! ([`weft_engines::Program::gradient`]) and runs that as one op.
+//! ([`weft_core::Program::gradient`]) and runs that as one op.
 //!
 //! Taping costs the submitting thread a clone of each op and of its
 //! handles; the ops run as they always do. The derived program recomputes
@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
-use weft_engines::{
+use weft_core::{
     DType, GradError, Place, Program, Scalar, TensorEngine, TensorId, TensorOp, Value,
 };
 
@@ -214,7 +214,7 @@ impl Tape {
     /// The taped steps the loss depends on are cut into runs of steps on
     /// one place, split at transfers. Walking them backwards, each run is
     /// made a program, its vector-Jacobian product derived
-    /// ([`weft_engines::Program::vjp`]) and run as one op on its place
+    /// ([`weft_core::Program::vjp`]) and run as one op on its place
     /// (on `lane` when that is its place, else on a lane into it opened
     /// from `lane`, as transfers are), and a transfer's backward is the
     /// reverse transfer of its output's cotangent. Without transfers that
@@ -224,7 +224,7 @@ impl Tape {
     ///
     /// As [`Tape::program`] (but for transfers), a loss that is not a real
     /// scalar ([`OpError::Gradient`]), and as
-    /// [`weft_engines::Program::gradient`] and [`Lane::run_program`].
+    /// [`weft_core::Program::gradient`] and [`Lane::run_program`].
     pub fn gradient<E: TensorEngine>(
         &self,
         lane: &Lane<E>,

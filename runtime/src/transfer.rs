@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use weft_actors::{ActorClosed, Event, Flow};
-use weft_engines::{Meta, Place, Tensor, TensorEngine};
+use weft_core::{Meta, Place, Tensor, TensorEngine};
 
 use crate::domain::DomainTable;
 use crate::error::OpError;

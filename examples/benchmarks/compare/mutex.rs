@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use weft::{Meta, Tensor, TensorError, TensorOp};
+use weft::{HostRun, Meta, Tensor, TensorError, TensorOp};
 // The one engine-internal name the harness uses: when a kernel spreads over
 // the pool.
-use weft_engines::PARALLEL_THRESHOLD;
+use weft_cpu::PARALLEL_THRESHOLD;
 use weft_examples::BoxError;
 
 /// How long an application thread waits to enter the mutex engine: long

@@ -1,6 +1,6 @@
 //! Ops of a lane that create tensors from nothing: constants, identities, ranges, random data.
 
-use weft_engines::{DType, Distribution, Scalar, TensorEngine, TensorOp};
+use weft_core::{DType, Distribution, Scalar, TensorEngine, TensorOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

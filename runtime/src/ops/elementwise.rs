@@ -1,6 +1,6 @@
 //! Elementwise ops of a lane: binary and unary maps, comparisons, selection, casts.
 
-use weft_engines::{BinaryOp, DType, Scalar, TensorEngine, TensorOp, UnaryOp};
+use weft_core::{BinaryOp, DType, Scalar, TensorEngine, TensorOp, UnaryOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

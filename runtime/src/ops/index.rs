@@ -1,7 +1,7 @@
 //! Indexing ops of a lane: gather and scatter along an axis, dynamic
 //! slices, compression by a mask.
 
-use weft_engines::{ScatterMode, TensorEngine, TensorOp};
+use weft_core::{ScatterMode, TensorEngine, TensorOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

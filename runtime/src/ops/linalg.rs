@@ -2,10 +2,8 @@
 
 // The engines crate's one kernel-module path the runtime names: the axis
 // rule that `dot_general` shares with the structural ops.
-use weft_engines::ops::check_axes;
-use weft_engines::{
-    EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp, UnaryOp,
-};
+use weft_core::ops::check_axes;
+use weft_core::{EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp, UnaryOp};
 
 use crate::error::OpError;
 

@@ -19,9 +19,8 @@ pub use linalg::DotGeneral;
 use std::fmt;
 
 use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
-use weft_engines::{
-    CpuEngine, DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId, TensorOp,
-};
+use weft_core::{DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId, TensorOp};
+use weft_cpu::CpuEngine;
 
 use crate::error::OpError;
 use crate::handle::{DomainTensors, TensorHandle};

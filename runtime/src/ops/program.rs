@@ -1,6 +1,6 @@
 //! Programs on a lane: a recorded computation run as one op.
 
-use weft_engines::{Meta, Program, TensorEngine, TensorId};
+use weft_core::{Meta, Program, TensorEngine, TensorId};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

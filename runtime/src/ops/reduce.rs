@@ -1,6 +1,6 @@
 //! Reductions of a lane: over axes, or over every element.
 
-use weft_engines::{ArgOp, ReduceOp, TensorEngine, TensorOp};
+use weft_core::{ArgOp, ReduceOp, TensorEngine, TensorOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

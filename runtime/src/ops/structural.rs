@@ -1,6 +1,6 @@
 //! Structural ops of a lane: shapes, axes, slices, joins, pads, diagonals, triangles.
 
-use weft_engines::{Scalar, TensorEngine, TensorOp};
+use weft_core::{Scalar, TensorEngine, TensorOp};
 
 use crate::error::OpError;
 use crate::handle::TensorHandle;

@@ -1,0 +1,701 @@
+//! `einsum` with NumPy subscripts: parsing, checking, and the one lowering
+//! (to diagonals, sums, permutations and batched GEMM, in a greedy pairwise
+//! order) that every backend runs through its [`Contraction`] primitives.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::layout::{row_major, View};
+use crate::ops::Meta;
+use crate::tensor::{element_count, TensorError};
+
+/// A parsed einsum specification: one label list per operand and the
+/// output's labels. Cheap to clone (its parts are shared).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    inputs: Arc<[Vec<char>]>,
+    output: Arc<[char]>,
+    text: Arc<str>,
+}
+
+/// Specifications parsed on this thread, by text: a lane's eager einsums
+/// repeat the same few strings, and a hit costs one hash and a clone.
+const PARSED_PER_THREAD: usize = 256;
+
+thread_local! {
+    static PARSED: RefCell<HashMap<Box<str>, Spec>> = RefCell::new(HashMap::new());
+}
+
+/// The most operands one einsum takes (NumPy's own limit is 64 too): the
+/// contraction order is planned on the actor, and bounding the operands
+/// bounds that planning (a few milliseconds at this limit).
+pub const MAX_EINSUM_OPERANDS: usize = 64;
+
+/// One part of a subscript.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Label(char),
+    Ellipsis,
+}
+
+/// The subscripts of one operand or of the output.
+type Subscript = Vec<Token>;
+
+/// The subscripts of `text` as tokens: one list per operand, and the
+/// output's if it has `->`.
+fn tokens(text: &str) -> Result<(Vec<Subscript>, Option<Subscript>), TensorError> {
+    let bad = |reason: String| TensorError::Einsum {
+        spec: text.to_owned(),
+        reason,
+    };
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let (lhs, rhs) = match compact.split_once("->") {
+        Some((l, r)) => (l, Some(r)),
+        None => (&compact[..], None),
+    };
+    let list = |s: &str| -> Result<Vec<Token>, TensorError> {
+        let mut out = Vec::new();
+        let mut rest = s;
+        while let Some(c) = rest.chars().next() {
+            if let Some(after) = rest.strip_prefix("...") {
+                if out.contains(&Token::Ellipsis) {
+                    return Err(bad(format!("`{s}` has two ellipses")));
+                }
+                out.push(Token::Ellipsis);
+                rest = after;
+            } else if c.is_ascii_alphabetic() {
+                out.push(Token::Label(c));
+                rest = &rest[1..];
+            } else {
+                return Err(bad(format!("`{c}` is not a label (labels are a-z, A-Z)")));
+            }
+        }
+        Ok(out)
+    };
+    let operands = lhs.split(',').count();
+    if operands > MAX_EINSUM_OPERANDS {
+        return Err(bad(format!(
+            "{operands} operands; at most {MAX_EINSUM_OPERANDS} are taken"
+        )));
+    }
+    let inputs = lhs.split(',').map(list).collect::<Result<Vec<_>, _>>()?;
+    let output = rhs.map(list).transpose()?;
+    Ok((inputs, output))
+}
+
+impl Spec {
+    /// Each operand's labels, in order.
+    pub fn inputs(&self) -> &[Vec<char>] {
+        &self.inputs
+    }
+
+    /// The output's labels.
+    pub fn output(&self) -> &[char] {
+        &self.output
+    }
+
+    /// Parses `"ij,jk->ik"`; without `->`, the output is every label that
+    /// appears once, in alphabetical order (NumPy's implicit mode).
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::Einsum`] naming the bad part of the string, or more
+    /// than [`MAX_EINSUM_OPERANDS`] operands.
+    pub fn parse(text: &str) -> Result<Spec, TensorError> {
+        let known = PARSED
+            .try_with(|parsed| parsed.borrow().get(text).cloned())
+            .ok()
+            .flatten();
+        if let Some(spec) = known {
+            return Ok(spec);
+        }
+        let spec = Spec::parse_new(text)?;
+        let _ = PARSED.try_with(|parsed| {
+            let mut parsed = parsed.borrow_mut();
+            if parsed.len() >= PARSED_PER_THREAD {
+                parsed.clear();
+            }
+            parsed.insert(text.into(), spec.clone());
+        });
+        Ok(spec)
+    }
+
+    fn parse_new(text: &str) -> Result<Spec, TensorError> {
+        let (inputs, output) = tokens(text)?;
+        let plain = |list: Vec<Token>| -> Result<Vec<char>, TensorError> {
+            list.into_iter()
+                .map(|t| match t {
+                    Token::Label(c) => Ok(c),
+                    Token::Ellipsis => Err(TensorError::Einsum {
+                        spec: text.to_owned(),
+                        reason: "an ellipsis (`...`) needs the operands' shapes: parse with \
+                                 `EinsumSpec::parse_for` (lanes and programs do)"
+                            .into(),
+                    }),
+                })
+                .collect()
+        };
+        let inputs = inputs
+            .into_iter()
+            .map(plain)
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = output.map(plain).transpose()?;
+        Spec::build(text, inputs, output)
+    }
+
+    /// Parses `text` for operands of these shapes, as NumPy does: an
+    /// ellipsis (`...`) stands for the axes an operand has beyond its
+    /// labels, broadcast across the operands right-aligned (an operand may
+    /// have fewer of them, or none), and an axis of extent 1 broadcasts
+    /// against the same label's extent in another operand (`ij,ij->j` of
+    /// `[1, 3]` and `[4, 3]`). The result is an ordinary specification
+    /// whose labels are those axes made explicit; its text is `text`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::parse`]; [`TensorError::Einsum`] for an operand with
+    /// fewer axes than labels, an explicit output without `...` while the
+    /// operands have broadcast axes, or more axes than there are labels.
+    pub fn parse_for(text: &str, shapes: &[&[usize]]) -> Result<Spec, TensorError> {
+        if !text.contains("...") {
+            let spec = Spec::parse(text)?;
+            // The common case: nothing to broadcast (or an arity or rank
+            // mismatch, which `infer` reports in its own words).
+            // Without an axis of extent 1 nothing broadcasts: the eager
+            // path pays no walk of the extents here (`infer` makes it).
+            let fits = !shapes.iter().any(|s| s.contains(&1))
+                || spec.inputs.len() != shapes.len()
+                || spec
+                    .inputs
+                    .iter()
+                    .zip(shapes)
+                    .any(|(l, s)| l.len() != s.len())
+                || spec.extents(shapes.iter().copied()).is_ok();
+            if fits {
+                return Ok(spec);
+            }
+        }
+        let bad = |reason: String| TensorError::Einsum {
+            spec: text.to_owned(),
+            reason,
+        };
+        let (inputs, output) = tokens(text)?;
+        if inputs.len() != shapes.len() {
+            return Err(bad(format!(
+                "{} operands in the subscripts, {} given",
+                inputs.len(),
+                shapes.len()
+            )));
+        }
+        let mut unused = ('A'..='Z')
+            .chain('a'..='z')
+            .filter(|c| !text.contains(*c))
+            .collect::<Vec<char>>()
+            .into_iter();
+        let mut fresh = || {
+            unused
+                .next()
+                .ok_or_else(|| bad("more axes than the 52 labels".into()))
+        };
+        // Broadcast axes per operand, and the most of any.
+        let mut ranks = Vec::with_capacity(inputs.len());
+        for (i, (list, shape)) in inputs.iter().zip(shapes).enumerate() {
+            let labels = list.iter().filter(|t| matches!(t, Token::Label(_))).count();
+            let has = list.contains(&Token::Ellipsis);
+            ranks.push(match (has, shape.len().checked_sub(labels)) {
+                (true, Some(r)) => r,
+                (true, None) => {
+                    return Err(bad(format!(
+                        "operand {i} has {} axes but {labels} labels besides `...`",
+                        shape.len()
+                    )))
+                }
+                (false, _) => 0,
+            });
+        }
+        let broadcast = ranks.iter().copied().max().unwrap_or(0);
+        let ellipsis: Vec<char> = (0..broadcast).map(|_| fresh()).collect::<Result<_, _>>()?;
+        let expand = |list: &[Token], rank: usize| -> Vec<char> {
+            list.iter()
+                .flat_map(|t| match t {
+                    Token::Label(c) => vec![*c],
+                    Token::Ellipsis => ellipsis[broadcast - rank..].to_vec(),
+                })
+                .collect()
+        };
+        let mut labels: Vec<Vec<char>> = inputs
+            .iter()
+            .zip(&ranks)
+            .map(|(list, &r)| expand(list, r))
+            .collect();
+        let output = match output {
+            Some(out) => {
+                if broadcast > 0 && !out.contains(&Token::Ellipsis) {
+                    return Err(bad(format!(
+                        "the operands have {broadcast} axes under `...` but the output has no `...`"
+                    )));
+                }
+                expand(&out, broadcast)
+            }
+            // NumPy's implicit output: the broadcast axes, then the labels
+            // that appear once, in order.
+            None => {
+                let mut count: BTreeMap<char, usize> = BTreeMap::new();
+                for &c in labels.iter().flatten() {
+                    *count.entry(c).or_default() += 1;
+                }
+                let once = count
+                    .iter()
+                    .filter(|&(c, &n)| n == 1 && !ellipsis.contains(c))
+                    .map(|(&c, _)| c);
+                ellipsis.iter().copied().chain(once).collect()
+            }
+        };
+        // An axis of extent 1 against a longer one of its label is that
+        // operand's own label, summed over its one element.
+        let mut longest: BTreeMap<char, usize> = BTreeMap::new();
+        for (list, shape) in labels.iter().zip(shapes) {
+            if list.len() == shape.len() {
+                for (&c, &d) in list.iter().zip(shape.iter()) {
+                    let e = longest.entry(c).or_insert(d);
+                    *e = (*e).max(d);
+                }
+            }
+        }
+        for (list, shape) in labels.iter_mut().zip(shapes) {
+            if list.len() != shape.len() {
+                continue; // `infer` names it
+            }
+            for (c, &d) in list.iter_mut().zip(shape.iter()) {
+                if d == 1 && longest[c] > 1 {
+                    *c = fresh()?;
+                }
+            }
+        }
+        Spec::build(text, labels, Some(output))
+    }
+
+    /// The specification of these labels; the output, if not given, is
+    /// every label that appears once, in alphabetical order.
+    fn build(
+        text: &str,
+        inputs: Vec<Vec<char>>,
+        output: Option<Vec<char>>,
+    ) -> Result<Spec, TensorError> {
+        let bad = |reason: String| TensorError::Einsum {
+            spec: text.to_owned(),
+            reason,
+        };
+        let mut count: BTreeMap<char, usize> = BTreeMap::new();
+        for labels in &inputs {
+            for &c in labels {
+                *count.entry(c).or_default() += 1;
+            }
+        }
+        let output = match output {
+            Some(out) => {
+                for (i, c) in out.iter().enumerate() {
+                    if out[..i].contains(c) {
+                        return Err(bad(format!("output label `{c}` appears twice")));
+                    }
+                    if !count.contains_key(c) {
+                        return Err(bad(format!("output label `{c}` is in no operand")));
+                    }
+                }
+                out
+            }
+            None => count
+                .iter()
+                .filter(|&(_, &n)| n == 1)
+                .map(|(&c, _)| c)
+                .collect(),
+        };
+        Ok(Spec {
+            inputs: inputs.into(),
+            output: output.into(),
+            text: text.into(),
+        })
+    }
+
+    /// The specification as it was written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Number of operands.
+    pub fn arity(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// The output's type and shape for operands of these types and shapes.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::Einsum`] for a subscript whose length is not its
+    /// operand's rank, or a label with two extents;
+    /// [`TensorError::MixedDTypes`].
+    pub fn infer(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
+        let extents = self.extents(inputs.iter().map(|m| &m.shape[..]))?;
+        for m in &inputs[1..] {
+            if m.dtype != inputs[0].dtype {
+                return Err(TensorError::MixedDTypes {
+                    op: "einsum",
+                    lhs: inputs[0].dtype,
+                    rhs: m.dtype,
+                });
+            }
+        }
+        let shape: Vec<usize> = self.output.iter().map(|c| extents[c]).collect();
+        if element_count(&shape).is_none() {
+            return Err(TensorError::TooLarge { shape });
+        }
+        Ok(Meta {
+            dtype: inputs[0].dtype,
+            shape,
+        })
+    }
+
+    /// The extent of each label over operands of these shapes: one
+    /// extent per label (1 broadcasts), as the shape rules check it.
+    pub fn extents<'a>(
+        &self,
+        shapes: impl Iterator<Item = &'a [usize]>,
+    ) -> Result<BTreeMap<char, usize>, TensorError> {
+        let mut extents = BTreeMap::new();
+        for (i, shape) in shapes.enumerate() {
+            let labels = &self.inputs[i];
+            if labels.len() != shape.len() {
+                return Err(TensorError::Einsum {
+                    spec: self.text.to_string(),
+                    reason: format!(
+                        "operand {i} has {} axes but subscript `{}`",
+                        shape.len(),
+                        labels.iter().collect::<String>()
+                    ),
+                });
+            }
+            for (&c, &d) in labels.iter().zip(shape) {
+                if let Some(&e) = extents.get(&c) {
+                    if e != d {
+                        return Err(TensorError::Einsum {
+                            spec: self.text.to_string(),
+                            reason: format!("label `{c}` has extents {e} and {d}"),
+                        });
+                    }
+                }
+                extents.insert(c, d);
+            }
+        }
+        Ok(extents)
+    }
+
+    /// Evaluates the contraction with `backend`'s primitives: the one
+    /// lowering (diagonals, sums, permutations, batched GEMM in a greedy
+    /// pairwise order) that every engine shares. `inputs` must fit
+    /// [`Spec::infer`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::infer`], and whatever `backend` fails with.
+    pub fn contract<B: Contraction>(
+        &self,
+        backend: &mut B,
+        inputs: Vec<B::Value>,
+    ) -> Result<B::Value, B::Error> {
+        let extents = self.extents(inputs.iter().map(|v| B::shape(v)))?;
+        let mut terms: Vec<Term<B>> = Vec::new();
+        for (labels, v) in self.inputs.iter().zip(inputs) {
+            terms.push(Term::diagonal(backend, labels, v)?);
+        }
+        while terms.len() > 1 {
+            let (i, j) = self.cheapest_pair(&terms, &extents);
+            let b = terms.remove(j);
+            let a = terms.remove(i);
+            let keep = self.needed(&terms, &a.labels, &b.labels);
+            terms.push(Term::contract(backend, a, b, &keep)?);
+        }
+        let last = terms.pop().expect("at least one operand");
+        last.finish(backend, &self.output)
+    }
+
+    /// Labels still needed after contracting `a` with `b`: in the output or
+    /// in another remaining term.
+    fn needed<T: AsRef<[char]>>(&self, rest: &[T], a: &[char], b: &[char]) -> Vec<char> {
+        a.iter()
+            .chain(b)
+            .copied()
+            .filter(|c| self.output.contains(c) || rest.iter().any(|t| t.as_ref().contains(c)))
+            .collect()
+    }
+
+    /// The pairwise order [`Spec::contract`] takes for operands of
+    /// `shapes`, as binary contractions: each takes terms `i < j` out of
+    /// the list (operands first, results pushed last) and gives the labels
+    /// `result`, in the order the contraction makes them (batch, then
+    /// `i`'s own, then `j`'s own), the last one in the output's order.
+    /// `None` when an operand repeats a label (its diagonal comes first).
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::extents`].
+    pub fn pairwise(&self, shapes: &[&[usize]]) -> Result<Option<Vec<Pair>>, TensorError> {
+        let extents = self.extents(shapes.iter().copied())?;
+        if self
+            .inputs
+            .iter()
+            .any(|l| l.iter().enumerate().any(|(k, c)| l[..k].contains(c)))
+        {
+            return Ok(None);
+        }
+        let mut terms: Vec<Vec<char>> = self.inputs.to_vec();
+        let mut pairs = Vec::with_capacity(terms.len().saturating_sub(1));
+        while terms.len() > 1 {
+            let (i, j) = self.cheapest_pair(&terms, &extents);
+            let b = terms.remove(j);
+            let a = terms.remove(i);
+            let keep = self.needed(&terms, &a, &b);
+            let result: Vec<char> = if terms.is_empty() {
+                self.output.to_vec()
+            } else {
+                let kept = |c: &char| keep.contains(c);
+                let batch = a.iter().filter(|c| b.contains(c) && kept(c));
+                let a_own = a.iter().filter(|c| !b.contains(c) && kept(c));
+                let b_own = b.iter().filter(|c| !a.contains(c) && kept(c));
+                batch.chain(a_own).chain(b_own).copied().collect()
+            };
+            terms.push(result.clone());
+            pairs.push(Pair { i, j, a, b, result });
+        }
+        Ok(Some(pairs))
+    }
+
+    /// The pair whose result is smallest (greedy order). A label is kept
+    /// when the output or a third term has it: counting the terms of each
+    /// label once makes that check constant, so a step costs the pairs
+    /// times their labels.
+    fn cheapest_pair<T: AsRef<[char]>>(
+        &self,
+        terms: &[T],
+        extents: &BTreeMap<char, usize>,
+    ) -> (usize, usize) {
+        let mut holders: BTreeMap<char, usize> = BTreeMap::new();
+        for t in terms {
+            for &c in t.as_ref() {
+                *holders.entry(c).or_default() += 1;
+            }
+        }
+        let mut best = (0, 1, usize::MAX);
+        let mut seen: Vec<char> = Vec::new();
+        for i in 0..terms.len() {
+            for j in i + 1..terms.len() {
+                let mut size: usize = 1;
+                seen.clear();
+                for &c in terms[i].as_ref().iter().chain(terms[j].as_ref()) {
+                    if seen.contains(&c) {
+                        continue;
+                    }
+                    seen.push(c);
+                    let in_pair = usize::from(terms[i].as_ref().contains(&c))
+                        + usize::from(terms[j].as_ref().contains(&c));
+                    if self.output.contains(&c) || holders[&c] > in_pair {
+                        size = size.saturating_mul(extents[&c]);
+                    }
+                }
+                if size < best.2 {
+                    best = (i, j, size);
+                }
+            }
+        }
+        (best.0, best.1)
+    }
+}
+
+/// The primitives an engine lends [`Spec::contract`]. `Value` is the
+/// engine's tensor (or a borrow of a resident one).
+pub trait Contraction {
+    /// A tensor of the engine.
+    type Value;
+    /// What the engine's primitives fail with.
+    type Error: From<TensorError>;
+    /// The value's shape.
+    fn shape(value: &Self::Value) -> &[usize];
+    /// Copies out a strided view of `value` (a diagonal over repeated labels).
+    fn view(&mut self, value: Self::Value, view: &View) -> Result<Self::Value, Self::Error>;
+    /// Sums `value` over `axes`, dropping them.
+    fn sum(&mut self, value: Self::Value, axes: &[usize]) -> Result<Self::Value, Self::Error>;
+    /// Reorders axes: output axis `i` is input axis `perm[i]`.
+    fn permute(&mut self, value: Self::Value, perm: &[usize]) -> Result<Self::Value, Self::Error>;
+    /// `[nb, m, k] @ [nb, k, n]`, reading `a` and `b` (row-major, of those
+    /// element counts) as such, giving a value of shape `out` (`nb·m·n`
+    /// elements).
+    fn batched_matmul(
+        &mut self,
+        a: &Self::Value,
+        b: &Self::Value,
+        dims: [usize; 4],
+        out: Vec<usize>,
+    ) -> Result<Self::Value, Self::Error>;
+}
+
+/// One binary contraction of [`Spec::pairwise`]'s order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The first term's place in the list.
+    pub i: usize,
+    /// The second's (`i < j`), before the first is taken out.
+    pub j: usize,
+    /// The first term's labels.
+    pub a: Vec<char>,
+    /// The second's.
+    pub b: Vec<char>,
+    /// The result's.
+    pub result: Vec<char>,
+}
+
+impl<B: Contraction> AsRef<[char]> for Term<B> {
+    fn as_ref(&self) -> &[char] {
+        &self.labels
+    }
+}
+
+/// An intermediate: a value and one label per axis, all distinct.
+struct Term<B: Contraction> {
+    labels: Vec<char>,
+    value: B::Value,
+}
+
+impl<B: Contraction> Term<B> {
+    fn extent(&self, c: &char) -> usize {
+        B::shape(&self.value)[self.labels.iter().position(|l| l == c).expect("label")]
+    }
+
+    /// Takes the diagonal over repeated labels (`ii` → `i`).
+    fn diagonal(backend: &mut B, labels: &[char], value: B::Value) -> Result<Self, B::Error> {
+        let mut unique: Vec<char> = Vec::new();
+        for &c in labels {
+            if !unique.contains(&c) {
+                unique.push(c);
+            }
+        }
+        if unique.len() == labels.len() {
+            return Ok(Term {
+                labels: unique,
+                value,
+            });
+        }
+        // A strided view: each unique label walks the sum of the strides
+        // of the positions it labels.
+        let shape = B::shape(&value);
+        let own = row_major(shape);
+        let mut walk = View {
+            shape: Vec::new(),
+            strides: Vec::new(),
+            base: 0,
+        };
+        for c in &unique {
+            let positions: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == *c).collect();
+            walk.shape.push(shape[positions[0]]);
+            walk.strides.push(
+                positions
+                    .iter()
+                    .fold(0isize, |s, &i| s.saturating_add(own[i])),
+            );
+        }
+        Ok(Term {
+            labels: unique,
+            value: backend.view(value, &walk)?,
+        })
+    }
+
+    /// Sums out the labels not in `keep`.
+    fn sum_out(self, backend: &mut B, keep: &[char]) -> Result<Self, B::Error> {
+        let axes: Vec<usize> = (0..self.labels.len())
+            .filter(|&i| !keep.contains(&self.labels[i]))
+            .collect();
+        if axes.is_empty() {
+            return Ok(self);
+        }
+        let labels = self
+            .labels
+            .iter()
+            .copied()
+            .filter(|c| keep.contains(c))
+            .collect();
+        Ok(Term {
+            labels,
+            value: backend.sum(self.value, &axes)?,
+        })
+    }
+
+    /// Reorders axes to `order` (a permutation of the labels).
+    fn permute(self, backend: &mut B, order: &[char]) -> Result<Self, B::Error> {
+        let perm: Vec<usize> = order
+            .iter()
+            .map(|c| {
+                self.labels
+                    .iter()
+                    .position(|l| l == c)
+                    .expect("a label of the term")
+            })
+            .collect();
+        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+            return Ok(self);
+        }
+        Ok(Term {
+            labels: order.to_vec(),
+            value: backend.permute(self.value, &perm)?,
+        })
+    }
+
+    /// Contracts two terms into one with labels `batch, a-only, b-only`,
+    /// summing labels not in `keep`, through one batched GEMM.
+    fn contract(backend: &mut B, a: Self, b: Self, keep: &[char]) -> Result<Self, B::Error> {
+        // Labels only one side has and nobody needs are summed first.
+        let a = a.sum_out(backend, &[keep, &b.labels[..]].concat())?;
+        let b = b.sum_out(backend, &[keep, &a.labels[..]].concat())?;
+        let shared: Vec<char> = a
+            .labels
+            .iter()
+            .copied()
+            .filter(|c| b.labels.contains(c))
+            .collect();
+        let (batch, inner): (Vec<char>, Vec<char>) =
+            shared.iter().copied().partition(|c| keep.contains(c));
+        let only = |t: &Self| -> Vec<char> {
+            t.labels
+                .iter()
+                .copied()
+                .filter(|c| !shared.contains(c))
+                .collect()
+        };
+        let (a_only, b_only) = (only(&a), only(&b));
+        let size = |t: &Self, ls: &[char]| ls.iter().map(|c| t.extent(c)).product::<usize>();
+        let dims = [
+            size(&a, &batch),
+            size(&a, &a_only),
+            size(&a, &inner),
+            size(&b, &b_only),
+        ];
+        let a = a.permute(backend, &[&batch[..], &a_only, &inner].concat())?;
+        let b = b.permute(backend, &[&batch[..], &inner, &b_only].concat())?;
+        let shape: Vec<usize> = batch
+            .iter()
+            .chain(&a_only)
+            .map(|c| a.extent(c))
+            .chain(b_only.iter().map(|c| b.extent(c)))
+            .collect();
+        Ok(Term {
+            labels: [&batch[..], &a_only, &b_only].concat(),
+            value: backend.batched_matmul(&a.value, &b.value, dims, shape)?,
+        })
+    }
+
+    /// Sums what the output does not name and orders the rest like it.
+    fn finish(self, backend: &mut B, output: &[char]) -> Result<B::Value, B::Error> {
+        Ok(self
+            .sum_out(backend, output)?
+            .permute(backend, output)?
+            .value)
+    }
+}

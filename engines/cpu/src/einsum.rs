@@ -1,0 +1,640 @@
+//! einsum on the CPU: the shared lowering ([`Spec::contract`]) recorded
+//! once per operand shapes into an [`EinsumPlan`] of CPU primitives, and
+//! replayed. A permutation whose only reader is a product is folded into
+//! the product as a strided operand when its axes allow, so the common
+//! contractions of tensor networks copy nothing but their result.
+
+use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
+
+use faer::MatRef;
+
+use super::gemm::{self, Compute};
+use super::{buffer, reduce, structural};
+use weft_core::layout::{row_major, View};
+use weft_core::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
+use weft_core::{DType, Element, Field, Tensor, TensorError};
+
+/// Evaluates the contraction `spec` of `inputs` on the CPU, planning it
+/// first (the engine keeps plans in its cache instead; see
+/// [`EinsumPlan::key_hash`]).
+///
+/// # Errors
+///
+/// As [`Spec::infer`].
+pub(super) fn run(
+    spec: &Spec,
+    inputs: &[&Tensor],
+    compute: Compute,
+) -> Result<Tensor, TensorError> {
+    let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+    EinsumPlan::compile(
+        spec,
+        &shapes,
+        inputs.first().map_or(DType::F64, |t| t.dtype()),
+    )?
+    .run(inputs, compute)
+}
+
+/// One contraction, lowered for its operands' shapes and element type.
+#[derive(Debug)]
+pub(crate) struct EinsumPlan {
+    spec: String,
+    shapes: Vec<Vec<usize>>,
+    dtype: DType,
+    prims: Vec<Prim>,
+    /// For each value (operands, then each primitive's result), the
+    /// number of the last primitive that reads it.
+    last_use: Vec<Option<usize>>,
+    /// The value that is the result.
+    result: usize,
+}
+
+/// One primitive step of a plan; `src` and operands name earlier values.
+#[derive(Debug)]
+enum Prim {
+    /// A strided copy (a diagonal over repeated labels).
+    View { src: usize, view: View },
+    /// A sum over axes, dropping them.
+    Sum { src: usize, axes: Vec<usize> },
+    /// Axes reordered; `folded`: not run, its reader reads `src` strided.
+    Permute {
+        src: usize,
+        perm: Vec<usize>,
+        folded: bool,
+    },
+    /// `[nb, m, k] @ [nb, k, n]`, giving a value of shape `out`.
+    Gemm {
+        a: Operand,
+        b: Operand,
+        dims: [usize; 4],
+        out: Vec<usize>,
+    },
+}
+
+/// How a product reads one operand: value `src` as `[batch, rows, cols]`.
+#[derive(Debug, Clone, Copy)]
+struct Operand {
+    src: usize,
+    layout: Layout,
+}
+
+/// Element strides of a product's operand: one of rows or columns is
+/// contiguous (what faer's safe views take).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    /// Columns contiguous; rows `row` apart.
+    Rows { batch: usize, row: usize },
+    /// Rows contiguous; columns `col` apart.
+    Cols { batch: usize, col: usize },
+}
+
+/// The recording backend: every value is its number and shape.
+struct Recording {
+    prims: Vec<Prim>,
+    shapes: Vec<Vec<usize>>,
+}
+
+#[derive(Debug)]
+struct Sym {
+    id: usize,
+    shape: Vec<usize>,
+}
+
+impl Recording {
+    fn push(&mut self, prim: Prim, shape: Vec<usize>) -> Sym {
+        self.prims.push(prim);
+        self.shapes.push(shape.clone());
+        Sym {
+            id: self.shapes.len() - 1,
+            shape,
+        }
+    }
+}
+
+impl Contraction for Recording {
+    type Value = Sym;
+    type Error = TensorError;
+
+    fn shape(value: &Sym) -> &[usize] {
+        &value.shape
+    }
+
+    fn view(&mut self, value: Sym, view: &View) -> Result<Sym, TensorError> {
+        let shape = view.shape.clone();
+        Ok(self.push(
+            Prim::View {
+                src: value.id,
+                view: view.clone(),
+            },
+            shape,
+        ))
+    }
+
+    fn sum(&mut self, value: Sym, axes: &[usize]) -> Result<Sym, TensorError> {
+        let shape = (0..value.shape.len())
+            .filter(|i| !axes.contains(i))
+            .map(|i| value.shape[i])
+            .collect();
+        Ok(self.push(
+            Prim::Sum {
+                src: value.id,
+                axes: axes.to_vec(),
+            },
+            shape,
+        ))
+    }
+
+    fn permute(&mut self, value: Sym, perm: &[usize]) -> Result<Sym, TensorError> {
+        let shape = perm.iter().map(|&p| value.shape[p]).collect();
+        Ok(self.push(
+            Prim::Permute {
+                src: value.id,
+                perm: perm.to_vec(),
+                folded: false,
+            },
+            shape,
+        ))
+    }
+
+    fn batched_matmul(
+        &mut self,
+        a: &Sym,
+        b: &Sym,
+        dims: [usize; 4],
+        out: Vec<usize>,
+    ) -> Result<Sym, TensorError> {
+        let [_, m, k, n] = dims;
+        let operand = |src: usize, rows: usize, cols: usize| Operand {
+            src,
+            layout: Layout::Rows {
+                batch: rows * cols,
+                row: cols,
+            },
+        };
+        Ok(self.push(
+            Prim::Gemm {
+                a: operand(a.id, m, k),
+                b: operand(b.id, k, n),
+                dims,
+                out: out.clone(),
+            },
+            out,
+        ))
+    }
+}
+
+impl EinsumPlan {
+    /// Lowers `spec` for operands of these shapes and this element type.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::infer`].
+    pub(crate) fn compile(
+        spec: &Spec,
+        shapes: &[&[usize]],
+        dtype: DType,
+    ) -> Result<EinsumPlan, TensorError> {
+        let metas: Vec<Meta> = shapes
+            .iter()
+            .map(|s| Meta {
+                dtype,
+                shape: s.to_vec(),
+            })
+            .collect();
+        spec.infer(&metas)?;
+        let mut recording = Recording {
+            prims: Vec::new(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+        };
+        let operands = shapes
+            .iter()
+            .enumerate()
+            .map(|(id, s)| Sym {
+                id,
+                shape: s.to_vec(),
+            })
+            .collect();
+        let result = spec.contract(&mut recording, operands)?.id;
+        let Recording {
+            mut prims,
+            shapes: value_shapes,
+        } = recording;
+        fold_permutes(&mut prims, &value_shapes, shapes.len());
+        let mut last_use = vec![None; value_shapes.len()];
+        for (i, prim) in prims.iter().enumerate() {
+            for src in prim.reads() {
+                last_use[src] = Some(i);
+            }
+        }
+        Ok(EinsumPlan {
+            spec: spec.text().to_owned(),
+            shapes: shapes.iter().map(|s| s.to_vec()).collect(),
+            dtype,
+            prims,
+            last_use,
+            result,
+        })
+    }
+
+    /// The hash the engine's cache files a plan under: of the subscripts,
+    /// the operands' shapes and the element type.
+    pub(crate) fn key_hash(spec: &Spec, shapes: &[&[usize]], dtype: DType) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        spec.text().hash(&mut h);
+        shapes.hash(&mut h);
+        dtype.hash(&mut h);
+        h.finish()
+    }
+
+    /// Whether this plan is the one for these subscripts, shapes and type.
+    pub(crate) fn is_for(&self, spec: &Spec, shapes: &[&[usize]], dtype: DType) -> bool {
+        self.dtype == dtype
+            && self.spec == spec.text()
+            && self.shapes.len() == shapes.len()
+            && self.shapes.iter().zip(shapes).all(|(a, b)| a == b)
+    }
+
+    /// Replays the plan on `inputs`, which must be of the shapes and type
+    /// it was made for: every caller has just compiled it for them or found
+    /// it by them ([`EinsumPlan::is_for`]), computing as `compute` says.
+    ///
+    /// # Errors
+    ///
+    /// Only what a kernel finds; none is expected.
+    pub(crate) fn run(&self, inputs: &[&Tensor], compute: Compute) -> Result<Tensor, TensorError> {
+        // The common contraction: one product of two operands read in
+        // place (a permutation folded in, or none needed).
+        if let [Prim::Gemm { a, b, dims, out }] = &self.prims[..] {
+            if let (Some(x), Some(y)) = (inputs.get(a.src), inputs.get(b.src)) {
+                return product(x, a.layout, y, b.layout, *dims, out, compute);
+            }
+        }
+        let mut values: smallvec::SmallVec<[Option<Cow<'_, Tensor>>; 8]> = inputs
+            .iter()
+            .map(|&t| Some(Cow::Borrowed(t)))
+            .chain(self.prims.iter().map(|_| None))
+            .collect();
+        let n = inputs.len();
+        for (i, prim) in self.prims.iter().enumerate() {
+            let get = |v: usize| values[v].as_deref().expect("made before it is read");
+            let made = match prim {
+                Prim::Permute { folded: true, .. } => None,
+                Prim::View { src, view } => Some(structural::view(get(*src), view)?),
+                Prim::Sum { src, axes } => Some(reduce::reduce(
+                    ReduceOp::Sum,
+                    get(*src),
+                    axes,
+                    false,
+                    false,
+                )?),
+                Prim::Permute { src, perm, .. } => {
+                    Some(structural::permute(get(*src), perm, compute.parallel())?)
+                }
+                Prim::Gemm { a, b, dims, out } => Some(product(
+                    get(a.src),
+                    a.layout,
+                    get(b.src),
+                    b.layout,
+                    *dims,
+                    out,
+                    compute,
+                )?),
+            };
+            values[n + i] = made.map(Cow::Owned);
+            for src in prim.reads() {
+                if self.last_use[src] == Some(i) {
+                    if let Some(Cow::Owned(t)) = values[src].take() {
+                        buffer::recycle(t);
+                    }
+                }
+            }
+        }
+        Ok(values[self.result]
+            .take()
+            .expect("the result is made")
+            .into_owned())
+    }
+}
+
+impl Prim {
+    /// The values it reads.
+    fn reads(&self) -> smallvec::SmallVec<[usize; 2]> {
+        match self {
+            Prim::View { src, .. } | Prim::Sum { src, .. } | Prim::Permute { src, .. } => {
+                smallvec::smallvec![*src]
+            }
+            Prim::Gemm { a, b, .. } => smallvec::smallvec![a.src, b.src],
+        }
+    }
+}
+
+/// Folds each permutation read only by one product into that product, as
+/// a strided operand over the permutation's source, where its axes merge
+/// into a batch, a row and a column stride with rows or columns
+/// contiguous.
+fn fold_permutes(prims: &mut [Prim], shapes: &[Vec<usize>], inputs: usize) {
+    let mut readers = vec![0usize; shapes.len()];
+    for prim in prims.iter() {
+        for src in prim.reads() {
+            readers[src] += 1;
+        }
+    }
+    for g in 0..prims.len() {
+        let Prim::Gemm { a, b, dims, .. } = &prims[g] else {
+            continue;
+        };
+        let [nb, m, k, n] = *dims;
+        let mut folds = Vec::new();
+        for (side, operand, groups) in [(0, *a, [nb, m, k]), (1, *b, [nb, k, n])] {
+            let Some(p) = operand.src.checked_sub(inputs) else {
+                continue;
+            };
+            let Prim::Permute { src, perm, .. } = &prims[p] else {
+                continue;
+            };
+            if readers[operand.src] != 1 {
+                continue;
+            }
+            let source = &shapes[*src];
+            let own = row_major(source);
+            let shape: Vec<usize> = perm.iter().map(|&i| source[i]).collect();
+            let strides: Vec<isize> = perm.iter().map(|&i| own[i]).collect();
+            if let Some(layout) = layout_of(&shape, &strides, groups) {
+                folds.push((side, p, *src, layout));
+            }
+        }
+        for (side, p, src, layout) in folds {
+            if let Prim::Permute { folded, .. } = &mut prims[p] {
+                *folded = true;
+            }
+            if let Prim::Gemm { a, b, .. } = &mut prims[g] {
+                let operand = if side == 0 { a } else { b };
+                *operand = Operand { src, layout };
+            }
+        }
+    }
+}
+
+/// The strides of a tensor of this shape and these strides read as
+/// `[groups[0], groups[1], groups[2]]`, if each group's axes merge into one
+/// stride and rows or columns are contiguous.
+fn layout_of(shape: &[usize], strides: &[isize], groups: [usize; 3]) -> Option<Layout> {
+    if shape.contains(&0) {
+        return None;
+    }
+    // Axes of extent 1 may go in any group and have no stride that matters.
+    let axes: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&e, _)| e != 1)
+        .map(|(&e, &s)| Some((e, usize::try_from(s).ok()?)))
+        .collect::<Option<_>>()?;
+    let mut merged: [Option<usize>; 3] = [None; 3];
+    let mut rest = &axes[..];
+    for (g, &target) in groups.iter().enumerate() {
+        let mut product = 1usize;
+        let mut taken = 0;
+        while product < target {
+            let &(extent, _) = rest.get(taken)?;
+            product = product.checked_mul(extent)?;
+            taken += 1;
+        }
+        if product != target {
+            return None;
+        }
+        let group = &rest[..taken];
+        for pair in group.windows(2) {
+            if pair[0].1 != pair[1].1.checked_mul(pair[1].0)? {
+                return None;
+            }
+        }
+        merged[g] = group.last().map(|&(_, s)| s);
+        rest = &rest[taken..];
+    }
+    let [batch, row, col] = merged;
+    let batch = batch.unwrap_or(0);
+    match (row, col) {
+        (_, None | Some(1)) => Some(Layout::Rows {
+            batch,
+            row: row.unwrap_or(groups[2]),
+        }),
+        (None | Some(1), Some(col)) => Some(Layout::Cols { batch, col }),
+        _ => None,
+    }
+}
+
+/// `[nb, m, k] @ [nb, k, n]` of operands read through their layouts, into
+/// a fresh row-major value of shape `out`.
+fn product(
+    a: &Tensor,
+    la: Layout,
+    b: &Tensor,
+    lb: Layout,
+    dims: [usize; 4],
+    out: &[usize],
+    compute: Compute,
+) -> Result<Tensor, TensorError> {
+    if a.dtype() != b.dtype() {
+        return Err(TensorError::MixedDTypes {
+            op: "einsum",
+            lhs: a.dtype(),
+            rhs: b.dtype(),
+        });
+    }
+    let data = for_field!(a.dtype(), |T| T::wrap(typed_product::<T>(
+        a, la, b, lb, dims, compute
+    )), else return Err(TensorError::Unsupported {
+        op: "einsum",
+        dtype: a.dtype(),
+    }));
+    Tensor::from_parts(out.to_vec(), data)
+}
+
+fn typed_product<T: Field>(
+    a: &Tensor,
+    la: Layout,
+    b: &Tensor,
+    lb: Layout,
+    [nb, m, k, n]: [usize; 4],
+    compute: Compute,
+) -> Vec<T> {
+    let (a, b) = (
+        a.as_slice::<T>().expect("checked dtype"),
+        b.as_slice::<T>().expect("checked dtype"),
+    );
+    fn view<T>(
+        data: &[T],
+        layout: Layout,
+        batch: usize,
+        rows: usize,
+        cols: usize,
+    ) -> MatRef<'_, T> {
+        match layout {
+            Layout::Rows { batch: step, row } => {
+                MatRef::from_row_major_slice_with_stride(&data[batch * step..], rows, cols, row)
+            }
+            Layout::Cols { batch: step, col } => {
+                MatRef::from_column_major_slice_with_stride(&data[batch * step..], rows, cols, col)
+            }
+        }
+    }
+    gemm::batched([nb, m, k, n], compute, |batch| {
+        (view(a, la, batch, m, k), view(b, lb, batch, k, n))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    use weft_core::{c64, DType};
+
+    fn tensor(shape: &[usize], seed: f64) -> Tensor {
+        let n = shape.iter().product();
+        Tensor::from_vec::<f64>(
+            (0..n).map(|i| ((i as f64) * 0.83 + seed).sin()).collect(),
+            shape,
+        )
+        .unwrap()
+    }
+
+    /// Reference: loop over every assignment of every label, multiply the
+    /// operands' elements, add into the output element.
+    fn reference(spec: &str, inputs: &[&Tensor]) -> Vec<f64> {
+        let s = Spec::parse(spec).unwrap();
+        let ext = s.extents(inputs.iter().map(|t| t.shape())).unwrap();
+        let labels: Vec<char> = ext.keys().copied().collect();
+        let out_shape: Vec<usize> = s.output().iter().map(|c| ext[c]).collect();
+        let mut out = vec![0.0; out_shape.iter().product()];
+        let total: usize = labels.iter().map(|c| ext[c]).product();
+        for k in 0..total {
+            let mut val = BTreeMap::new();
+            let mut r = k;
+            for c in labels.iter().rev() {
+                val.insert(*c, r % ext[c]);
+                r /= ext[c];
+            }
+            let flat = |ls: &[char], shape: &[usize]| {
+                ls.iter()
+                    .zip(shape)
+                    .fold(0, |acc, (c, &d)| acc * d + val[c])
+            };
+            let prod: f64 = inputs
+                .iter()
+                .zip(s.inputs().iter())
+                .map(|(t, ls)| t.as_slice::<f64>().unwrap()[flat(ls, t.shape())])
+                .product();
+            out[flat(s.output(), &out_shape)] += prod;
+        }
+        out
+    }
+
+    fn check(spec: &str, inputs: &[&Tensor]) {
+        let s = Spec::parse(spec).unwrap();
+        let metas: Vec<Meta> = inputs.iter().map(|t| Meta::of(t)).collect();
+        let meta = s.infer(&metas).unwrap();
+        let got = run(&s, inputs, Compute::faer(1)).unwrap();
+        assert_eq!(got.shape(), &meta.shape[..], "{spec}");
+        let want = reference(spec, inputs);
+        for (g, w) in got.as_slice::<f64>().unwrap().iter().zip(&want) {
+            assert!(
+                (g - w).abs() <= 1e-10 * (1.0 + w.abs()),
+                "{spec}: {g} vs {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn matches_the_label_loop() {
+        let (a, b, c, d) = (
+            tensor(&[3, 4], 0.1),
+            tensor(&[4, 5], 0.2),
+            tensor(&[5, 2], 0.3),
+            tensor(&[2, 3], 0.4),
+        );
+        check("ij,jk->ik", &[&a, &b]);
+        check("ij,jk", &[&a, &b]);
+        check("ij->ji", &[&a]);
+        check("ij->", &[&a]);
+        check("ij,ij->ij", &[&a, &a]);
+        check("i,j->ij", &[&tensor(&[3], 0.5), &tensor(&[4], 0.6)]);
+        let sq = tensor(&[4, 4], 0.7);
+        check("ii->", &[&sq]);
+        check("ii->i", &[&sq]);
+        check(
+            "bij,bjk->bik",
+            &[&tensor(&[2, 3, 4], 0.8), &tensor(&[2, 4, 5], 0.9)],
+        );
+        check("ij,jk,kl->il", &[&a, &b, &c]);
+        check("ij,jk,kl,li->", &[&a, &b, &c, &d]);
+        check("iij,jk->ik", &[&tensor(&[3, 3, 4], 1.0), &b]);
+        // An MPS-style chain: site tensors (l, p, r), contracted with a copy.
+        let site = tensor(&[2, 3, 2], 1.1);
+        check("apb,cpd,bqe,dqf->acef", &[&site, &site, &site, &site]);
+    }
+
+    #[test]
+    fn tensor_network_contractions_fold_into_one_product() {
+        for (spec, shapes) in [
+            ("ab,bsd->asd", [&[4, 4][..], &[4, 2, 4]]),
+            ("asc,asd->cd", [&[4, 2, 4][..], &[4, 2, 4]]),
+            ("ij,jk->ik", [&[3, 5][..], &[5, 2]]),
+            ("ik,jk->ij", [&[3, 5][..], &[2, 5]]),
+            ("bij,bjk->bik", [&[2, 3, 4][..], &[2, 4, 5]]),
+        ] {
+            let plan =
+                EinsumPlan::compile(&Spec::parse(spec).unwrap(), &shapes, DType::F64).unwrap();
+            let run: Vec<&Prim> = plan
+                .prims
+                .iter()
+                .filter(|p| !matches!(p, Prim::Permute { folded: true, .. }))
+                .collect();
+            assert!(
+                matches!(run[..], [Prim::Gemm { .. }]),
+                "{spec}: {:?}",
+                plan.prims
+            );
+            let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.4)).collect();
+            check(spec, &inputs.iter().collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn complex_operands() {
+        let a = Tensor::from_vec(vec![c64::new(0.0, 1.0), c64::new(1.0, 0.0)], &[2]).unwrap();
+        let s = Spec::parse("i,i->").unwrap();
+        let got = run(&s, &[&a, &a], Compute::faer(1)).unwrap();
+        assert_eq!(got.as_slice::<c64>().unwrap(), &[c64::new(0.0, 0.0)]);
+        assert_eq!(got.dtype(), DType::C64);
+    }
+
+    #[test]
+    fn bad_specs_are_named() {
+        let meta = |shape: &[usize]| Meta {
+            dtype: DType::F64,
+            shape: shape.to_vec(),
+        };
+        let err = Spec::parse("ij,j1->i").unwrap_err();
+        assert!(err.to_string().contains("`1` is not a label"), "{err}");
+        let err = Spec::parse("ij->ii").unwrap_err();
+        assert!(err.to_string().contains("appears twice"), "{err}");
+        let err = Spec::parse("ij->k").unwrap_err();
+        assert!(err.to_string().contains("`k` is in no operand"), "{err}");
+        let err = Spec::parse("...ij->ij").unwrap_err();
+        assert!(err.to_string().contains("ellipsis"), "{err}");
+        let s = Spec::parse("ij,jk->ik").unwrap();
+        let err = s.infer(&[meta(&[2, 3]), meta(&[4, 5])]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "einsum `ij,jk->ik`: label `j` has extents 3 and 4"
+        );
+        let err = s.infer(&[meta(&[2, 3, 1]), meta(&[3, 5])]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("operand 0 has 3 axes but subscript `ij`"),
+            "{err}"
+        );
+    }
+}
