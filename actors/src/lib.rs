@@ -33,6 +33,7 @@ mod context;
 mod event;
 pub mod fault;
 mod gate;
+mod housekeeping;
 mod lane;
 mod op;
 mod promise;
@@ -47,11 +48,12 @@ mod ticket;
 mod trace;
 
 pub use actor::{
-    Actor, ActorBuilder, ActorClosed, ActorJob, Housekeeping, Nudge, SpawnError, DEFAULT_IDLE_SPIN,
+    Actor, ActorBuilder, ActorClosed, ActorJob, SpawnError, DEFAULT_IDLE_SPIN,
     DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};
 pub use event::{Event, EventState, Failure, FailureCause};
+pub use housekeeping::{Housekeeping, Nudge};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};
 pub use op::{Call, Op, OpBody, TryCall};
 pub use promise::Promise;

@@ -38,7 +38,7 @@
 
 use std::sync::Arc;
 
-use crate::actor::Nudge;
+use crate::housekeeping::Nudge;
 use crate::sync::{channel, AtomicBool, Ordering};
 
 /// The sending side: cheap to clone, usable from any thread.

@@ -40,9 +40,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::actor::Housekeeping;
 use crate::event::{Dependent, EventState};
 use crate::fault::isolate;
+use crate::housekeeping::Housekeeping;
 use crate::op::{Cancel, Deps, RunOutcome};
 use crate::queue::{Envelope, LaneCore};
 use crate::shared::{Message, Shared};

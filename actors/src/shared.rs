@@ -185,7 +185,7 @@ impl<E: 'static> Wake for Shared<E> {
     }
 }
 
-impl<E: 'static> crate::actor::Nudged for Shared<E> {
+impl<E: 'static> crate::housekeeping::Nudged for Shared<E> {
     fn nudge(&self) {
         let _ = self.mailbox.send(Message::Tidy);
     }

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use crate::ops::TensorOp;
-use crate::program::Program;
+use crate::program::{last_uses, Program};
 use crate::tensor::{DType, Tensor, TensorError};
 
 /// Where a tensor lives: a CPU domain or a CUDA device, by index.
@@ -285,7 +285,7 @@ pub trait TensorEngine: 'static {
     where
         Self: Sized,
     {
-        crate::program::run_stepwise(self, program, inputs, outputs, lane)
+        run_stepwise(self, program, inputs, outputs, lane)
     }
 
     /// Makes a host tensor resident under `id`.
@@ -346,4 +346,69 @@ pub fn execute_then_free<E: TensorEngine + ?Sized>(
     let result = engine.execute_into(op, inputs, outputs, lane);
     engine.free(donated);
     result
+}
+
+/// Runs `program` step by step through `engine`'s
+/// [`TensorEngine::execute_into`]: the default of
+/// [`TensorEngine::run_program`].
+pub fn run_stepwise<E: TensorEngine>(
+    engine: &mut E,
+    program: &Program,
+    inputs: &[TensorId],
+    outputs: &[TensorId],
+    lane: u64,
+) -> Result<(), ExecError> {
+    let metas = program.metas();
+    let mut ids: Vec<Option<TensorId>> = vec![None; metas.len()];
+    for (&value, &id) in program.inputs().iter().zip(inputs) {
+        ids[value] = Some(id);
+    }
+    for (&value, &id) in program.outputs().iter().zip(outputs) {
+        ids[value] = Some(id);
+    }
+    let keep: Vec<bool> = (0..metas.len())
+        .map(|v| program.inputs().contains(&v) || program.outputs().contains(&v))
+        .collect();
+    let last = last_uses(program);
+    let mut scratch: Vec<TensorId> = Vec::new();
+    let mut outcome = Ok(());
+    'steps: for (i, step) in program.steps().iter().enumerate() {
+        let results = step.first_result..step.first_result + step.results;
+        for v in results.clone() {
+            if ids[v].is_none() {
+                let id = TensorId::scratch();
+                scratch.push(id);
+                ids[v] = Some(id);
+            }
+        }
+        let args: smallvec::SmallVec<[TensorId; 4]> =
+            step.args.iter().map(|&v| ids[v].expect("made")).collect();
+        let outs: smallvec::SmallVec<[(TensorId, DType, &[usize]); 2]> = results
+            .clone()
+            .map(|v| (ids[v].expect("named"), metas[v].dtype, &metas[v].shape[..]))
+            .collect();
+        if let Err(source) = engine.execute_into(&step.op, &args, &outs, lane) {
+            outcome = Err(ExecError::InProgram {
+                program: program.trace_label(),
+                step: i,
+                op: step.op.name(),
+                source: Box::new(source),
+            });
+            break 'steps;
+        }
+        // Intermediates no later step reads go now.
+        for v in step.args.iter().copied().chain(results) {
+            if !keep[v] && last[v].is_none_or(|l| l <= i) {
+                if let Some(id) = ids[v].take() {
+                    engine.free(id);
+                }
+            }
+        }
+    }
+    if outcome.is_err() {
+        for id in scratch.into_iter().chain(outputs.iter().copied()) {
+            engine.free(id);
+        }
+    }
+    outcome
 }

@@ -57,6 +57,6 @@ pub use tensor::{c32, c64, element_count, DType, Data, Element, Field, Tensor, T
 /// What an engine's implementation needs beyond the vocabulary and the
 /// [`TensorEngine`] trait.
 pub mod backend {
-    pub use crate::engine::execute_then_free;
-    pub use crate::program::{last_uses, run_stepwise};
+    pub use crate::engine::{execute_then_free, run_stepwise};
+    pub use crate::program::last_uses;
 }

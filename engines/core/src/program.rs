@@ -16,7 +16,6 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::engine::{ExecError, TensorEngine, TensorId};
 use crate::ops::{BinaryOp, EinsumSpec, Meta, ReduceOp, Scalar, TensorOp, UnaryOp};
 use crate::tensor::{DType, TensorError};
 
@@ -687,71 +686,6 @@ pub fn last_uses(program: &Program) -> Vec<Option<usize>> {
         }
     }
     last
-}
-
-/// Runs `program` step by step through `engine`'s
-/// [`TensorEngine::execute_into`]: the default of
-/// [`TensorEngine::run_program`].
-pub fn run_stepwise<E: TensorEngine>(
-    engine: &mut E,
-    program: &Program,
-    inputs: &[TensorId],
-    outputs: &[TensorId],
-    lane: u64,
-) -> Result<(), ExecError> {
-    let metas = program.metas();
-    let mut ids: Vec<Option<TensorId>> = vec![None; metas.len()];
-    for (&value, &id) in program.inputs().iter().zip(inputs) {
-        ids[value] = Some(id);
-    }
-    for (&value, &id) in program.outputs().iter().zip(outputs) {
-        ids[value] = Some(id);
-    }
-    let keep: Vec<bool> = (0..metas.len())
-        .map(|v| program.inputs().contains(&v) || program.outputs().contains(&v))
-        .collect();
-    let last = last_uses(program);
-    let mut scratch: Vec<TensorId> = Vec::new();
-    let mut outcome = Ok(());
-    'steps: for (i, step) in program.steps().iter().enumerate() {
-        let results = step.first_result..step.first_result + step.results;
-        for v in results.clone() {
-            if ids[v].is_none() {
-                let id = TensorId::scratch();
-                scratch.push(id);
-                ids[v] = Some(id);
-            }
-        }
-        let args: smallvec::SmallVec<[TensorId; 4]> =
-            step.args.iter().map(|&v| ids[v].expect("made")).collect();
-        let outs: smallvec::SmallVec<[(TensorId, DType, &[usize]); 2]> = results
-            .clone()
-            .map(|v| (ids[v].expect("named"), metas[v].dtype, &metas[v].shape[..]))
-            .collect();
-        if let Err(source) = engine.execute_into(&step.op, &args, &outs, lane) {
-            outcome = Err(ExecError::InProgram {
-                program: program.trace_label(),
-                step: i,
-                op: step.op.name(),
-                source: Box::new(source),
-            });
-            break 'steps;
-        }
-        // Intermediates no later step reads go now.
-        for v in step.args.iter().copied().chain(results) {
-            if !keep[v] && last[v].is_none_or(|l| l <= i) {
-                if let Some(id) = ids[v].take() {
-                    engine.free(id);
-                }
-            }
-        }
-    }
-    if outcome.is_err() {
-        for id in scratch.into_iter().chain(outputs.iter().copied()) {
-            engine.free(id);
-        }
-    }
-    outcome
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::sync::Once;
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::gemm::{real_multiply_adds, PARALLEL_BATCH};
+use super::parallel::{real_multiply_adds, PARALLEL_BATCH};
 use weft_core::{c32, c64, Field};
 
 /// `CBLAS_ORDER::CblasRowMajor`.

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use super::buffer;
-use super::exec::PARALLEL_THRESHOLD;
+use super::parallel::PARALLEL_THRESHOLD;
 use super::structural::broadcast_to;
 use weft_core::layout::strides_in;
 use weft_core::ops::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp, Scalar};

@@ -4,15 +4,11 @@
 
 use super::einsum::EinsumPlan;
 use super::gemm::Compute;
+use super::parallel::PARALLEL_THRESHOLD;
 use super::pool::Workers;
 use super::{create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
 use weft_core::ops::{BinaryOp, EinsumSpec, Meta, TensorOp, UnaryOp};
 use weft_core::{element_count, DType, Tensor, TensorError};
-
-/// Below this many output elements (or multiply-adds, for a product) an op
-/// runs inline on the calling thread, the actor; above it, over the
-/// domain's pool.
-pub const PARALLEL_THRESHOLD: usize = 1 << 15;
 
 /// Runs `op` on `inputs`, already checked against it (`outputs` are what
 /// [`TensorOp::infer`] gave): inline for small work, over `pool` (as

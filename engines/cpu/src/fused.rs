@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 
 use super::buffer;
-use super::exec::PARALLEL_THRESHOLD;
+use super::parallel::PARALLEL_THRESHOLD;
 use super::unary::Math;
 use weft_core::ops::{BinaryOp, Scalar, TensorOp, UnaryOp};
 use weft_core::{DType, Element, Field, Tensor, TensorError};

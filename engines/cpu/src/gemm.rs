@@ -5,6 +5,7 @@
 
 use faer::{Accum, MatMut, MatRef, Par};
 
+use super::parallel::{real_multiply_adds, BATCH_TASK, PARALLEL_BATCH, SMALL_PRODUCT};
 use super::{buffer, CpuProvider};
 use weft_core::ops::matmul_shape;
 use weft_core::{element_count, Element, Field, Tensor, TensorError};
@@ -319,37 +320,11 @@ fn typed_in_place<T: Field>(
     Ok(())
 }
 
-/// Products below this many multiply-adds run on one thread each: the
-/// threads of one product cost more than they save there.
-pub(super) const SMALL_PRODUCT: usize = 1 << 18;
-
-/// The least work, in real multiply-adds, of a batch of small products
-/// spread over the pool; a smaller batch runs on the calling thread. A
-/// pool thread that has gone to sleep takes 20–50 µs to wake on the
-/// machines measured, about what 2^20 multiply-adds take on one core:
-/// below that, the woken thread arrives when the work is done (measured
-/// in `compare`'s `small_gemm` batched rows: 64 products of bond 16 ran
-/// 2.3× slower spread than on one thread).
-pub(super) const PARALLEL_BATCH: usize = 1 << 20;
-
-/// The least work, in real multiply-adds, of one task of a batch spread
-/// over the pool: small products go to a task several at a time (a task
-/// costs about a microsecond to hand over; a whole product of bond 4 is
-/// 30 ns).
-pub(super) const BATCH_TASK: usize = 1 << 16;
-
-/// Real multiply-adds of one `[m, k] @ [k, n]` product of `T` (a complex
-/// one is four), saturating: what the thresholds above measure.
-pub(super) fn real_multiply_adds<T: Field>(m: usize, k: usize, n: usize) -> usize {
-    let per = if T::DTYPE.is_complex() { 4 } else { 1 };
-    [k, n, per].into_iter().fold(m, usize::saturating_mul)
-}
-
 /// The `nb` products `[m, k] @ [k, n]` whose operands `operands(i)` reads,
 /// into a fresh row-major `[nb, m, n]`. When the batch gives every thread
 /// a product (or the products are small) and is worth waking threads for
-/// ([`PARALLEL_BATCH`]), the batch is spread over the pool in tasks of at
-/// least [`BATCH_TASK`] multiply-adds, each product on one thread; else
+/// ([`PARALLEL_BATCH`](super::parallel::PARALLEL_BATCH)), the batch is spread over the pool in tasks of at
+/// least [`BATCH_TASK`](super::parallel::BATCH_TASK) multiply-adds, each product on one thread; else
 /// the products run one after another, each over the pool when it is
 /// large.
 pub(super) fn batched<'a, T: Field>(

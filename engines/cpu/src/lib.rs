@@ -26,6 +26,7 @@ mod fused;
 mod gemm;
 mod index;
 mod linalg;
+mod parallel;
 mod pool;
 mod program;
 mod reduce;
@@ -34,7 +35,8 @@ mod structural;
 mod unary;
 
 pub use buffer::BufferPool;
-pub use exec::{HostRun, PARALLEL_THRESHOLD};
+pub use exec::HostRun;
+pub use parallel::PARALLEL_THRESHOLD;
 pub use store::Store;
 
 use cache::Cache;

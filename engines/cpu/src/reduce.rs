@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::exec::PARALLEL_THRESHOLD;
+use super::parallel::PARALLEL_THRESHOLD;
 use weft_core::layout::View;
 use weft_core::ops::{arg_meta, reduce_meta, ArgOp, ReduceOp};
 use weft_core::{Data, Element, Field, Tensor, TensorError};

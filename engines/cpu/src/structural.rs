@@ -80,7 +80,7 @@ fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T> {
         let base = first * strides[0];
         plan.copy(src, base, &shape, &strides, chunk);
     };
-    if parallel && rank > 1 && n >= super::exec::PARALLEL_THRESHOLD {
+    if parallel && rank > 1 && n >= super::parallel::PARALLEL_THRESHOLD {
         use rayon::prelude::*;
         out.par_chunks_mut(block * dst0)
             .enumerate()

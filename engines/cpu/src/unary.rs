@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use super::buffer;
-use super::exec::PARALLEL_THRESHOLD;
+use super::parallel::PARALLEL_THRESHOLD;
 use weft_core::ops::UnaryOp;
 use weft_core::{c32, c64, Element, Tensor, TensorError};
 

@@ -15,7 +15,8 @@ mod structural;
 mod unary;
 
 pub use crate::layout::broadcast_shapes;
-pub use create::{Distribution, Scalar};
+pub use crate::tensor::Scalar;
+pub use create::Distribution;
 pub use einsum::Contraction;
 pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
 pub use elementwise::check_integer_operands;
