@@ -21,7 +21,8 @@ use crate::runtime::{claimed_cpus, Runtime};
 // ledger of CPUs, the process's runtime.
 #[cfg(not(weft_loom))]
 use {
-    crate::ledger::{self, Claimed, Overlap},
+    crate::config::Overlap,
+    crate::ledger::{self, Claimed},
     crate::runtime::RuntimeReport,
     parking_lot::Mutex,
     std::error::Error,
@@ -382,7 +383,11 @@ impl Builder {
         #[cfg(not(weft_loom))]
         let claim = match ledger::claim(id, &cpus, config.overlap)? {
             Claimed::New(claim) => Some(claim),
-            Claimed::Shared(runtime) => {
+            Claimed::Shared(shared) => {
+                let inner = shared
+                    .downcast::<crate::runtime::Inner>()
+                    .expect("the ledger holds only runtimes");
+                let runtime = Runtime::from_inner(inner);
                 // Sharing gives the live runtime as it is: one without MPI
                 // cannot stand in for a build that asked for it.
                 #[cfg(feature = "mpi")]

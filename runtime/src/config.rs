@@ -12,8 +12,6 @@ use weft_actors::{
 };
 use weft_cpu::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
 
-use crate::ledger::Overlap;
-
 /// What a runtime's thread names begin with unless
 /// [`crate::Builder::thread_names`] says otherwise.
 pub const DEFAULT_THREAD_NAMES: &str = "weft";
@@ -123,4 +121,29 @@ impl Config {
             None => builder,
         }
     }
+}
+
+/// What a build does when its CPUs overlap those of a live runtime of the
+/// process ([`crate::Builder::overlap`]).
+///
+/// The default, [`Overlap::Refuse`], is the one that is never wrong
+/// silently: sharing would ignore the second builder's layout and settings
+/// and tie its shutdown to another's, and allowing would double the threads
+/// on those cores, the oversubscription the ledger exists to prevent. A
+/// library that wants a runtime without knowing whether its application
+/// has one calls [`Runtime::global`](crate::Runtime::global), which shares by construction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Overlap {
+    /// The build fails with [`BuildError::Overlap`](crate::BuildError::Overlap), naming the CPUs and
+    /// the runtime that runs them.
+    #[default]
+    Refuse,
+    /// The build returns a handle to the live runtime whose CPUs overlap
+    /// (the first one claimed): its actors, layout and settings, not the
+    /// builder's. Without an overlap it builds a new runtime.
+    Share,
+    /// The build goes ahead; both runtimes report the overlap in
+    /// [`crate::RuntimeStats::overlaps`] and [`Runtime::overlaps`](crate::Runtime::overlaps).
+    Allow,
 }

@@ -20,7 +20,7 @@ use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
-use crate::handle::{DomainTensors, RuntimeId, Spent};
+use crate::handle::{actor_name, DomainTensors, RuntimeId, Spent};
 #[cfg(feature = "cuda")]
 use crate::{CudaEngine, CudaEngineConfig};
 
@@ -236,14 +236,6 @@ impl<E: 'static> Hosted for Actor<E> {
 
     fn stats(&self) -> ActorStats {
         Actor::stats(self)
-    }
-}
-
-/// The thread name of the actor of `place`, as the runtime starts it.
-pub(crate) fn actor_name(prefix: &str, place: Place) -> String {
-    match place {
-        Place::Cpu(i) => format!("{prefix}-cpu-{i}"),
-        Place::Cuda(i) => format!("{prefix}-cuda-{i}"),
     }
 }
 

@@ -170,7 +170,7 @@ impl DomainTensors {
 
     /// The name of the actor of `place` in this domain's runtime.
     pub(crate) fn actor_name(&self, place: Place) -> String {
-        crate::domain::actor_name(&self.prefix, place)
+        actor_name(&self.prefix, place)
     }
 
     /// A handle for a tensor that an op about to be submitted produces: a
@@ -298,5 +298,13 @@ impl fmt::Debug for TensorHandle {
             "TensorHandle({:?} {}{:?} in {})",
             self.inner.id, self.inner.dtype, self.inner.shape, self.inner.place
         )
+    }
+}
+
+/// The thread name of the actor of `place`, as the runtime starts it.
+pub(crate) fn actor_name(prefix: &str, place: Place) -> String {
+    match place {
+        Place::Cpu(i) => format!("{prefix}-cpu-{i}"),
+        Place::Cuda(i) => format!("{prefix}-cuda-{i}"),
     }
 }

@@ -9,40 +9,16 @@
 //! joined: at a shutdown that joins them all, or when its last handle is
 //! dropped.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 use weft_topology::CpuSet;
 
+use crate::config::Overlap;
 use crate::error::BuildError;
 use crate::handle::RuntimeId;
-use crate::runtime::{Inner, Runtime};
-
-/// What a build does when its CPUs overlap those of a live runtime of the
-/// process ([`crate::Builder::overlap`]).
-///
-/// The default, [`Overlap::Refuse`], is the one that is never wrong
-/// silently: sharing would ignore the second builder's layout and settings
-/// and tie its shutdown to another's, and allowing would double the threads
-/// on those cores, the oversubscription the ledger exists to prevent. A
-/// library that wants a runtime without knowing whether its application
-/// has one calls [`Runtime::global`], which shares by construction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Overlap {
-    /// The build fails with [`BuildError::Overlap`], naming the CPUs and
-    /// the runtime that runs them.
-    #[default]
-    Refuse,
-    /// The build returns a handle to the live runtime whose CPUs overlap
-    /// (the first one claimed): its actors, layout and settings, not the
-    /// builder's. Without an overlap it builds a new runtime.
-    Share,
-    /// The build goes ahead; both runtimes report the overlap in
-    /// [`crate::RuntimeStats::overlaps`] and [`Runtime::overlaps`].
-    Allow,
-}
 
 /// A live runtime whose CPUs overlap another's: reported by both.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +40,7 @@ struct Entry {
     id: RuntimeId,
     cpus: CpuSet,
     /// `None` while the runtime is being built.
-    runtime: Option<Weak<Inner>>,
+    runtime: Option<Weak<dyn Any + Send + Sync>>,
 }
 
 /// Every live claim of the process, in the order they were made.
@@ -77,8 +53,10 @@ static CHANGED: Condvar = Condvar::new();
 pub(crate) enum Claimed {
     /// The CPUs are claimed for a new runtime.
     New(Claim),
-    /// An overlapping runtime to share ([`Overlap::Share`]).
-    Shared(Runtime),
+    /// An overlapping runtime to share ([`Overlap::Share`]): the shared
+    /// state of the one attached ([`Claim::attach`]), which the ledger
+    /// keeps without knowing its type.
+    Shared(Arc<dyn Any + Send + Sync>),
 }
 
 /// A runtime's claim on its CPUs; dropping it releases them.
@@ -108,7 +86,7 @@ pub(crate) fn claim(id: RuntimeId, cpus: &CpuSet, policy: Overlap) -> Result<Cla
             }
             (Overlap::Share, Some(other)) => {
                 if let Some(inner) = other.runtime.as_ref().and_then(Weak::upgrade) {
-                    return Ok(Claimed::Shared(Runtime::from_inner(inner)));
+                    return Ok(Claimed::Shared(inner));
                 }
                 // Still being built, or its last handle is gone and its
                 // threads are being joined: its claim is attached or
@@ -128,10 +106,10 @@ pub(crate) fn claim(id: RuntimeId, cpus: &CpuSet, policy: Overlap) -> Result<Cla
 
 impl Claim {
     /// Records the built runtime, so that later builds may share it.
-    pub(crate) fn attach(&self, inner: &Arc<Inner>) {
+    pub(crate) fn attach(&self, runtime: Arc<dyn Any + Send + Sync>) {
         let mut ledger = LEDGER.lock();
         if let Some(entry) = ledger.iter_mut().find(|e| e.id == self.id) {
-            entry.runtime = Some(Arc::downgrade(inner));
+            entry.runtime = Some(Arc::downgrade(&runtime));
         }
         CHANGED.notify_all();
     }

@@ -74,10 +74,11 @@ mod transfer;
 // The runtime: building one, running it, its errors and reports, and the
 // application-side helpers on top of lanes.
 pub use builder::{Builder, RAYON_THREADS_ENV, THREADS_ENV, TRACE_ENV};
+pub use config::Overlap;
 pub use config::{DEFAULT_IDLE_TRIM, DEFAULT_THREAD_NAMES};
 pub use domain::{Affinity, DomainThreads};
 pub use error::{BuildError, RuntimeError};
-pub use ledger::{Overlap, Overlapping};
+pub use ledger::Overlapping;
 pub use pipeline::{ItemError, Pipeline, PipelineRun};
 pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
 #[cfg(not(weft_loom))]

@@ -130,7 +130,7 @@ impl Runtime {
             claim: Mutex::new(None),
         });
         if let Some(claim) = claim {
-            claim.attach(&inner);
+            claim.attach(inner.clone());
             *inner.claim.lock() = Some(claim);
         }
         Runtime { inner }

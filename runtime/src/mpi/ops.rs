@@ -1,47 +1,19 @@
-//! Ranks over MPI (feature `mpi`): the rank's MPI actor and the lane ops that reach it.
-//!
-//! One actor per process owns MPI ([`MpiEngine`]: it initialised it and
-//! makes every call). A lane op between ranks is up to three ops, none of
-//! which waits for another:
-//!
-//! 1. *mpi out*, on the lane's actor after the tensor's producer: a copy
-//!    of the tensor into a buffer of the domain's pool (the one copy: the
-//!    store keeps its own, which lanes may still read);
-//! 2. the MPI actor's op, ordered after *mpi out* by its event: it hands
-//!    the copy to MPI (which reads that buffer in place) and returns; the
-//!    request is progressed by the actor's loop, and its completion keeps a
-//!    [`Promise`] (or fails it with the typed error);
-//! 3. *mpi in*, on a lane of its own into the domain, after the promise's
-//!    event: what MPI wrote, into a buffer of the domain's pool taken on
-//!    that lane first for a large result (*mpi buffer*), becomes resident
-//!    under the handle the call returned, without a copy.
-//!
-//! A large input's buffer goes back to the pool once MPI is done with it
-//! (*mpi return*). Every op the application submits between ranks goes
-//! down one lane into the MPI actor, in submission order, so collectives
-//! reach MPI in the order the application called them; each is posted once
-//! its data is ready.
+//! The lane ops between ranks, and the runtime's view of its rank.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
-use weft_actors::{Actor, Event, EventState, Flow, Op, Promise, SpawnError, Ticket};
+use weft_actors::{Event, EventState, Flow, Op, Promise, Ticket};
 use weft_core::{DType, Data, Meta, Tensor, TensorEngine};
 use weft_cpu::CpuEngine;
-use weft_mpi::{check_peer, launched, Collective, Done, MpiEngine, MpiError, Reduction};
+use weft_mpi::{check_peer, Collective, Done, MpiEngine, MpiError, Reduction};
 
-use crate::config::Config;
+use super::actor::MpiActor;
 use crate::domain::DomainTable;
-use crate::error::{BuildError, OpError};
+use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
 use crate::runtime::Runtime;
-
-/// Idle time after which the MPI actor, with requests outstanding, stops
-/// testing them back to back and backs off (to at most [`POLL_MAX`]).
-const SPIN: Duration = Duration::from_micros(200);
-const POLL_MAX: Duration = Duration::from_millis(1);
 
 /// Tensors of at least this many bytes are sent from and received into
 /// buffers of the domain's pool, which a send gives back: fresh pages of a
@@ -52,71 +24,6 @@ fn meta_bytes(meta: &Meta) -> usize {
     weft_core::element_count(&meta.shape)
         .unwrap_or(0)
         .saturating_mul(meta.dtype.size())
-}
-
-/// The rank's MPI actor, and the one lane every MPI op goes down.
-pub(crate) struct MpiActor {
-    actor: Actor<MpiEngine>,
-    lane: weft_actors::Lane<MpiEngine>,
-    rank: usize,
-    ranks: usize,
-}
-
-impl MpiActor {
-    /// Starts the actor: MPI is initialised on its thread.
-    pub(crate) fn start(config: &Config) -> Result<MpiActor, BuildError> {
-        launched()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let factory = move || {
-            let engine = MpiEngine::start()?;
-            let _ = tx.send((engine.rank(), engine.ranks()));
-            Ok::<_, MpiError>(engine)
-        };
-        // While requests are outstanding it tests them back to back for a
-        // while, then every `idle / 8` up to a millisecond.
-        let progress = |engine: &mut MpiEngine, idle: Option<Duration>| {
-            if !engine.progress() {
-                return None;
-            }
-            Some(match idle {
-                Some(idle) if idle > SPIN => (idle / 8).min(POLL_MAX),
-                _ => Duration::ZERO,
-            })
-        };
-        let actor = config
-            .actor(format!("{}-mpi", config.name))
-            // Its housekeeping is its spin: an idle spin before it would
-            // only delay the first test of what it just posted.
-            .idle_spin(Duration::ZERO)
-            .spawn_with(factory, progress)
-            .map_err(|e| match e {
-                SpawnError::Factory { source, .. } => match source.downcast::<MpiError>() {
-                    Ok(e) => BuildError::Mpi(*e),
-                    Err(other) => BuildError::Mpi(MpiError::Unavailable {
-                        reason: other.to_string(),
-                    }),
-                },
-                other => BuildError::Mpi(MpiError::Unavailable {
-                    reason: format!("the MPI actor could not start: {other}"),
-                }),
-            })?;
-        let (rank, ranks) = rx.recv().map_err(|_| MpiError::Unavailable {
-            reason: "the MPI actor stopped before it said its rank".into(),
-        })?;
-        let lane = actor.lane().map_err(|e| MpiError::Unavailable {
-            reason: e.to_string(),
-        })?;
-        Ok(MpiActor {
-            actor,
-            lane,
-            rank,
-            ranks,
-        })
-    }
-
-    pub(crate) fn actor(&self) -> &Actor<MpiEngine> {
-        &self.actor
-    }
 }
 
 /// Where an MPI op's result goes: the MPI actor fills it, *mpi in* empties it.

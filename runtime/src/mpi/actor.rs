@@ -1,0 +1,79 @@
+//! The rank's MPI actor: it owns MPI, and one lane every MPI op goes down.
+
+use std::time::Duration;
+
+use weft_actors::{Actor, SpawnError};
+use weft_mpi::{launched, MpiEngine, MpiError};
+
+use crate::config::Config;
+use crate::error::BuildError;
+
+/// Idle time after which the MPI actor, with requests outstanding, stops
+/// testing them back to back and backs off (to at most [`POLL_MAX`]).
+const SPIN: Duration = Duration::from_micros(200);
+const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// The rank's MPI actor, and the one lane every MPI op goes down.
+pub(crate) struct MpiActor {
+    pub(super) actor: Actor<MpiEngine>,
+    pub(super) lane: weft_actors::Lane<MpiEngine>,
+    pub(super) rank: usize,
+    pub(super) ranks: usize,
+}
+
+impl MpiActor {
+    /// Starts the actor: MPI is initialised on its thread.
+    pub(crate) fn start(config: &Config) -> Result<MpiActor, BuildError> {
+        launched()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let factory = move || {
+            let engine = MpiEngine::start()?;
+            let _ = tx.send((engine.rank(), engine.ranks()));
+            Ok::<_, MpiError>(engine)
+        };
+        // While requests are outstanding it tests them back to back for a
+        // while, then every `idle / 8` up to a millisecond.
+        let progress = |engine: &mut MpiEngine, idle: Option<Duration>| {
+            if !engine.progress() {
+                return None;
+            }
+            Some(match idle {
+                Some(idle) if idle > SPIN => (idle / 8).min(POLL_MAX),
+                _ => Duration::ZERO,
+            })
+        };
+        let actor = config
+            .actor(format!("{}-mpi", config.name))
+            // Its housekeeping is its spin: an idle spin before it would
+            // only delay the first test of what it just posted.
+            .idle_spin(Duration::ZERO)
+            .spawn_with(factory, progress)
+            .map_err(|e| match e {
+                SpawnError::Factory { source, .. } => match source.downcast::<MpiError>() {
+                    Ok(e) => BuildError::Mpi(*e),
+                    Err(other) => BuildError::Mpi(MpiError::Unavailable {
+                        reason: other.to_string(),
+                    }),
+                },
+                other => BuildError::Mpi(MpiError::Unavailable {
+                    reason: format!("the MPI actor could not start: {other}"),
+                }),
+            })?;
+        let (rank, ranks) = rx.recv().map_err(|_| MpiError::Unavailable {
+            reason: "the MPI actor stopped before it said its rank".into(),
+        })?;
+        let lane = actor.lane().map_err(|e| MpiError::Unavailable {
+            reason: e.to_string(),
+        })?;
+        Ok(MpiActor {
+            actor,
+            lane,
+            rank,
+            ranks,
+        })
+    }
+
+    pub(crate) fn actor(&self) -> &Actor<MpiEngine> {
+        &self.actor
+    }
+}
