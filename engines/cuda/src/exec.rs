@@ -24,7 +24,7 @@ pub(super) struct Exec<'a> {
     pub(super) launch: Launcher<'a>,
     pub(super) blas: Option<&'a CudaBlas>,
     /// The lane's cuSOLVER handle, for decompositions.
-    pub(super) solver: Option<&'a super::launch::Solver>,
+    pub(super) solver: Option<&'a super::cusolver::Solver>,
 }
 
 impl Exec<'_> {

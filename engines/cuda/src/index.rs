@@ -11,10 +11,8 @@
 //! CPU does (the same result, bit for bit); dynamic slices are the strided
 //! copies of static ones at the clamped starts.
 
-use std::collections::HashMap;
-
 use super::exec::Exec;
-use super::kernels::Dims;
+use super::kernels::{Dims, Targets};
 use super::DeviceTensor;
 use weft_core::layout::row_major;
 use weft_core::ops::{slice_view, split_at_axis, window_axes, ScatterMode};
@@ -56,55 +54,6 @@ impl HostIndex {
             HostIndex::Starts(s) => s,
             other => unreachable!("starts read from {other:?}"),
         }
-    }
-}
-
-/// A scatter's updates grouped by the position they land on: the distinct
-/// targets in order of first appearance, and for target `t` the updates
-/// `src[start[t]..start[t + 1]]` (their places in the index tensor, in its
-/// order).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Targets {
-    pub(crate) dst: Vec<usize>,
-    pub(crate) start: Vec<usize>,
-    pub(crate) src: Vec<usize>,
-}
-
-impl Targets {
-    /// Groups the positions `at` (update `j` lands on `at[j]`).
-    pub(crate) fn group(at: &[usize]) -> Targets {
-        let mut slot: HashMap<usize, usize> = HashMap::new();
-        let mut lists: Vec<Vec<usize>> = Vec::new();
-        let mut dst = Vec::new();
-        for (j, &p) in at.iter().enumerate() {
-            let t = *slot.entry(p).or_insert_with(|| {
-                dst.push(p);
-                lists.push(Vec::new());
-                lists.len() - 1
-            });
-            lists[t].push(j);
-        }
-        let mut start = Vec::with_capacity(lists.len() + 1);
-        start.push(0);
-        let mut src = Vec::with_capacity(at.len());
-        for list in lists {
-            src.extend(list);
-            start.push(src.len());
-        }
-        Targets { dst, start, src }
-    }
-
-    /// Whether the kernel may trust it: targets below `extent`, offsets
-    /// rising from 0 to the update count by at least one each, update
-    /// positions below that count.
-    pub(crate) fn is_sound(&self, extent: usize) -> bool {
-        let n = self.src.len();
-        self.start.len() == self.dst.len() + 1
-            && self.start.first() == Some(&0)
-            && self.start.last() == Some(&n)
-            && self.start.windows(2).all(|w| w[0] < w[1])
-            && self.dst.iter().all(|&d| d < extent)
-            && self.src.iter().all(|&s| s < n)
     }
 }
 

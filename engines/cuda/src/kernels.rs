@@ -320,7 +320,7 @@ impl Target {
 ///
 /// NVRTC's log.
 pub fn compile_cubin(dtype: DType, arch: i32) -> Result<Vec<u8>, String> {
-    super::launch::compile_cubin(&source(dtype), &format!("weft_{dtype}.cu"), arch)
+    super::nvrtc::compile_cubin(&source(dtype), &format!("weft_{dtype}.cu"), arch)
 }
 
 /// The compiled modules of one device, by element type, and their functions.
@@ -347,7 +347,7 @@ impl Kernels {
             if !super::nvrtc_present() {
                 return Err(KernelError::NoNvrtc);
             }
-            let image = match Target::choose(arch, &super::launch::nvrtc_architectures()) {
+            let image = match Target::choose(arch, &super::nvrtc::nvrtc_architectures()) {
                 Target::Cubin(sm) => {
                     Ptx::from_binary(compile_cubin(dtype, sm).map_err(KernelError::Compile)?)
                 }
@@ -405,6 +405,55 @@ pub(crate) fn rows(segments: usize, width: i32) -> LaunchConfig {
         grid_dim: (segments.div_ceil(per_block).clamp(1, 1 << 16) as u32, 1, 1),
         block_dim: (REDUCE_THREADS, 1, 1),
         shared_mem_bytes: 0,
+    }
+}
+
+/// A scatter's updates grouped by the position they land on: the distinct
+/// targets in order of first appearance, and for target `t` the updates
+/// `src[start[t]..start[t + 1]]` (their places in the index tensor, in its
+/// order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Targets {
+    pub(crate) dst: Vec<usize>,
+    pub(crate) start: Vec<usize>,
+    pub(crate) src: Vec<usize>,
+}
+
+impl Targets {
+    /// Groups the positions `at` (update `j` lands on `at[j]`).
+    pub(crate) fn group(at: &[usize]) -> Targets {
+        let mut slot: HashMap<usize, usize> = HashMap::new();
+        let mut lists: Vec<Vec<usize>> = Vec::new();
+        let mut dst = Vec::new();
+        for (j, &p) in at.iter().enumerate() {
+            let t = *slot.entry(p).or_insert_with(|| {
+                dst.push(p);
+                lists.push(Vec::new());
+                lists.len() - 1
+            });
+            lists[t].push(j);
+        }
+        let mut start = Vec::with_capacity(lists.len() + 1);
+        start.push(0);
+        let mut src = Vec::with_capacity(at.len());
+        for list in lists {
+            src.extend(list);
+            start.push(src.len());
+        }
+        Targets { dst, start, src }
+    }
+
+    /// Whether the kernel may trust it: targets below `extent`, offsets
+    /// rising from 0 to the update count by at least one each, update
+    /// positions below that count.
+    pub(crate) fn is_sound(&self, extent: usize) -> bool {
+        let n = self.src.len();
+        self.start.len() == self.dst.len() + 1
+            && self.start.first() == Some(&0)
+            && self.start.last() == Some(&n)
+            && self.start.windows(2).all(|w| w[0] < w[1])
+            && self.dst.iter().all(|&d| d < extent)
+            && self.src.iter().all(|&s| s < n)
     }
 }
 

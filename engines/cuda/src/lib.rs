@@ -65,22 +65,30 @@ extern crate weft_core;
 mod access;
 #[cfg(test)]
 mod coverage;
+#[allow(unsafe_code)] // The product call and a handle's rebinding, each argued.
+mod cublas;
+#[allow(unsafe_code)] // The decompositions' calls, each argued.
+mod cusolver;
 mod exec;
 mod index;
 mod kernels;
-#[allow(unsafe_code)] // Kernel launches and cuBLAS calls, each argued.
+mod lanes;
+#[allow(unsafe_code)] // Kernel launches, each argued.
 mod launch;
 mod linalg;
 #[allow(unsafe_code)] // Device and pinned memory, host copies, each argued.
 mod memory;
+#[allow(unsafe_code)] // NVRTC's architecture query and compile, each argued.
+mod nvrtc;
 mod streams;
 
+pub use cublas::cublas_present;
+pub use cusolver::cusolver_present;
 pub use kernels::{
     compile as compile_kernels, compile_cubin as compile_kernels_cubin, kernel_names,
 };
-pub use launch::{
-    cublas_present, cusolver_present, driver_present, nvrtc_architectures, nvrtc_present,
-};
+pub use launch::driver_present;
+pub use nvrtc::{nvrtc_architectures, nvrtc_present};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -94,11 +102,12 @@ use access::Tracker;
 use exec::{Exec, Value};
 use index::HostIndex;
 use kernels::Kernels;
+use lanes::{LaneStream, SpareBlas};
 use launch::Launcher;
 use memory::{
     host_bytes_mut, keep_freed_memory, pool_stats, Copies, DevicePool, PoolAttr, PoolAttributes,
 };
-use streams::{LaneStream, SpareBlas, Stream};
+use streams::Stream;
 use weft_core::layout::View;
 use weft_core::ops::{
     broadcast_in_dim_view, broadcast_view, diagonal_view, permute_view, reverse_view, slice_view,
@@ -487,7 +496,7 @@ impl CudaEngine {
                 let at = weft_core::ops::positions(name, &read(self, 1)?, *axis, extent)?;
                 match op {
                     TensorOp::Gather { .. } => HostIndex::Positions(at),
-                    _ => HostIndex::Targets(index::Targets::group(&at)),
+                    _ => HostIndex::Targets(kernels::Targets::group(&at)),
                 }
             }
             TensorOp::Compress { len } => {

@@ -46,7 +46,7 @@ impl<'a> Exec<'a> {
         })
     }
 
-    fn solver(&self) -> Result<&'a super::launch::Solver, ExecError> {
+    fn solver(&self) -> Result<&'a super::cusolver::Solver, ExecError> {
         self.solver.ok_or_else(|| {
             ExecError::Device(super::device_error(
                 self.launch.device,
@@ -61,7 +61,7 @@ impl<'a> Exec<'a> {
     fn prepare(
         &mut self,
         inputs: &[&DeviceTensor],
-    ) -> Result<Result<&'a super::launch::Solver, Failed>, ExecError> {
+    ) -> Result<Result<&'a super::cusolver::Solver, Failed>, ExecError> {
         let solver = self.solver()?;
         for t in inputs {
             if !self.all_finite(t)? {
