@@ -1,6 +1,6 @@
 //! Loom models of the public protocols of `weft-actors`. Build and run with
 //! `RUSTFLAGS="--cfg weft_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release
-//! -p weft-loom-tests` (see the README); without the flag this file is empty.
+//! -p weft-loom-tests` (see `docs/loom.md`); without the flag this file is empty.
 //!
 //! Each model starts a real actor (its thread is a loom thread, its mailbox
 //! and lanes the loom-built channel of the sync shim) and checks one race.

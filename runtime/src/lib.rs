@@ -24,8 +24,8 @@
 //! owning serial CPU engines, so an application's own test can model-check
 //! its code against the shipping lanes, tickets, events and shutdowns.
 //! What loom cannot run (pinning, thread counts, pools, hosts, traces, the
-//! process's runtime, CUDA, MPI) is absent in that build. The README's
-//! "Model-checking your own code" has the commands.
+//! process's runtime, CUDA, MPI) is absent in that build. `docs/loom.md`
+//! ("Model-checking your own code") has the commands.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 // A model build (`--cfg weft_loom`) leaves out what loom cannot run (the
@@ -147,3 +147,21 @@ pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The examples of the pages under `docs/` that have Rust code blocks,
+/// compiled and run as doctests (those marked `ignore` need a feature's
+/// system: a GPU, an MPI job).
+#[cfg(doctest)]
+pub mod docs_pages {
+    /// `docs/guide/programs.md`.
+    #[doc = include_str!("../../docs/guide/programs.md")]
+    pub struct Programs;
+
+    /// `docs/cuda.md`.
+    #[doc = include_str!("../../docs/cuda.md")]
+    pub struct Cuda;
+
+    /// `docs/mpi.md`.
+    #[doc = include_str!("../../docs/mpi.md")]
+    pub struct Mpi;
+}
