@@ -107,17 +107,21 @@ fn cuda_cell(op: &TensorOp, metas: &[Meta], dtype: DType) -> Cell {
     }
 }
 
-/// The README's table (between its `coverage` markers) is this one.
+/// The vocabulary page's table (`docs/guide/vocabulary.md`, between its
+/// `coverage` markers) is this one.
 fn check_readme(table: &str) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md");
-    let readme = std::fs::read_to_string(path).expect("the README");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/guide/vocabulary.md"
+    );
+    let readme = std::fs::read_to_string(path).expect("the vocabulary page");
     let (begin, end) = (
         "<!-- coverage table -->\n```text\n",
         "```\n<!-- end of coverage table -->",
     );
     let start = readme
         .find(begin)
-        .expect("the README has the coverage table")
+        .expect("the vocabulary page has the coverage table")
         + begin.len();
     let stop = start + readme[start..].find(end).expect("the table ends");
     let shown = &readme[start..stop];
@@ -126,7 +130,7 @@ fn check_readme(table: &str) {
     let differs = (0..shown.len().max(computed.len())).find(|&i| shown.get(i) != computed.get(i));
     if let Some(i) = differs {
         panic!(
-            "the README's coverage table differs at line {i}: {:?} there, {:?} here; paste the \
+            "the vocabulary page's coverage table differs at line {i}: {:?} there, {:?} here; paste the \
              printed one",
             shown.get(i),
             computed.get(i)
@@ -195,7 +199,7 @@ fn coverage_table() {
     // The CUDA engine lacks no op of the float and complex types.
     assert!(
         cuda_missing.is_empty(),
-        "the CUDA engine lacks {cuda_missing:?}: say so in the README"
+        "the CUDA engine lacks {cuda_missing:?}: say so in docs/cuda.md"
     );
     // Decompositions are the vocabulary's only ops with several outputs.
     let several: Vec<&str> = per_dtype[1]
