@@ -21,8 +21,9 @@ use std::sync::atomic::Ordering;
 
 use mpi::ffi as sys;
 
+use super::exchange::{FINALISED, STATE};
 use super::transport::{Buf, Grace, MpiOp, Request, Transport};
-use super::{MpiError, FINALISED, SHUTDOWN_GRACE, STATE};
+use super::{MpiError, SHUTDOWN_GRACE};
 use weft_core::{DType, Data};
 
 impl Buf {
