@@ -62,7 +62,4 @@ pub use scheduler::OPS_PER_TURN;
 pub use shutdown::{ShutdownError, ShutdownMode, ShutdownReport, Stuck, StuckAt};
 pub use stats::{ActorStats, LaneStats, OpCounts, SampledTime, HISTOGRAM_BUCKETS};
 pub use ticket::{Ticket, TicketError, TryWaitError, WaitTimeoutError};
-pub use trace::{
-    utc_date, ActorTimeline, ActorView, Flow, OpView, Outcome, Record, Trace, TraceFormat,
-    TraceView, ViewError, DEFAULT_TRACE_CAPACITY,
-};
+pub use trace::{ActorTimeline, Flow, Outcome, Record, Trace, DEFAULT_TRACE_CAPACITY};

@@ -49,6 +49,7 @@ compile_error!(
 //   domain                     the table of domains: started, looked up, stopped
 //   ledger                     the process's claims on CPUs, between runtimes
 //   config, error              what actors start with; every error type
+//   trace_view                 a trace as data, as JSON and as a picture
 //   handle                     tensor handles, `RuntimeId`, a domain's shared tensor state
 mod builder;
 mod config;
@@ -65,6 +66,7 @@ mod runtime;
 #[cfg(not(weft_loom))]
 mod scope;
 mod tape;
+mod trace_view;
 mod transfer;
 
 // The public surface, by group. Everything else is crate-private; the
@@ -97,9 +99,9 @@ pub use weft_actors::{
     MAX_LANE_CAPACITY, OPS_PER_TURN,
 };
 // Their counters and timelines, and the timeline as data and as a picture.
+pub use trace_view::{utc_date, ActorView, OpView, TraceFormat, TraceView, ViewError};
 pub use weft_actors::{
-    utc_date, ActorStats, ActorTimeline, ActorView, Flow, LaneStats, OpCounts, OpView, Outcome,
-    Record, SampledTime, Trace, TraceFormat, TraceView, ViewError,
+    ActorStats, ActorTimeline, Flow, LaneStats, OpCounts, Outcome, Record, SampledTime, Trace,
 };
 
 // Tensors and the op vocabulary: handles and their errors, host tensors,

@@ -17,6 +17,7 @@ use crate::error::{OpError, RuntimeError};
 use crate::handle::RuntimeId;
 use crate::lane::Lane;
 use crate::ledger::{self, Claim, Overlapping};
+use crate::trace_view::TraceView;
 
 /// The weft runtime: one actor per CPU domain, each owning a [`CpuEngine`]
 /// whose pool is pinned to the domain. Cheap to clone; the actors shut down
@@ -388,7 +389,8 @@ impl Runtime {
             .collect()
     }
 
-    /// The runtime's timeline, if it is traced ([`crate::Builder::trace`]).
+    /// The runtime's timeline, if it is traced ([`crate::Builder::trace`]);
+    /// [`TraceView::from_trace`] reads it as data.
     pub fn trace(&self) -> Option<&Trace> {
         self.inner.config.trace.as_ref()
     }
@@ -428,7 +430,7 @@ impl Inner {
     /// reported on stderr: it happens at shutdown, with nobody to return to.
     fn write_trace(&self) {
         if let (Some(trace), Some(path)) = (&self.config.trace, &self.config.trace_path) {
-            if let Err(e) = trace.write(path) {
+            if let Err(e) = TraceView::from_trace(trace).write(path) {
                 eprintln!("weft: writing the trace to {}: {e}", path.display());
             }
         }

@@ -1,32 +1,22 @@
-//! A timeline of what ran where: per actor and lane, each op's queue time
-//! and run time, and flows between ops of different actors (transfers),
-//! written as Chrome trace-event JSON (Perfetto, `chrome://tracing`) or
-//! drawn as a picture to open offline. This file keeps the records;
-//! `view.rs` turns them into data with times (and reads the JSON back),
-//! `svg.rs` draws that data.
+//! A timeline of what ran where: per actor and lane, each op's submission,
+//! start and end, and flows between ops of different actors (transfers).
+//! This module keeps the records; the runtime (`weft::TraceView`) turns a
+//! [`Trace`] into data with times, Chrome trace-event JSON or a picture.
 //!
 //! Off by default, and then free: an actor without a [`Trace`] checks one
 //! `Option` per op. On, every op is clocked at submission, start and end,
 //! and one [`Record`] goes into its actor's ring buffer, which keeps the
 //! newest `capacity` records and counts the ones it let go. The buffer's
 //! lock is taken by its actor once per op and by a reader only when the
-//! trace is written, so the actor never waits on it in practice; it is
+//! trace is read, so the actor never waits on it in practice; it is
 //! diagnostics, not part of any protocol.
 
 use std::collections::VecDeque;
-use std::io;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-
-mod svg;
-mod view;
-
-pub use svg::utc_date;
-pub use view::{ActorView, OpView, TraceView, ViewError};
 
 /// Records kept per actor by default.
 pub const DEFAULT_TRACE_CAPACITY: usize = 1 << 16;
@@ -167,6 +157,11 @@ impl Trace {
         }
     }
 
+    /// When the trace began: the origin its times are read from.
+    pub fn epoch(&self) -> Instant {
+        self.inner.epoch
+    }
+
     /// Adds an actor's timeline.
     pub(crate) fn timeline(&self, name: &str) -> Arc<Timeline> {
         let timeline = Arc::new(Timeline {
@@ -191,56 +186,6 @@ impl Trace {
                 dropped: t.dropped.load(Relaxed),
             })
             .collect()
-    }
-
-    /// The trace as Chrome trace-event JSON ([`TraceView::to_chrome_json`]).
-    pub fn to_chrome_json(&self) -> String {
-        self.view().to_chrome_json()
-    }
-
-    /// Writes the trace to `path`, in the form its extension names: a
-    /// timeline picture for `.svg` ([`TraceView::to_svg`]) or `.html`
-    /// ([`TraceView::to_html`]), Chrome trace-event JSON otherwise.
-    ///
-    /// # Errors
-    ///
-    /// The file system's.
-    pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
-        let path = path.as_ref();
-        let view = self.view();
-        let text = match TraceFormat::of(path) {
-            TraceFormat::Svg => view.to_svg(),
-            TraceFormat::Html => view.to_html(),
-            TraceFormat::Json => view.to_chrome_json(),
-        };
-        std::fs::write(path, text)
-    }
-}
-
-/// What a trace file holds, by its extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TraceFormat {
-    /// Chrome trace-event JSON (Perfetto, `chrome://tracing`): any
-    /// extension but the two below.
-    Json,
-    /// A timeline picture as SVG (`.svg`).
-    Svg,
-    /// The same picture in a self-contained HTML page (`.html`, `.htm`).
-    Html,
-}
-
-impl TraceFormat {
-    /// The format `path`'s extension names (case aside).
-    pub fn of(path: &Path) -> TraceFormat {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("svg") => TraceFormat::Svg,
-            Some("html" | "htm") => TraceFormat::Html,
-            _ => TraceFormat::Json,
-        }
     }
 }
 
@@ -276,8 +221,6 @@ mod tests {
             snap[0].records.iter().map(|r| r.lane).collect::<Vec<_>>(),
             [2, 3, 4]
         );
-        let json = trace.to_chrome_json();
-        assert!(json.contains(r#""name":"a \"quoted\" actor""#), "{json}");
-        assert_eq!(json.matches(r#""ph":"X""#).count(), 3);
+        assert_eq!(snap[0].name, "a \"quoted\" actor");
     }
 }

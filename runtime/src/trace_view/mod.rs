@@ -1,17 +1,23 @@
 //! A trace as data to draw or write: every actor's ops with their times in
 //! microseconds from the trace's epoch. A live [`Trace`] gives one
-//! ([`Trace::view`]), and so does the Chrome trace-event JSON weft writes
-//! ([`TraceView::from_chrome_json`]); the JSON writer and the picture
-//! (`svg.rs`) both work from it, so a file read back draws what the live
-//! trace would have.
+//! ([`TraceView::from_trace`]), and so does the Chrome trace-event JSON
+//! weft writes ([`TraceView::from_chrome_json`]); the JSON writer and the
+//! picture (`svg.rs`) both work from it, so a file read back draws what the
+//! live trace would have. The records themselves are kept by the actors
+//! (`weft_actors::Trace`); this module only reads them.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
 use std::time::Instant;
 
 use serde_json::Value;
+use weft_actors::{Flow, Outcome, Trace};
 
-use super::{Flow, Outcome, Trace};
+mod svg;
+
+pub use svg::utc_date;
 
 /// A trace laid out as data: its actors in the order they joined it.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,13 +88,26 @@ pub enum ViewError {
     },
 }
 
-impl Trace {
-    /// The trace so far as data, with times from its epoch.
-    pub fn view(&self) -> TraceView {
-        let micros =
-            |t: Instant| t.saturating_duration_since(self.inner.epoch).as_nanos() as f64 / 1e3;
+impl TraceView {
+    /// `trace`'s records so far as data, with times from its epoch.
+    ///
+    /// ```
+    /// let rt = weft::Runtime::builder()
+    ///     .split(1)
+    ///     .trace(std::env::temp_dir().join("weft-doc-view.json"))
+    ///     .build()?;
+    /// rt.lane(0)?.run(|_| ())?.wait()?;
+    /// let view = weft::TraceView::from_trace(rt.trace().expect("traced"));
+    /// assert_eq!(view.actors[0].ops.len(), 1);
+    /// # drop(rt);
+    /// # std::fs::remove_file(std::env::temp_dir().join("weft-doc-view.json"))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_trace(trace: &Trace) -> TraceView {
+        let epoch = trace.epoch();
+        let micros = |t: Instant| t.saturating_duration_since(epoch).as_nanos() as f64 / 1e3;
         TraceView {
-            actors: self
+            actors: trace
                 .snapshot()
                 .into_iter()
                 .map(|actor| ActorView {
@@ -111,9 +130,25 @@ impl Trace {
                 .collect(),
         }
     }
-}
 
-impl TraceView {
+    /// Writes the view to `path`, in the form its extension names
+    /// ([`TraceFormat::of`]): a timeline picture for `.svg`
+    /// ([`TraceView::to_svg`]) or `.html` ([`TraceView::to_html`]), Chrome
+    /// trace-event JSON ([`TraceView::to_chrome_json`]) otherwise.
+    ///
+    /// # Errors
+    ///
+    /// The file system's.
+    pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        let path = path.as_ref();
+        let text = match TraceFormat::of(path) {
+            TraceFormat::Svg => self.to_svg(),
+            TraceFormat::Html => self.to_html(),
+            TraceFormat::Json => self.to_chrome_json(),
+        };
+        std::fs::write(path, text)
+    }
+
     /// Every op, with the index of its actor.
     pub fn ops(&self) -> impl Iterator<Item = (usize, &OpView)> {
         self.actors
@@ -303,6 +338,33 @@ impl TraceView {
     }
 }
 
+/// What a trace file holds, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Chrome trace-event JSON (Perfetto, `chrome://tracing`): any
+    /// extension but the two below.
+    Json,
+    /// A timeline picture as SVG (`.svg`).
+    Svg,
+    /// The same picture in a self-contained HTML page (`.html`, `.htm`).
+    Html,
+}
+
+impl TraceFormat {
+    /// The format `path`'s extension names (case aside).
+    pub fn of(path: &Path) -> TraceFormat {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("svg") => TraceFormat::Svg,
+            Some("html" | "htm") => TraceFormat::Html,
+            _ => TraceFormat::Json,
+        }
+    }
+}
+
 /// `s` as a JSON string literal.
 fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -341,7 +403,7 @@ mod tests {
         TraceView {
             actors: vec![
                 ActorView {
-                    name: "weft-cpu0".to_owned(),
+                    name: "weft-cpu0 \"quoted\"".to_owned(),
                     ops: vec![
                         op(0, 10.0, Outcome::Completed, None),
                         op(1, 12.5, Outcome::Completed, Some(Flow::Out(7))),
@@ -363,10 +425,21 @@ mod tests {
     #[test]
     fn json_reads_back_as_the_view_it_came_from() {
         let view = sample();
-        let back = TraceView::from_chrome_json(&view.to_chrome_json()).expect("weft's own JSON");
+        let json = view.to_chrome_json();
+        assert!(json.contains(r#""name":"weft-cpu0 \"quoted\"""#), "{json}");
+        assert_eq!(json.matches(r#""ph":"X""#).count(), 4);
+        let back = TraceView::from_chrome_json(&json).expect("weft's own JSON");
         assert_eq!(back, view);
         assert_eq!(view.span_us(), Some((8.75, 32.5)));
         assert_eq!(view.lanes(0), [0, 1]);
+    }
+
+    #[test]
+    fn formats_follow_the_extension() {
+        assert_eq!(TraceFormat::of(Path::new("t.SVG")), TraceFormat::Svg);
+        assert_eq!(TraceFormat::of(Path::new("t.htm")), TraceFormat::Html);
+        assert_eq!(TraceFormat::of(Path::new("t.json")), TraceFormat::Json);
+        assert_eq!(TraceFormat::of(Path::new("trace")), TraceFormat::Json);
     }
 
     #[test]

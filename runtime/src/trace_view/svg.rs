@@ -12,8 +12,9 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::view::TraceView;
-use super::{Flow, Outcome};
+use weft_actors::{Flow, Outcome};
+
+use super::TraceView;
 
 /// The picture's width, px.
 const WIDTH: f64 = 1200.0;
@@ -320,7 +321,7 @@ fn decimals(step: f64) -> usize {
 }
 
 /// Text safe inside an SVG element or attribute.
-pub(crate) fn escape(s: &str) -> String {
+fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The tests of the optional ndarray and BLAS features.
+source "$(dirname "$0")/../lib.sh"
+
+step "tests of the optional features"
+tests cargo test --release -p weft-engines --features ndarray
+# The BLAS provider against the plain loops, and through a runtime.
+tests cargo test --release -p weft-engines --features blas --lib
+tests cargo test --release -p weft-tests --features blas --test tensor_lanes

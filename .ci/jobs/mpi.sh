@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The `mpi` feature: the test runs itself under mpirun as jobs of 2 and 4
+# ranks, and the sliced-contraction example checks its result on 2 ranks
+# against 1.
+source "$(dirname "$0")/../lib.sh"
+
+step "tests of the mpi feature"
+tests cargo test --release -p weft-engines --features mpi --lib mpi
+tests cargo test --release -p weft-tests --features mpi --test mpi
+cargo build --release -q -p weft-examples --features mpi --example sliced_contraction
+mpirun --allow-run-as-root --oversubscribe -n 2 target/release/examples/sliced_contraction
