@@ -5,7 +5,6 @@ source "$(dirname "$0")/../lib.sh"
 
 step "tests of the cuda feature"
 tests cargo test --release -p weft-tests --features cuda --test cuda_discovery
-tests cargo test --release -p weft-engines --features cuda --lib
 # The GPU check's library search (newest CUDA by version), on a fake tree.
 bash scripts/gpu-check.sh selftest
 # NVRTC alone (no GPU needed) compiles the CUDA kernels' source: its

@@ -4,5 +4,5 @@ source "$(dirname "$0")/../lib.sh"
 
 step "docs (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p weft-engines -p weft --features weft/cuda
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p weft-engines -p weft --features weft/mpi
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p weft --features cuda
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p weft-mpi -p weft --features mpi

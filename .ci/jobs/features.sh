@@ -3,7 +3,7 @@
 source "$(dirname "$0")/../lib.sh"
 
 step "tests of the optional features"
-tests cargo test --release -p weft-engines --features ndarray
+tests cargo test --release -p weft-core --features ndarray
 # The BLAS provider against the plain loops, and through a runtime.
-tests cargo test --release -p weft-engines --features blas --lib
+tests cargo test --release -p weft-cpu --features blas --lib
 tests cargo test --release -p weft-tests --features blas --test tensor_lanes
