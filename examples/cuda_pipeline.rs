@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use weft::{BuildError, DType, Distribution, Place, Runtime};
+use weft::{ops::Distribution, BuildError, DType, Place, Runtime};
 
 const ITEMS: u64 = 64;
 const IN_FLIGHT: usize = 8;

@@ -18,7 +18,8 @@
 use std::time::{Duration, Instant};
 
 use weft::{
-    DType, Lane, Program, Recorder, Runtime, Scalar, Tensor, TensorHandle, TensorOp, Value,
+    ops::TensorOp, program::Value, DType, Lane, Program, Recorder, Runtime, Scalar, Tensor,
+    TensorHandle,
 };
 use weft_examples::{random, BoxError};
 
@@ -38,7 +39,7 @@ fn shapes(sites: usize, bond: usize) -> Vec<Vec<usize>> {
 
 /// `⟨a|b⟩` of two real MPS, as a rank-0 value: the environment swept left
 /// to right, one einsum per site.
-fn overlap(p: &mut Recorder, a: &[Value], b: &[Value]) -> Result<Value, weft::RecordError> {
+fn overlap(p: &mut Recorder, a: &[Value], b: &[Value]) -> Result<Value, weft::error::RecordError> {
     let mut env = p.apply(
         TensorOp::Full {
             dtype: DType::F64,
@@ -87,7 +88,7 @@ fn fit(lane: &Lane) -> Result<(), BoxError> {
         let f = p.div(o2, d)?;
         let l = p.apply(
             TensorOp::BinaryScalar {
-                op: weft::BinaryOp::Sub,
+                op: weft::ops::BinaryOp::Sub,
                 value: Scalar::Real(1.0),
                 scalar_first: true,
             },
@@ -130,8 +131,8 @@ fn fit(lane: &Lane) -> Result<(), BoxError> {
             let mk = lane.axpby_into(Scalar::Real(1.0 - b1), g, Scalar::Real(b1), mk)?;
             let g2 = lane.mul(g, g)?;
             let vk = lane.axpby_into(Scalar::Real(1.0 - b2), &g2, Scalar::Real(b2), vk)?;
-            let root = lane.unary(weft::UnaryOp::Sqrt, &vk)?;
-            let root = lane.binary_scalar(weft::BinaryOp::Add, &root, Scalar::Real(eps))?;
+            let root = lane.unary(weft::ops::UnaryOp::Sqrt, &vk)?;
+            let root = lane.binary_scalar(weft::ops::BinaryOp::Add, &root, Scalar::Real(eps))?;
             let delta = lane.div(&mk, &root)?;
             next.0
                 .push(lane.axpby_into(Scalar::Real(-scaled), &delta, Scalar::Real(1.0), x)?);

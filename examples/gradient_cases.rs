@@ -13,8 +13,10 @@
 
 use serde_json::{json, Value as Json};
 use weft::{
-    BinaryOp, DType, Distribution, Program, RecordError, Recorder, ReduceOp, Scalar, Tensor,
-    TensorHandle, TensorOp, UnaryOp, Value,
+    error::RecordError,
+    ops::{BinaryOp, Distribution, ReduceOp, TensorOp, UnaryOp},
+    program::Value,
+    DType, Program, Recorder, Scalar, Tensor, TensorHandle,
 };
 use weft_examples::{encode, BoxError};
 
@@ -125,10 +127,10 @@ fn adjoint(p: &mut Recorder, x: Value) -> Result<Value, RecordError> {
 /// second input.
 fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
     let dtype = p.meta(v[0])?.dtype;
-    let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Svd), &[v[0]])?;
+    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[v[0]])?;
     let (u, s, vh) = (out[0], out[1], out[2]);
-    let all = weft::SliceAxis::ALL;
-    let two = weft::SliceAxis {
+    let all = weft::ops::SliceAxis::ALL;
+    let two = weft::ops::SliceAxis {
         start: 0,
         stop: 2,
         step: 1,
@@ -148,7 +150,7 @@ fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
 /// phases of `Q`'s columns and `R`'s rows): `Re Σ w ∘ R ∘ conj(R)`, plus
 /// `Re Σ m ∘ (Q Qᴴ)` when a third input is given.
 fn qr_loss(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
-    let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Qr), &[v[0]])?;
+    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Qr), &[v[0]])?;
     let (q, r) = (out[0], out[1]);
     let rc = p.unary(UnaryOp::Conj, r)?;
     let rr = p.mul(r, rc)?;
@@ -304,7 +306,7 @@ fn main() -> Result<(), BoxError> {
             |p, v| {
                 let mh = adjoint(p, v[0])?;
                 let a = p.add(v[0], mh)?;
-                let out = p.apply_many(TensorOp::Linalg(weft::Linalg::Eigh), &[a])?;
+                let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Eigh), &[a])?;
                 let (w, vecs) = (out[0], out[1]);
                 let sw = p.unary(UnaryOp::Tanh, w)?;
                 let sw = p.apply(TensorOp::Cast(DType::C64), &[sw])?;
@@ -332,8 +334,8 @@ fn main() -> Result<(), BoxError> {
                 )?;
                 let eye = p.scale(eye, 4.0)?;
                 let a = p.add(mm, eye)?;
-                let l = p.apply(TensorOp::Linalg(weft::Linalg::Cholesky), &[a])?;
-                let x = p.apply(TensorOp::Linalg(weft::Linalg::Solve), &[l, v[1]])?;
+                let l = p.apply(TensorOp::Linalg(weft::ops::Linalg::Cholesky), &[a])?;
+                let x = p.apply(TensorOp::Linalg(weft::ops::Linalg::Solve), &[l, v[1]])?;
                 let x2 = p.mul(x, x)?;
                 real_total(p, x2)
             },
@@ -382,8 +384,8 @@ fn main() -> Result<(), BoxError> {
                     TensorOp::Gemm {
                         alpha: Scalar::Complex(weft::c64::new(0.5, -1.5)),
                         beta: Scalar::Real(0.75),
-                        a: weft::MatOp::H,
-                        b: weft::MatOp::NONE,
+                        a: weft::ops::MatOp::H,
+                        b: weft::ops::MatOp::NONE,
                     },
                     &[v[0], v[1], v[2]],
                 )?;
@@ -412,7 +414,7 @@ fn main() -> Result<(), BoxError> {
             vec![rand(DType::F64, &[4, 3, 5], 106)?],
             |p, v| {
                 let d = p.apply(TensorOp::Diagonal { axes: [0, 2] }, &[v[0]])?;
-                let every = |start, step| weft::SliceAxis {
+                let every = |start, step| weft::ops::SliceAxis {
                     start,
                     stop: usize::MAX,
                     step,

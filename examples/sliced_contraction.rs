@@ -19,7 +19,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use weft::{DType, Lane, Reduction, Runtime, Tensor, TensorHandle};
+use weft::{mpi::Reduction, DType, Lane, Runtime, Tensor, TensorHandle};
 
 /// Extents: `i`, `j` and `k`, and the sliced bond `s`.
 const N: usize = 192;
@@ -45,7 +45,7 @@ fn value(which: u64, a: usize, b: usize, s: usize) -> f64 {
 }
 
 /// `A[:, :, slices]` (or `B`'s) as a tensor, the bond axis last.
-fn operand(which: u64, slices: &[usize]) -> Result<Tensor, weft::TensorError> {
+fn operand(which: u64, slices: &[usize]) -> Result<Tensor, weft::error::TensorError> {
     let (rows, cols) = if which == 0 { (N, K) } else { (K, N) };
     let mut v = Vec::with_capacity(rows * cols * slices.len());
     for a in 0..rows {

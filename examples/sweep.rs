@@ -12,7 +12,10 @@
 
 use std::time::{Duration, Instant};
 
-use weft::{DType, Program, Runtime, SliceAxis, Tensor, TensorHandle, TensorOp, UnaryOp};
+use weft::{
+    ops::{SliceAxis, TensorOp, UnaryOp},
+    DType, Program, Runtime, Tensor, TensorHandle,
+};
 use weft_examples::{random, BoxError};
 
 /// Sites of the chain.
@@ -142,7 +145,7 @@ fn bond_update() -> Result<Program, BoxError> {
         let theta = p.einsum("apb,bqc->apqc", &[a, b])?;
         let theta = p.einsum("apqc,pqrs->arsc", &[theta, g])?;
         let m = p.reshape(theta, &[two, two])?;
-        let usv = p.apply_many(TensorOp::Linalg(weft::Linalg::Svd), &[m])?;
+        let usv = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[m])?;
         let u = p.apply(
             TensorOp::Slice(vec![SliceAxis::ALL, first(BOND)]),
             &[usv[0]],
@@ -155,7 +158,7 @@ fn bond_update() -> Result<Program, BoxError> {
         let squares = p.mul(s, s)?;
         let norm = p.sum(squares, &[0])?;
         let norm = p.unary(UnaryOp::Sqrt, norm)?;
-        let s = p.binary(weft::BinaryOp::Div, s, norm)?;
+        let s = p.binary(weft::ops::BinaryOp::Div, s, norm)?;
         let sv = p.apply(TensorOp::DiagEmbed { axes: [0, 1] }, &[s])?;
         let sv = p.matmul(sv, vh)?;
         let a = p.reshape(u, &[BOND, PHYS, BOND])?;

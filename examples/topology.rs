@@ -6,7 +6,10 @@
 //! `--features cuda` it also lists the CUDA devices and the CPU domain
 //! nearest to each)
 
-use weft::{Runtime, Topology, DOMAINS_ENV};
+use weft::{
+    topology::{Topology, DOMAINS_ENV},
+    Runtime,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let topology = Topology::discover()?;
@@ -38,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     #[cfg(feature = "cuda")]
-    match weft::cuda_devices() {
+    match weft::topology::cuda_devices() {
         Ok(devices) => {
             for device in devices {
                 let near = device

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use weft::{DType, Distribution, Pipeline, Runtime, TraceFormat};
+use weft::{ops::Distribution, runtime::Pipeline, trace::TraceFormat, DType, Runtime};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).map_or_else(

@@ -12,8 +12,10 @@
 
 use serde_json::{json, Value};
 use weft::{
-    ArgOp, BinaryOp, CmpOp, DType, Distribution, HostRun, ReduceOp, ScatterMode, Tensor, TensorOp,
-    UnaryOp,
+    ops::{
+        ArgOp, BinaryOp, CmpOp, Distribution, HostRun, ReduceOp, ScatterMode, TensorOp, UnaryOp,
+    },
+    DType, Tensor,
 };
 use weft_examples::encode;
 
@@ -32,11 +34,11 @@ fn input(dtype: DType, shape: &[usize], seed: u64, nonzero: bool) -> Result<Tens
         // Zero divisors become 3 (their own error is tested elsewhere).
         let (shape, data) = t.into_parts();
         let data = match data {
-            weft::Data::I32(v) => {
-                weft::Data::I32(v.into_iter().map(|x| if x == 0 { 3 } else { x }).collect())
+            weft::tensor::Data::I32(v) => {
+                weft::tensor::Data::I32(v.into_iter().map(|x| if x == 0 { 3 } else { x }).collect())
             }
-            weft::Data::I64(v) => {
-                weft::Data::I64(v.into_iter().map(|x| if x == 0 { 3 } else { x }).collect())
+            weft::tensor::Data::I64(v) => {
+                weft::tensor::Data::I64(v.into_iter().map(|x| if x == 0 { 3 } else { x }).collect())
             }
             other => other,
         };
@@ -103,7 +105,10 @@ fn main() -> Result<(), BoxError> {
         }
         for op in CmpOp::ALL {
             let op = TensorOp::Compare(op);
-            if op.infer(&[weft::Meta::of(&a), weft::Meta::of(&b)]).is_ok() {
+            if op
+                .infer(&[weft::tensor::Meta::of(&a), weft::tensor::Meta::of(&b)])
+                .is_ok()
+            {
                 add(format!("{} {dtype}", op.name()), &op, json!({}), &[&a, &b])?;
             }
         }
@@ -124,7 +129,7 @@ fn main() -> Result<(), BoxError> {
                     axes: axes.clone(),
                     keep_dims: false,
                 };
-                if r.infer(&[weft::Meta::of(&a)]).is_ok() {
+                if r.infer(&[weft::tensor::Meta::of(&a)]).is_ok() {
                     add(
                         format!("{} {dtype} over {axes:?}", r.name()),
                         &r,
@@ -141,7 +146,7 @@ fn main() -> Result<(), BoxError> {
                     axis,
                     keep_dims: false,
                 };
-                if r.infer(&[weft::Meta::of(&a)]).is_ok() {
+                if r.infer(&[weft::tensor::Meta::of(&a)]).is_ok() {
                     add(
                         format!("{} {dtype} along {axis}", r.name()),
                         &r,
@@ -175,9 +180,9 @@ fn main() -> Result<(), BoxError> {
             let op = TensorOp::Scatter { axis: 1, mode };
             if op
                 .infer(&[
-                    weft::Meta::of(&a),
-                    weft::Meta::of(&distinct),
-                    weft::Meta::of(&updates),
+                    weft::tensor::Meta::of(&a),
+                    weft::tensor::Meta::of(&distinct),
+                    weft::tensor::Meta::of(&updates),
                 ])
                 .is_ok()
             {
@@ -236,7 +241,7 @@ fn main() -> Result<(), BoxError> {
             .collect::<Result<_, _>>()?;
         let refs: Vec<&Tensor> = tensors.iter().collect();
         let shape_refs: Vec<&[usize]> = shapes.iter().map(|s| &s[..]).collect();
-        let op = TensorOp::Einsum(weft::EinsumSpec::parse_for(spec, &shape_refs)?);
+        let op = TensorOp::Einsum(weft::ops::EinsumSpec::parse_for(spec, &shape_refs)?);
         add(
             format!("einsum {spec}"),
             &op,

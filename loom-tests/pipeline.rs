@@ -28,7 +28,9 @@ use std::collections::VecDeque;
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;
-use weft::{CpuEngine, Lane, Op, OpError, Runtime, Tensor, Ticket, TicketError, TryWaitError};
+use weft::{
+    error::TryWaitError, CpuEngine, Lane, Op, OpError, Runtime, Tensor, Ticket, TicketError,
+};
 
 /// How stage two is ordered against stage one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -4,10 +4,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use weft::{ActorBuilder, EventState, FailureCause, Op, TicketError};
+use weft::{
+    actor::{ActorBuilder, EventState, FailureCause},
+    Op, TicketError,
+};
 use weft_tests::{wait, wait_ok, Hold};
 
-fn actor(name: &str) -> weft::Actor<()> {
+fn actor(name: &str) -> weft::actor::Actor<()> {
     ActorBuilder::new(name)
         .spawn(|| Ok::<_, String>(()))
         .expect("spawn")

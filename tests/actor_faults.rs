@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::thread;
 use std::time::Duration;
 
-use weft::{CpuEngine, DType, FailureCause, Op, OpError, Runtime, Tensor, Ticket, TicketError};
+use weft::{
+    actor::FailureCause, CpuEngine, DType, Op, OpError, Runtime, Tensor, Ticket, TicketError,
+};
 use weft_tests::{quiet_panics, wait, wait_ok, watchdog};
 
 /// What the fault plan does to op number `seq`.
@@ -76,7 +78,7 @@ fn hosted_engine_survives_panics_errors_and_sleeps_on_many_lanes() {
     let _watchdog = watchdog("actor_faults", Duration::from_secs(120));
     quiet_panics("injected panic");
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");

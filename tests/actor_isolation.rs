@@ -8,19 +8,22 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use weft::{ActorBuilder, FailureCause, Op, TicketError};
+use weft::{
+    actor::{ActorBuilder, FailureCause},
+    Op, TicketError,
+};
 use weft_tests::{block_on, quiet_panics, wait, wait_ok, BadDisplay, PanicOnDrop, LIMIT};
 
 const MARKER: &str = weft_tests::INJECTED;
 
-fn actor() -> weft::Actor<u64> {
+fn actor() -> weft::actor::Actor<u64> {
     ActorBuilder::new("isolation")
         .spawn(|| Ok::<_, String>(0u64))
         .expect("actor")
 }
 
 /// The actor still serves its lanes: an op submitted now runs.
-fn alive(actor: &weft::Actor<u64>) {
+fn alive(actor: &weft::actor::Actor<u64>) {
     let lane = actor.lane().expect("lane");
     let ticket = lane
         .submit(Op::new(|n: &mut u64| {
@@ -230,10 +233,10 @@ fn polling_inside_an_op_refuses_as_waiting_does() {
 fn a_panicking_job_spawned_on_a_domains_pool_is_counted_not_fatal() {
     quiet_panics(MARKER);
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .threads_per_domain(2)
-        .pinning(weft::Pinning::None)
+        .pinning(weft::engine::Pinning::None)
         .build()
         .unwrap();
     let lane = rt.lane(0).unwrap();

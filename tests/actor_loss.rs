@@ -10,7 +10,9 @@
 use std::thread;
 use std::time::Duration;
 
-use weft::{CpuEngine, FailureCause, Op, OpError, Runtime, RuntimeError, Tensor, TicketError};
+use weft::{
+    actor::FailureCause, CpuEngine, Op, OpError, Runtime, RuntimeError, Tensor, TicketError,
+};
 use weft_actors::fault::kill_actor;
 use weft_tests::{eventually, thread_count, wait, wait_ok, watchdog, Hold};
 

@@ -1,6 +1,6 @@
 //! A panicking op is an error value; the actor and its engine live on.
 
-use weft::{ActorBuilder, SpawnError};
+use weft::{actor::ActorBuilder, error::SpawnError};
 use weft_tests::{wait, wait_ok};
 
 #[test]

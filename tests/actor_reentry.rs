@@ -12,8 +12,10 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use rayon::prelude::*;
 use weft::{
-    CpuEngine, CpuSet, Op, OpError, Pinning, Runtime, SubmitError, SubmitTimeoutError, Tensor,
-    TicketError, Topology, TrySubmitError, TryWaitError, WaitTimeoutError,
+    engine::Pinning,
+    error::{SubmitError, SubmitTimeoutError, TrySubmitError, TryWaitError, WaitTimeoutError},
+    topology::{CpuSet, Topology},
+    CpuEngine, Op, OpError, Runtime, Tensor, TicketError,
 };
 use weft_tests::{wait_ok, watchdog, LIMIT};
 
@@ -28,7 +30,7 @@ fn runtime(domains: usize, lane_capacity: usize) -> Runtime {
         .build()
         .expect("layout");
     Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .topology(layout)
         .pinning(Pinning::None)
         .threads_per_domain(WORKERS)
@@ -45,7 +47,7 @@ fn vector(values: &[f64]) -> Tensor {
 #[derive(Debug)]
 struct Seen {
     worker: usize,
-    marked: Option<weft::ActorId>,
+    marked: Option<weft::actor::ActorId>,
     closure: bool,
     timed: bool,
     download: bool,
@@ -84,7 +86,7 @@ fn every_pool_thread_blocking_on_its_own_domain_would_deadlock() {
                 };
                 let seen = Seen {
                     worker,
-                    marked: weft::current_actor(),
+                    marked: weft::actor::current_actor(),
                     closure: matches!(closure, Err(TicketError::WouldDeadlock)),
                     timed: matches!(
                         timed,
@@ -288,7 +290,7 @@ fn hosted_actors_blocking_on_each_other_would_deadlock_and_bouncing_completes() 
     let b = rt.spawn_actor(1, || Ok::<_, String>(0u64)).expect("hosted");
     let (la, lb) = (a.lane().expect("lane"), b.lane().expect("lane"));
     let (meet_a, meet_b) = Meet::pair();
-    let mutual = |here: &weft::ActorLane<u64>, there: weft::ActorLane<u64>, meet: Meet| {
+    let mutual = |here: &weft::actor::Lane<u64>, there: weft::actor::Lane<u64>, meet: Meet| {
         here.run(move |_: &mut u64| {
             meet.meet();
             let blocked = there.run(|n: &mut u64| *n).expect("open").wait();
@@ -304,8 +306,8 @@ fn hosted_actors_blocking_on_each_other_would_deadlock_and_bouncing_completes() 
     // Ping-pong without waiting: each op submits the next to the other
     // actor and returns; the last one reports how far it got.
     fn bounce(
-        here: weft::ActorLane<u64>,
-        there: weft::ActorLane<u64>,
+        here: weft::actor::Lane<u64>,
+        there: weft::actor::Lane<u64>,
         left: u64,
         done: Sender<u64>,
     ) -> impl FnOnce(&mut u64) + Send + 'static {

@@ -5,7 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use weft::{ActorBuilder, Op, ShutdownError, SubmitError, TicketError, TrySubmitError};
+use weft::{
+    actor::ActorBuilder,
+    error::{ShutdownError, SubmitError, TrySubmitError},
+    Op, TicketError,
+};
 use weft_tests::{eventually, wait, wait_ok, Hold};
 
 const THREADS: usize = 8;
@@ -14,8 +18,12 @@ const PER_THREAD: usize = 3_000;
 /// Submits from many threads while `stop` runs; returns every accepted
 /// ticket's result and the number of refused submissions.
 fn race_shutdown(
-    stop: impl FnOnce(&weft::Actor<u64>) -> weft::ShutdownReport,
-) -> (Vec<Result<u64, TicketError>>, usize, weft::ShutdownReport) {
+    stop: impl FnOnce(&weft::actor::Actor<u64>) -> weft::actor::ShutdownReport,
+) -> (
+    Vec<Result<u64, TicketError>>,
+    usize,
+    weft::actor::ShutdownReport,
+) {
     let actor = ActorBuilder::new("weft-test-race")
         .lane_capacity(64)
         .spawn(|| Ok::<_, String>(0u64))
@@ -170,7 +178,7 @@ fn shutdown_from_inside_an_actor_begins_but_does_not_join() {
 #[test]
 fn shutdown_timeout_names_the_op_that_does_not_return() {
     use std::time::{Duration, Instant};
-    use weft::StuckAt;
+    use weft::actor::StuckAt;
     use weft_tests::LIMIT;
 
     let actor = ActorBuilder::new("stuck-op")

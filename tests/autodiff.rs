@@ -6,8 +6,14 @@
 //! (`Tape::record`) against the same loss recorded as a program.
 
 use weft::{
-    c64, BinaryOp, CmpOp, DType, Distribution, GradError, HostRun, MatOp, Program, RecordError,
-    Recorder, ReduceOp, Scalar, ScatterMode, SliceAxis, Tape, Tensor, TensorOp, UnaryOp, Value,
+    c64,
+    error::{GradError, RecordError},
+    ops::{
+        BinaryOp, CmpOp, Distribution, HostRun, MatOp, ReduceOp, ScatterMode, SliceAxis, TensorOp,
+        UnaryOp,
+    },
+    program::{Tape, Value},
+    DType, Program, Recorder, Scalar, Tensor,
 };
 use weft_tests::wait_ok;
 
@@ -750,7 +756,7 @@ fn the_gradient_program_runs_on_a_lane_as_one_message() {
     });
     let g = p.gradient(0, &[0, 1]).unwrap();
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .unwrap();
@@ -841,7 +847,7 @@ fn what_cannot_be_differentiated_is_a_typed_error_naming_it() {
 #[test]
 fn a_tape_records_eager_ops_programs_and_writes_into() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .build()
         .unwrap();
@@ -939,7 +945,7 @@ fn values(lane: &weft::Lane, h: &weft::TensorHandle) -> Vec<f64> {
 #[test]
 fn gradients_cross_places_through_reverse_transfers() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .build()
         .unwrap();
@@ -1045,7 +1051,7 @@ fn hpd(p: &mut Recorder, m: Value) -> Result<Value, RecordError> {
     p.add(mm, eye)
 }
 
-fn linalg(op: weft::Linalg) -> TensorOp {
+fn linalg(op: weft::ops::Linalg) -> TensorOp {
     TensorOp::Linalg(op)
 }
 
@@ -1068,19 +1074,19 @@ fn solve_and_cholesky() {
         check_case(
             &format!("{dtype} solve, vector"),
             &[a.clone(), random(dtype, &[4], 71)],
-            |p, v| p.apply(linalg(weft::Linalg::Solve), &[v[0], v[1]]),
+            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[v[0], v[1]]),
         );
         check_case(
             &format!("{dtype} solve, matrix"),
             &[a, random(dtype, &[4, 2], 72)],
-            |p, v| p.apply(linalg(weft::Linalg::Solve), &[v[0], v[1]]),
+            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[v[0], v[1]]),
         );
         check_case(
             &format!("{dtype} cholesky of M Mᴴ + 4I"),
             &[random(dtype, &[4, 4], 73)],
             |p, v| {
                 let a = hpd(p, v[0])?;
-                p.apply(linalg(weft::Linalg::Cholesky), &[a])
+                p.apply(linalg(weft::ops::Linalg::Cholesky), &[a])
             },
         );
     }
@@ -1104,14 +1110,14 @@ fn solve_and_cholesky() {
         .unwrap()
         .remove(0);
     check_case("f64 cholesky of A itself", &[spd], |p, v| {
-        p.apply(linalg(weft::Linalg::Cholesky), &[v[0]])
+        p.apply(linalg(weft::ops::Linalg::Cholesky), &[v[0]])
     });
 }
 
 /// `V diag(sin w) Vᴴ + 3w` (broadcast over rows): neither part depends on
 /// the eigenvectors' phases.
 fn spectral(p: &mut Recorder, a: Value) -> Result<Value, RecordError> {
-    let out = p.apply_many(linalg(weft::Linalg::Eigh), &[a])?;
+    let out = p.apply_many(linalg(weft::ops::Linalg::Eigh), &[a])?;
     let (w, v) = (out[0], out[1]);
     let n = p.meta(w)?.shape[0];
     let dtype = p.meta(v)?.dtype;
@@ -1154,7 +1160,7 @@ fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
                 &format!("{dtype} svd {shape:?}: U exp(S) Vᴴ"),
                 std::slice::from_ref(&x),
                 |p, v| {
-                    let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
                     let (u, s, vh) = (out[0], out[1], out[2]);
                     let k = p.meta(s)?.shape[0];
                     let es = p.unary(UnaryOp::Exp, s)?;
@@ -1169,7 +1175,7 @@ fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
                 &format!("{dtype} svd {shape:?} truncated to 2"),
                 std::slice::from_ref(&x),
                 |p, v| {
-                    let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
                     let (u, s, vh) = (out[0], out[1], out[2]);
                     let all = SliceAxis {
                         start: 0,
@@ -1202,7 +1208,7 @@ fn qr_of_tall_and_square_matrices() {
             &format!("qr {shape:?}: Q and R"),
             std::slice::from_ref(&x),
             |p, v| {
-                let out = p.apply_many(linalg(weft::Linalg::Qr), &[v[0]])?;
+                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[v[0]])?;
                 let (q, r) = (out[0], out[1]);
                 let qr = p.matmul(q, r)?;
                 let sq = p.unary(UnaryOp::Sin, q)?;
@@ -1221,7 +1227,7 @@ fn qr_of_tall_and_square_matrices() {
             &format!("{dtype} qr {shape:?}: Q and R"),
             std::slice::from_ref(&x),
             |p, v| {
-                let out = p.apply_many(linalg(weft::Linalg::Qr), &[v[0]])?;
+                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[v[0]])?;
                 let (q, r) = (out[0], out[1]);
                 let sq = p.unary(UnaryOp::Sin, q)?;
                 let tr = p.unary(UnaryOp::Tanh, r)?;
@@ -1249,7 +1255,7 @@ fn degenerate_spectra_give_bounded_gradients() {
         g[1]
     );
     let (p, inputs) = case(std::slice::from_ref(&a), |p, v| {
-        let out = p.apply_many(linalg(weft::Linalg::Svd), &[v[0]])?;
+        let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
         p.matmul(out[0], out[2])
     });
     let g = eval(&p.gradient(0, &[0]).unwrap(), &inputs);

@@ -12,10 +12,17 @@ use std::fmt;
 use std::time::Duration;
 
 use weft::{
-    c64, ActorBuilder, BuildError, CpuEngine, CpuListError, CpuSet, DType, Op, OpError, Pinning,
-    Pipeline, ReduceOp, Runtime, RuntimeError, Scalar, ShutdownError, SliceAxis, SpawnError,
-    SubmitError, Tensor, TensorError, TensorOp, TicketError, Topology, TopologyError,
-    TrySubmitError, WaitTimeoutError,
+    actor::ActorBuilder,
+    c64,
+    engine::Pinning,
+    error::{
+        CpuListError, ShutdownError, SpawnError, SubmitError, TensorError, TopologyError,
+        TrySubmitError, WaitTimeoutError,
+    },
+    ops::{ReduceOp, SliceAxis, TensorOp},
+    runtime::Pipeline,
+    topology::{CpuSet, Topology},
+    BuildError, CpuEngine, DType, Op, OpError, Runtime, RuntimeError, Scalar, Tensor, TicketError,
 };
 use weft_tests::{quiet_panics, wait, wait_ok, watchdog, FakeSysfs, Hold};
 
@@ -388,7 +395,7 @@ fn bad_input_catalog() {
             },
             || {
                 Runtime::builder()
-                    .overlap(weft::Overlap::Allow)
+                    .overlap(weft::runtime::Overlap::Allow)
                     .cpulists(&outside.to_string())
                     .build()?;
                 Ok(())
@@ -401,7 +408,7 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Build(BuildError::ZeroThreads)),
             || {
                 Runtime::builder()
-                    .overlap(weft::Overlap::Allow)
+                    .overlap(weft::runtime::Overlap::Allow)
                     .split(1)
                     .threads_per_domain(0)
                     .build()?;
@@ -414,7 +421,7 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Build(BuildError::ZeroLaneCapacity)),
             || {
                 Runtime::builder()
-                    .overlap(weft::Overlap::Allow)
+                    .overlap(weft::runtime::Overlap::Allow)
                     .split(1)
                     .lane_capacity(0)
                     .build()?;
@@ -427,7 +434,7 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             || {
                 Runtime::builder()
-                    .overlap(weft::Overlap::Allow)
+                    .overlap(weft::runtime::Overlap::Allow)
                     .split(1)
                     .lane_capacity(1 << 40)
                     .build()?;
@@ -440,7 +447,7 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             || {
                 Runtime::builder()
-                    .overlap(weft::Overlap::Allow)
+                    .overlap(weft::runtime::Overlap::Allow)
                     .split(1)
                     .lane_capacity(usize::MAX)
                     .build()?;
@@ -1035,7 +1042,11 @@ fn bad_input_catalog() {
             |r| matches!(r, R::Op(OpError::Tensor(T::Into { op: "add", .. }))),
             || {
                 let out = lane.zeros(DType::F64, &[3])?;
-                lane.apply_into(TensorOp::Binary(weft::BinaryOp::Add), &[&keep, &keep], out)?;
+                lane.apply_into(
+                    TensorOp::Binary(weft::ops::BinaryOp::Add),
+                    &[&keep, &keep],
+                    out,
+                )?;
                 Ok(())
             },
         ),
@@ -1180,7 +1191,7 @@ fn bad_input_catalog() {
                 lane.random(
                     DType::I64,
                     &[2],
-                    weft::Distribution::Integers { low: 3, high: 3 },
+                    weft::ops::Distribution::Integers { low: 3, high: 3 },
                     1,
                 )?;
                 Ok(())
@@ -1363,7 +1374,7 @@ fn bad_input_catalog() {
 fn timeouts_too_long_for_the_clock_wait_instead_of_panicking() {
     let _watchdog = watchdog("bad_input", Duration::from_secs(120));
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .pinning(Pinning::None)
         .build()

@@ -13,9 +13,11 @@
 use std::process::ExitCode;
 
 use weft::{
-    BinaryOp, BuildError, CmpOp, CudaEngine, CudaUnavailable, DType, Data, Distribution, Lane,
-    MatOp, Place, ReduceOp, Runtime, RuntimeError, Scalar, SliceAxis, Tensor, TensorHandle,
-    UnaryOp,
+    cuda::CudaEngine,
+    error::CudaUnavailable,
+    ops::{BinaryOp, CmpOp, Distribution, MatOp, ReduceOp, SliceAxis, UnaryOp},
+    tensor::Data,
+    BuildError, DType, Lane, Place, Runtime, RuntimeError, Scalar, Tensor, TensorHandle,
 };
 use weft_tests::{check, run_checks, wait_ok, Check, Outcome};
 
@@ -68,7 +70,7 @@ fn kernels_compile() -> Result<Outcome, String> {
 /// panic; a lane into a device the runtime does not run names the ones it does.
 fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .map_err(|e| e.to_string())?;
@@ -82,10 +84,10 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
         Err(weft::OpError::NoSuchDevice { device: 0, running }) if running.is_empty() => {}
         other => return Err(format!("transfer to a device the runtime lacks: {other:?}")),
     }
-    let present = weft::cuda_devices().map(|d| d.len()).unwrap_or(0);
+    let present = weft::topology::cuda_devices().map(|d| d.len()).unwrap_or(0);
     let wanted = present + 7;
     match Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .cuda_devices([wanted])
         .build()
@@ -107,7 +109,7 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
     }
     if present == 0 {
         match Runtime::builder()
-            .overlap(weft::Overlap::Allow)
+            .overlap(weft::runtime::Overlap::Allow)
             .split(1)
             .cuda()
             .build()
@@ -121,13 +123,13 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
 
 /// A runtime with one CPU domain and CUDA device 0, or the reason there is none.
 fn gpu_runtime() -> Result<Result<Runtime, String>, String> {
-    match weft::cuda_devices() {
+    match weft::topology::cuda_devices() {
         Err(reason) => return Ok(Err(reason.to_string())),
         Ok(devices) if devices.is_empty() => return Ok(Err("no CUDA device".into())),
         Ok(_) => {}
     }
     Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .cuda_devices([0])
         .build()
@@ -294,7 +296,7 @@ fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
                     );
                 }
             }
-            for op in weft::UnaryOp::ALL
+            for op in weft::ops::UnaryOp::ALL
                 .into_iter()
                 .filter(|op| op.supports(dtype))
             {
@@ -950,7 +952,7 @@ fn programs_match_the_cpu() -> Result<Outcome, String> {
         let program = weft::Program::record(|p| {
             let e = p.input(DType::C64, &[16, 16]);
             let a = p.input(DType::C64, &[16, 2, 16]);
-            let ac = p.unary(weft::UnaryOp::Conj, a)?;
+            let ac = p.unary(weft::ops::UnaryOp::Conj, a)?;
             let t = p.einsum("ab,bsd->asd", &[e, a])?;
             let next = p.einsum("asc,asd->cd", &[ac, t])?;
             let scaled = p.scale(next, 0.5)?;
@@ -1000,7 +1002,10 @@ fn programs_match_the_cpu() -> Result<Outcome, String> {
         let failing = weft::Program::record(|p| {
             let x = p.input(DType::C64, &[16, 16]);
             let y = p.scale(x, 2.0)?;
-            let l = p.apply_many(weft::TensorOp::Linalg(weft::Linalg::Cholesky), &[y])?;
+            let l = p.apply_many(
+                weft::ops::TensorOp::Linalg(weft::ops::Linalg::Cholesky),
+                &[y],
+            )?;
             p.output(l[0])
         })
         .map_err(|e| e.to_string())?;
@@ -1144,7 +1149,7 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             ));
             same!(format!("{dtype} eye"), 0.0, cpu, gpu, &[], |l, _x| l
                 .eye(dtype, 3, 4));
-            for op in [weft::ArgOp::Max, weft::ArgOp::Min] {
+            for op in [weft::ops::ArgOp::Max, weft::ops::ArgOp::Min] {
                 for axis in 0..3 {
                     same!(
                         format!("{dtype} {op:?} along {axis}"),
@@ -1153,7 +1158,7 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                         gpu,
                         &one(&a),
                         |l, x| l.apply(
-                            weft::TensorOp::ArgReduce {
+                            weft::ops::TensorOp::ArgReduce {
                                 op,
                                 axis,
                                 keep_dims: axis == 1
@@ -1165,12 +1170,12 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             }
             // Reductions: sums and products in i64 (wrapping), means in
             // f64, extrema in the type, any/all as bool.
-            for op in weft::ReduceOp::ALL {
-                if op == weft::ReduceOp::Norm {
+            for op in weft::ops::ReduceOp::ALL {
+                if op == weft::ops::ReduceOp::Norm {
                     continue;
                 }
                 for axes in [&[1][..], &[0, 2], &[0, 1, 2]] {
-                    let tol = if op == weft::ReduceOp::Mean {
+                    let tol = if op == weft::ops::ReduceOp::Mean {
                         1e-12
                     } else {
                         0.0
@@ -1368,7 +1373,7 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                 .map_err(e)?;
             let b = cpu
                 .apply(
-                    weft::TensorOp::Concatenate { axis: 0, inputs: 2 },
+                    weft::ops::TensorOp::Concatenate { axis: 0, inputs: 2 },
                     &[
                         &cpu.slice(
                             &b,
@@ -1411,11 +1416,11 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
                 )
                 .map_err(e)?;
             let holes = cpu.select(&mask, &nan, &ties).map_err(e)?;
-            for op in [weft::ArgOp::Max, weft::ArgOp::Min] {
+            for op in [weft::ops::ArgOp::Max, weft::ops::ArgOp::Min] {
                 for x in [&a, &ties, &holes] {
                     same!(format!("{dtype} {op:?}"), 0.0, cpu, gpu, &one(x), |l, x| l
                         .apply(
-                            weft::TensorOp::ArgReduce {
+                            weft::ops::TensorOp::ArgReduce {
                                 op,
                                 axis: 1,
                                 keep_dims: false
@@ -1426,7 +1431,7 @@ fn integer_and_bool_ops_match_the_cpu() -> Result<Outcome, String> {
             }
             // any and all of floats: nonzero (NaN too) is true.
             let with_zero = cpu.binary(BinaryOp::Mul, &a, &b).map_err(e)?;
-            for op in [weft::ReduceOp::Any, weft::ReduceOp::All] {
+            for op in [weft::ops::ReduceOp::Any, weft::ops::ReduceOp::All] {
                 same!(
                     format!("{dtype} {op:?}"),
                     0.0,
@@ -1494,9 +1499,10 @@ fn gradients_match_the_cpu() -> Result<Outcome, String> {
             .map(|k| vec![if k == 0 { 1 } else { 4 }, 2, if k == 3 { 1 } else { 4 }])
             .collect();
         let norm = weft::Program::record(|p| {
-            let sites: Vec<weft::Value> = shapes.iter().map(|s| p.input(DType::C64, s)).collect();
+            let sites: Vec<weft::program::Value> =
+                shapes.iter().map(|s| p.input(DType::C64, s)).collect();
             let mut env = p.apply(
-                weft::TensorOp::Full {
+                weft::ops::TensorOp::Full {
                     dtype: DType::C64,
                     shape: vec![1, 1],
                     value: weft::Scalar::Real(1.0),
@@ -1504,10 +1510,10 @@ fn gradients_match_the_cpu() -> Result<Outcome, String> {
                 &[],
             )?;
             for &a in &sites {
-                let ac = p.unary(weft::UnaryOp::Conj, a)?;
+                let ac = p.unary(weft::ops::UnaryOp::Conj, a)?;
                 env = p.einsum("ab,asc,bsd->cd", &[env, ac, a])?;
             }
-            let n = p.apply(weft::TensorOp::Cast(DType::F64), &[env])?;
+            let n = p.apply(weft::ops::TensorOp::Cast(DType::F64), &[env])?;
             let n = p.reshape(n, &[])?;
             p.output(n)
         })
@@ -1539,16 +1545,16 @@ fn gradients_match_the_cpu() -> Result<Outcome, String> {
         let a = random(cpu, DType::F64, &[8, 8], 1310)?;
         let x = random(cpu, DType::F64, &[8], 1311)?;
         let loss = |lane_a: &dyn Fn(&TensorHandle) -> Result<TensorHandle, weft::OpError>| {
-            weft::Tape::record(|| -> Result<TensorHandle, weft::OpError> {
+            weft::program::Tape::record(|| -> Result<TensorHandle, weft::OpError> {
                 let (da, dx) = (lane_a(&a)?, lane_a(&x)?);
                 let on = |h: &TensorHandle| h.place();
                 let y = if on(&da) == Place::Cuda(0) {
                     let y = gpu.einsum("ij,j->i", &[&da, &dx])?;
-                    let t = gpu.unary(weft::UnaryOp::Tanh, &y)?;
+                    let t = gpu.unary(weft::ops::UnaryOp::Tanh, &y)?;
                     gpu.sum_all(&gpu.mul(&t, &t)?)?
                 } else {
                     let y = cpu.einsum("ij,j->i", &[&da, &dx])?;
-                    let t = cpu.unary(weft::UnaryOp::Tanh, &y)?;
+                    let t = cpu.unary(weft::ops::UnaryOp::Tanh, &y)?;
                     cpu.sum_all(&cpu.mul(&t, &t)?)?
                 };
                 Ok(y)
@@ -1697,7 +1703,7 @@ fn dropped_lanes_release_their_streams() -> Result<Outcome, String> {
 fn indexing_ops_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
         let e = |e: weft::OpError| e.to_string();
-        let up = |t: Result<Tensor, weft::TensorError>| {
+        let up = |t: Result<Tensor, weft::error::TensorError>| {
             cpu.upload(t.map_err(|e| e.to_string())?).map_err(e)
         };
         let i64s = up(Tensor::from_vec(vec![2i64, -1, 0, 2, 5, -6], &[2, 3]))?;
@@ -1762,7 +1768,7 @@ fn indexing_ops_match_the_cpu() -> Result<Outcome, String> {
             cpu.transfer(&x, Place::Cuda(0)).map_err(e)?,
             cpu.transfer(&bad, Place::Cuda(0)).map_err(e)?,
         );
-        let memory = || -> Result<weft::DomainMemory, String> {
+        let memory = || -> Result<weft::engine::EngineMemory, String> {
             gpu.memory().map_err(e)?.wait().map_err(|e| e.to_string())
         };
         let held = memory()?;
@@ -1991,7 +1997,7 @@ fn spectral_decompositions_match_the_cpu() -> Result<Outcome, String> {
 fn a_chain_on_one_lane_makes_only_the_driver_calls_it_needs() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
         const OPS: u64 = 64;
-        let calls = || -> Result<weft::DriverCalls, String> {
+        let calls = || -> Result<weft::cuda::DriverCalls, String> {
             gpu.run(|e: &mut CudaEngine| e.driver_calls())
                 .map_err(|e| e.to_string())?
                 .wait()

@@ -4,14 +4,16 @@
 //! and a value someone still reads is never changed.
 
 use weft::{
-    c64, BinaryOp, DType, DotGeneral, Lane, MatOp, OpError, Scalar, Tensor, TensorError,
-    TensorHandle, TensorOp,
+    c64,
+    error::TensorError,
+    ops::{BinaryOp, DotGeneral, MatOp, TensorOp},
+    DType, Lane, OpError, Scalar, Tensor, TensorHandle,
 };
 use weft_tests::{wait, wait_ok, Hold};
 
 fn runtime(domains: usize) -> weft::Runtime {
     weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(domains)
         .build()
         .unwrap()
@@ -178,7 +180,7 @@ fn a_tensor_of_another_type_or_shape_is_refused_naming_both() {
     assert!(matches!(err, OpError::WrongDomain { .. }), "{err}");
     let qr = lane.zeros(DType::F64, &[3, 3]).unwrap();
     let err = lane
-        .apply_into(TensorOp::Linalg(weft::Linalg::Qr), &[&qr], qr.clone())
+        .apply_into(TensorOp::Linalg(weft::ops::Linalg::Qr), &[&qr], qr.clone())
         .unwrap_err();
     assert!(
         matches!(err, OpError::Tensor(TensorError::Outputs { .. })),
@@ -351,7 +353,7 @@ fn gemm_into_at_beta_zero_does_not_read_c_and_a_kept_c_stays() {
     let lane = rt.lane(0).unwrap();
     let eye = lane.eye(DType::F64, 16, 16).unwrap();
     let x = lane
-        .random(DType::F64, &[16, 16], weft::Distribution::Normal, 3)
+        .random(DType::F64, &[16, 16], weft::ops::Distribution::Normal, 3)
         .unwrap();
     let xv = f64s(&lane, &x);
     let nan = lane

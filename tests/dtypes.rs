@@ -4,8 +4,11 @@
 //! refusal as a typed error naming the bad value.
 
 use weft::{
-    c64, ArgOp, BinaryOp, CmpOp, DType, Distribution, Element, HostRun, ReduceOp, Scalar, Tensor,
-    TensorError, TensorOp, UnaryOp,
+    c64,
+    error::TensorError,
+    ops::{ArgOp, BinaryOp, CmpOp, Distribution, HostRun, ReduceOp, TensorOp, UnaryOp},
+    tensor::Element,
+    DType, Scalar, Tensor,
 };
 use weft_tests::{wait, wait_ok};
 
@@ -76,7 +79,7 @@ fn py_divmod(a: i64, b: i64) -> (i128, i128) {
 #[test]
 fn integer_and_bool_tensors_round_trip_through_a_lane() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -397,7 +400,7 @@ fn casts_between_every_pair_follow_rusts_as() {
             assert_eq!((got.dtype(), got.shape()), (to, &[6][..]));
             for i in 0..6 {
                 let one = run(
-                    &TensorOp::Slice(vec![weft::SliceAxis {
+                    &TensorOp::Slice(vec![weft::ops::SliceAxis {
                         start: i,
                         stop: i + 1,
                         step: 1,
@@ -602,7 +605,7 @@ fn integer_refusals_are_typed_and_name_the_value() {
 #[test]
 fn an_integer_division_by_zero_fails_the_op_on_the_actor_and_loses_nothing() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -911,7 +914,7 @@ fn structural_ops_move_every_type() {
 
 #[test]
 fn accumulating_products_and_axpby_against_plain_loops() {
-    use weft::{c32, MatOp};
+    use weft::{c32, ops::MatOp};
     // a [2, 3, 4] read transposed or as its adjoint, b [2, 3, 5], c [2, 4, 5].
     let value =
         |i: usize, seed: f32| c32::new((i as f32 * 0.37 + seed).sin(), (i as f32 * 0.11).cos());

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use weft::{DType, EinsumSpec, Program, Tensor, TensorError};
+use weft::{error::TensorError, ops::EinsumSpec, DType, Program, Tensor};
 use weft_tests::wait_ok;
 
 /// The value at every position of a tensor of `shape`, seeded.
@@ -131,7 +131,7 @@ const CASES: &[(&str, &[&[usize]])] = &[
 #[test]
 fn ellipses_and_extent_one_axes_broadcast_as_numpy() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -180,9 +180,9 @@ fn what_numpy_refuses_is_refused_naming_the_reason() {
         other => {
             // Parsed: the shapes must then be refused.
             let spec = other.unwrap_or_else(|e| panic!("{spec}: {e}"));
-            let metas: Vec<weft::Meta> = shapes
+            let metas: Vec<weft::tensor::Meta> = shapes
                 .iter()
-                .map(|s| weft::Meta {
+                .map(|s| weft::tensor::Meta {
                     dtype: DType::F64,
                     shape: s.to_vec(),
                 })

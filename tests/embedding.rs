@@ -10,13 +10,16 @@ use std::sync::{Barrier, Mutex, MutexGuard};
 use std::thread;
 
 use weft::{
-    Affinity, BuildError, CpuSet, Overlap, Pinning, Runtime, RAYON_THREADS_ENV, THREADS_ENV,
+    engine::Pinning,
+    runtime::{Affinity, Overlap, RAYON_THREADS_ENV, THREADS_ENV},
+    topology::CpuSet,
+    BuildError, Runtime,
 };
 use weft_tests::{own_threads, status_bytes, threads_named, wait_ok};
 
 /// The threads a check here counts: weft's (default names), the
 /// application's (named `app-`), and the test's own.
-const NAMES: &[&str] = &[weft::DEFAULT_THREAD_NAMES, "app-"];
+const NAMES: &[&str] = &[weft::runtime::DEFAULT_THREAD_NAMES, "app-"];
 
 /// Holds the other tests of this binary off.
 fn serial() -> MutexGuard<'static, ()> {
@@ -393,13 +396,13 @@ fn creating_and_dropping_shared_handles_returns_threads_and_memory() {
         cycle();
     }
     // weft's threads only: the harness starts and ends its own meanwhile.
-    let threads = threads_named(weft::DEFAULT_THREAD_NAMES);
+    let threads = threads_named(weft::runtime::DEFAULT_THREAD_NAMES);
     let rss = status_bytes("VmRSS");
     for _ in 0..100 {
         cycle();
     }
     assert_eq!(
-        threads_named(weft::DEFAULT_THREAD_NAMES),
+        threads_named(weft::runtime::DEFAULT_THREAD_NAMES),
         threads,
         "every runtime's threads are joined"
     );
@@ -428,7 +431,9 @@ fn workload(rt: &Runtime) -> Vec<Vec<f64>> {
     let sum = lane.add(&product, &a).unwrap();
     let total = lane.sum_all(&sum).unwrap();
     let (_, r) = lane.qr(&a).unwrap();
-    let rows = lane.reduce(weft::ReduceOp::Max, &b, &[1], false).unwrap();
+    let rows = lane
+        .reduce(weft::ops::ReduceOp::Max, &b, &[1], false)
+        .unwrap();
     [product, contracted, total, r, rows]
         .iter()
         .map(|h| {
@@ -536,7 +541,7 @@ fn a_host_that_does_not_take_the_job_fails_the_build_and_frees_the_cpus() {
     let _serial = serial();
     let refuses = |launch: fn(
         usize,
-        weft::ActorJob,
+        weft::actor::ActorJob,
     ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
                    says: &str| {
         let err = Runtime::builder()

@@ -17,10 +17,10 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use weft::EinsumSpec;
+use weft::ops::EinsumSpec;
 use weft::{
-    BinaryOp, CmpOp, CpuEngine, DType, Distribution, Lane, Linalg, Op, ReduceOp, Runtime, Scalar,
-    SliceAxis, Tensor, TensorHandle, TensorOp, UnaryOp,
+    ops::{BinaryOp, CmpOp, Distribution, Linalg, ReduceOp, SliceAxis, TensorOp, UnaryOp},
+    CpuEngine, DType, Lane, Op, Runtime, Scalar, Tensor, TensorHandle,
 };
 use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, LIMIT};
 
@@ -199,13 +199,17 @@ type Failure = String;
 fn resolves<T, E: fmt::Debug>(ticket: weft::Ticket<T, E>, what: &str) -> Result<(), Failure> {
     let injected = |m: &str| m.contains(MARKER);
     match ticket.wait_timeout(LIMIT) {
-        Err(weft::WaitTimeoutError::Timeout(_)) => Err(format!("{what}: no result in {LIMIT:?}")),
-        Err(weft::WaitTimeoutError::Failed(weft::TicketError::Panicked(m))) if !injected(&m) => {
+        Err(weft::error::WaitTimeoutError::Timeout(_)) => {
+            Err(format!("{what}: no result in {LIMIT:?}"))
+        }
+        Err(weft::error::WaitTimeoutError::Failed(weft::TicketError::Panicked(m)))
+            if !injected(&m) =>
+        {
             Err(format!("{what}: panicked inside weft: {m}"))
         }
-        Err(weft::WaitTimeoutError::Failed(weft::TicketError::DependencyFailed(first))) => {
+        Err(weft::error::WaitTimeoutError::Failed(weft::TicketError::DependencyFailed(first))) => {
             match &first.cause {
-                weft::FailureCause::Panicked(m) if !injected(m) => {
+                weft::actor::FailureCause::Panicked(m) if !injected(m) => {
                     Err(format!("{what}: `{}` panicked inside weft: {m}", first.op))
                 }
                 _ => Ok(()),
@@ -391,12 +395,12 @@ impl World {
             })
             .collect();
         let recorded = weft::Program::record(|p| {
-            let mut values: Vec<weft::Value> = inputs
+            let mut values: Vec<weft::program::Value> = inputs
                 .iter()
                 .map(|h| p.input(h.dtype(), h.shape()))
                 .collect();
             for (op, picks) in &steps {
-                let args: Vec<weft::Value> =
+                let args: Vec<weft::program::Value> =
                     picks.iter().map(|&k| values[k % values.len()]).collect();
                 if let Ok(out) = p.apply_many(op.clone(), &args) {
                     values.extend(out);
@@ -434,7 +438,7 @@ impl World {
                 1 => rt.shutdown_now(),
                 _ => match rt.shutdown_timeout(timeout) {
                     // Work was still running: a plain shutdown joins it.
-                    Err(weft::ShutdownError::TimedOut { .. }) => rt.shutdown(),
+                    Err(weft::error::ShutdownError::TimedOut { .. }) => rt.shutdown(),
                     other => other,
                 },
             };
@@ -483,13 +487,13 @@ impl World {
         match rng.below(4) {
             0 => drop(ticket),
             1 => {
-                if let Err(weft::TryWaitError::Pending(t)) = ticket.try_wait() {
+                if let Err(weft::error::TryWaitError::Pending(t)) = ticket.try_wait() {
                     resolves(t, what)?;
                 }
             }
             2 => {
                 let short = Duration::from_micros(rng.below(200) as u64);
-                if let Err(weft::WaitTimeoutError::Timeout(t)) = ticket.wait_timeout(short) {
+                if let Err(weft::error::WaitTimeoutError::Timeout(t)) = ticket.wait_timeout(short) {
                     resolves(t, what)?;
                 }
             }

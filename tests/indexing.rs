@@ -2,7 +2,11 @@
 //! XLA's clamping, compression by a mask, each against a plain loop
 //! written here, and every bad index a typed error naming it.
 
-use weft::{DType, HostRun, ScatterMode, Tensor, TensorError, TensorOp};
+use weft::{
+    error::TensorError,
+    ops::{HostRun, ScatterMode, TensorOp},
+    DType, Tensor,
+};
 use weft_tests::{wait, wait_ok};
 
 const SHAPE: [usize; 3] = [3, 4, 5];
@@ -297,7 +301,7 @@ fn compress_keeps_the_masked_elements_and_checks_their_count() {
 #[test]
 fn a_bad_index_fails_the_op_on_the_actor_and_loses_nothing() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -326,7 +330,7 @@ fn a_bad_index_fails_the_op_on_the_actor_and_loses_nothing() {
     assert_eq!(f64s(&rows)[..2], [13.0, 13.5]);
     // Compression with the count from the mask's sum, as a user does it.
     let zero = lane.zeros(DType::F64, &[]).unwrap();
-    let mask = lane.compare(weft::CmpOp::Gt, &x, &zero).unwrap();
+    let mask = lane.compare(weft::ops::CmpOp::Gt, &x, &zero).unwrap();
     let count = wait_ok(lane.download(&lane.sum_all(&mask).unwrap()).unwrap());
     let len = count.as_slice::<i64>().unwrap()[0] as usize;
     let positive = lane.compress(&x, &mask, len).unwrap();
@@ -446,7 +450,7 @@ fn diagonals_of_every_axis_pair_and_their_embeddings() {
 #[test]
 fn lane_diagonals_default_to_the_last_axes() {
     let rt = weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .unwrap();

@@ -6,7 +6,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use weft::{ActorBuilder, Op, SubmitTimeoutError, TrySubmitError};
+use weft::{
+    actor::ActorBuilder,
+    error::{SubmitTimeoutError, TrySubmitError},
+    Op,
+};
 use weft_tests::{eventually, wait_ok, Hold};
 
 const CAPACITY: usize = 4;
@@ -85,7 +89,10 @@ fn zero_capacity_is_refused() {
         .lane_capacity(0)
         .spawn(|| Ok::<_, String>(()))
         .unwrap_err();
-    assert!(matches!(err, weft::SpawnError::ZeroLaneCapacity), "{err}");
+    assert!(
+        matches!(err, weft::error::SpawnError::ZeroLaneCapacity),
+        "{err}"
+    );
     assert!(err.to_string().contains("got 0"));
 }
 
@@ -106,7 +113,7 @@ fn submit_from_an_actor_to_a_full_lane_would_deadlock() {
             let timed = inner.submit_timeout(Op::new(|_: &mut ()| 3), Duration::from_secs(5));
             (
                 first,
-                matches!(second, Err(weft::SubmitError::WouldDeadlock(_))),
+                matches!(second, Err(weft::error::SubmitError::WouldDeadlock(_))),
                 matches!(timed, Err(SubmitTimeoutError::WouldDeadlock(_))),
             )
         })

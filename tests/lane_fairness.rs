@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use weft::{ActorBuilder, OPS_PER_TURN};
+use weft::actor::{ActorBuilder, OPS_PER_TURN};
 use weft_tests::{wait_ok, Hold};
 
 const FLOOD: usize = 10_000;

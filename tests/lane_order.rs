@@ -3,7 +3,7 @@
 
 use std::thread;
 
-use weft::ActorBuilder;
+use weft::actor::ActorBuilder;
 use weft_tests::wait_ok;
 
 const THREADS: usize = 8;

@@ -14,8 +14,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use weft::{
-    BuildError, DType, MpiError, OpError, Overlap, Reduction, Runtime, Tensor, TensorHandle,
-    LAUNCHER_ENV, MPI_MAX_TAG,
+    error::MpiError,
+    mpi::{Reduction, LAUNCHER_ENV, MAX_TAG},
+    runtime::Overlap,
+    BuildError, DType, OpError, Runtime, Tensor, TensorHandle,
 };
 
 /// How long a job may take before it is killed and failed.
@@ -297,7 +299,7 @@ fn download(lane: &weft::Lane, h: &TensorHandle) -> Result<Tensor, String> {
         .map_err(|e| e.to_string())
 }
 
-fn values<T: weft::Element + Clone>(
+fn values<T: weft::tensor::Element + Clone>(
     lane: &weft::Lane,
     h: &TensorHandle,
 ) -> Result<(Vec<usize>, Vec<T>), String> {
@@ -306,7 +308,7 @@ fn values<T: weft::Element + Clone>(
     Ok((shape, t.into_vec::<T>().map_err(|e| e.to_string())?))
 }
 
-fn upload<T: weft::Element>(
+fn upload<T: weft::tensor::Element>(
     lane: &weft::Lane,
     v: Vec<T>,
     shape: &[usize],
@@ -753,7 +755,7 @@ fn bad_arguments_are_typed_errors_at_the_call() -> Result<(), String> {
         matches!(e, OpError::Mpi(MpiError::NoSuchRank { rank, .. }) if rank == ranks),
         format!("{e}"),
     )?;
-    let e = lane.recv(0, MPI_MAX_TAG + 1, DType::F64, &[3]).unwrap_err();
+    let e = lane.recv(0, MAX_TAG + 1, DType::F64, &[3]).unwrap_err();
     check(
         matches!(e, OpError::Mpi(MpiError::Tag { .. })),
         format!("{e}"),

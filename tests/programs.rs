@@ -7,14 +7,19 @@
 use std::sync::Arc;
 
 use weft::{
-    c64, BinaryOp, DType, FailureCause, Linalg, OpError, Program, RecordError, Recorder, Runtime,
-    Tensor, TensorHandle, TensorOp, TicketError, UnaryOp, Value, PROGRAM_CACHE_CAPACITY,
+    actor::FailureCause,
+    c64,
+    engine::PROGRAM_CACHE_CAPACITY,
+    error::RecordError,
+    ops::{BinaryOp, Linalg, TensorOp, UnaryOp},
+    program::Value,
+    DType, OpError, Program, Recorder, Runtime, Tensor, TensorHandle, TicketError,
 };
 use weft_tests::{wait, wait_ok};
 
 fn runtime() -> Runtime {
     Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime")
@@ -71,7 +76,7 @@ fn random_step(rng: &mut Rng, p: &mut Recorder, values: &[Value]) -> Option<Vec<
         4 => TensorOp::Unary([UnaryOp::Tanh, UnaryOp::Neg, UnaryOp::Sin][rng.below(3)]),
         5 => TensorOp::Matmul,
         6 => TensorOp::Einsum(
-            weft::EinsumSpec::parse(
+            weft::ops::EinsumSpec::parse(
                 [
                     "ij,jk->ik",
                     "ij->ji",
@@ -89,7 +94,7 @@ fn random_step(rng: &mut Rng, p: &mut Recorder, values: &[Value]) -> Option<Vec<
             TensorOp::Reshape(vec![shape.iter().product()])
         }
         9 => TensorOp::Reduce {
-            op: weft::ReduceOp::Sum,
+            op: weft::ops::ReduceOp::Sum,
             axes: vec![0],
             keep_dims: rng.below(2) == 0,
         },
@@ -555,7 +560,7 @@ fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
         let q = p.binary(BinaryOp::FloorDiv, a, b)?;
         let r = p.binary(BinaryOp::Rem, q, b)?;
         let s = p.add(r, a)?;
-        let m = p.apply(TensorOp::Compare(weft::CmpOp::Gt), &[s, b])?;
+        let m = p.apply(TensorOp::Compare(weft::ops::CmpOp::Gt), &[s, b])?;
         let out = p.apply(TensorOp::Select, &[m, s, b])?;
         p.output(out)
     })

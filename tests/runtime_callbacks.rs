@@ -7,7 +7,7 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::bounded;
-use weft::{CpuEngine, Runtime, RuntimeError, ShutdownError};
+use weft::{error::ShutdownError, CpuEngine, Runtime, RuntimeError};
 use weft_tests::{unpinned_pair, wait_ok, LIMIT};
 
 fn runtime() -> Runtime {
@@ -31,7 +31,7 @@ fn bounded_call<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 's
 /// op's value. Both must come back within `LIMIT`.
 fn during_shutdown<T: Send + 'static>(
     call: impl FnOnce(&Runtime) -> T + Send + 'static,
-) -> (Result<weft::RuntimeReport, ShutdownError>, T) {
+) -> (Result<weft::runtime::RuntimeReport, ShutdownError>, T) {
     let rt = runtime();
     let lane = rt.lane(0).unwrap();
     let (go_tx, go) = bounded::<()>(1);
@@ -137,7 +137,7 @@ fn a_spawn_that_ends_after_a_shutdown_began_is_refused_and_stopped() {
 
 /// `rt.shutdown_timeout` of 50 ms, bounded, which must time out: the
 /// error and the actors it names.
-fn timed_out(rt: &Runtime) -> (ShutdownError, Vec<weft::Stuck>) {
+fn timed_out(rt: &Runtime) -> (ShutdownError, Vec<weft::actor::Stuck>) {
     let err = bounded_call("shutdown_timeout", {
         let rt = rt.clone();
         move || rt.shutdown_timeout(Duration::from_millis(50))
@@ -154,7 +154,7 @@ fn timed_out(rt: &Runtime) -> (ShutdownError, Vec<weft::Stuck>) {
 
 #[test]
 fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
-    use weft::{Op, StuckAt};
+    use weft::{actor::StuckAt, Op};
     let rt = unpinned_pair()
         .thread_names("stuck")
         .build()
@@ -198,7 +198,7 @@ fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
 fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use weft::StuckAt;
+    use weft::actor::StuckAt;
     let rt = unpinned_pair()
         .threads_per_domain(2)
         .thread_names("outlive")

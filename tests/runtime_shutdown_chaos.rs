@@ -12,8 +12,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use weft::{
-    CpuEngine, DType, FailureCause, Op, OpError, Pipeline, Runtime, RuntimeError, RuntimeReport,
-    SubmitTimeoutError, Tensor, Ticket, TicketError, TrySubmitError,
+    actor::FailureCause,
+    error::{SubmitTimeoutError, TrySubmitError},
+    runtime::{Pipeline, RuntimeReport},
+    CpuEngine, DType, Op, OpError, Runtime, RuntimeError, Tensor, Ticket, TicketError,
 };
 use weft_tests::{domains_builder, eventually, thread_count, wait, watchdog};
 
@@ -122,7 +124,7 @@ fn vector(values: Vec<f64>) -> Tensor {
 fn worker(
     seed: u64,
     lanes: [weft::Lane; 2],
-    hosted: weft::ActorLane<u64>,
+    hosted: weft::actor::Lane<u64>,
     stop: Stop,
     steps: &AtomicUsize,
 ) -> Tally {
@@ -223,7 +225,7 @@ fn worker(
 }
 
 /// Every way in after the stop is refused with a typed error.
-fn assert_refused(lanes: &[weft::Lane], hosted: &weft::ActorLane<u64>, rt: Option<&Runtime>) {
+fn assert_refused(lanes: &[weft::Lane], hosted: &weft::actor::Lane<u64>, rt: Option<&Runtime>) {
     for lane in lanes {
         assert!(lane.run(|_| ()).unwrap_err().is_closed());
         assert!(matches!(

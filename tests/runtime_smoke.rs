@@ -6,16 +6,20 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use weft::{BuildError, Op, Pinning, Runtime, RuntimeError};
+use weft::{engine::Pinning, BuildError, Op, Runtime, RuntimeError};
 use weft_tests::{eventually, wait_ok};
 
 fn two_domains() -> Runtime {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed");
     let builder = if allowed.len() >= 2 {
-        Runtime::builder().overlap(weft::Overlap::Allow).split(2)
+        Runtime::builder()
+            .overlap(weft::runtime::Overlap::Allow)
+            .split(2)
     } else {
         // One CPU: two domains cannot be disjoint; use one.
-        Runtime::builder().overlap(weft::Overlap::Allow).split(1)
+        Runtime::builder()
+            .overlap(weft::runtime::Overlap::Allow)
+            .split(1)
     };
     builder.threads_per_domain(2).build().expect("runtime")
 }
@@ -107,7 +111,7 @@ fn hosted_engine_may_be_non_send() {
         hits: Rc<RefCell<u32>>,
     }
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -171,7 +175,7 @@ fn actors_submit_to_each_other_without_waiting() {
 #[test]
 fn stats_count_per_actor_and_lane() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -209,19 +213,19 @@ fn stats_count_per_actor_and_lane() {
 #[test]
 fn bad_configuration_and_requests_are_typed_errors() {
     let err = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .threads_per_domain(0)
         .build()
         .unwrap_err();
     assert!(matches!(err, BuildError::ZeroThreads), "{err}");
     let err = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .lane_capacity(0)
         .build()
         .unwrap_err();
     assert!(matches!(err, BuildError::ZeroLaneCapacity), "{err}");
     let err = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .cpulists("0;0")
         .build()
         .unwrap_err();
@@ -231,14 +235,14 @@ fn bad_configuration_and_requests_are_typed_errors() {
         "{err}"
     );
     let err = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(100_000)
         .build()
         .unwrap_err();
     assert!(matches!(err, BuildError::Topology(_)), "{err}");
 
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .pinning(Pinning::None)
         .build()

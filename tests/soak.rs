@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use weft::{BinaryOp, OpError, Runtime, Scalar, Tensor, Ticket};
+use weft::{ops::BinaryOp, OpError, Runtime, Scalar, Tensor, Ticket};
 use weft_tests::{domains_builder, status_bytes, wait_ok, watchdog};
 
 /// Peak RSS may grow at most this much over the RSS of the process just

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use weft::{
-    BinaryOp, CpuEngine, DType, Op, OpError, Runtime, Scalar, Tensor, Ticket, TrySubmitError,
+    error::TrySubmitError, ops::BinaryOp, CpuEngine, DType, Op, OpError, Runtime, Scalar, Tensor,
+    Ticket,
 };
 use weft_tests::{domains_builder, wait_ok, watchdog};
 

@@ -13,7 +13,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
-use weft::{ActorLane as Lane, Ticket, TicketError, WaitTimeoutError};
+use weft::{actor::Lane, error::WaitTimeoutError, Ticket, TicketError};
 
 /// Every wait in the tests is bounded by this; a hang fails the test.
 pub const LIMIT: Duration = Duration::from_secs(20);
@@ -317,7 +317,7 @@ pub fn domains_builder(max: usize) -> weft::Builder {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
     if allowed.len() >= 2 {
         weft::Runtime::builder()
-            .overlap(weft::Overlap::Allow)
+            .overlap(weft::runtime::Overlap::Allow)
             .split(allowed.len().min(max))
     } else {
         unpinned_pair()
@@ -327,15 +327,15 @@ pub fn domains_builder(max: usize) -> weft::Builder {
 /// A builder of two unpinned domains over a made-up layout of CPUs 0-1:
 /// the same on any machine.
 pub fn unpinned_pair() -> weft::Builder {
-    let layout = weft::Topology::builder()
-        .allowed(weft::CpuSet::range(0..2))
+    let layout = weft::topology::Topology::builder()
+        .allowed(weft::topology::CpuSet::range(0..2))
         .split(2)
         .build()
         .expect("layout");
     weft::Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .topology(layout)
-        .pinning(weft::Pinning::None)
+        .pinning(weft::engine::Pinning::None)
 }
 
 /// How one check of a harness-less test ended.

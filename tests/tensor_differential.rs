@@ -9,7 +9,9 @@
 
 use proptest::prelude::*;
 use weft::{
-    ArgOp, BinaryOp, CmpOp, DType, Distribution, HostRun, Meta, ReduceOp, Tensor, TensorOp, UnaryOp,
+    ops::{ArgOp, BinaryOp, CmpOp, Distribution, HostRun, ReduceOp, TensorOp, UnaryOp},
+    tensor::Meta,
+    DType, Tensor,
 };
 use weft_tests::wait_ok;
 

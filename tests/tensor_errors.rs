@@ -3,8 +3,10 @@
 //! resident tensors are untouched afterwards.
 
 use weft::{
-    c64, BinaryOp, CmpOp, DType, Linalg, OpError, ReduceOp, Runtime, Scalar, SliceAxis, Tensor,
-    TensorError, TensorOp,
+    c64,
+    error::TensorError,
+    ops::{BinaryOp, CmpOp, Linalg, ReduceOp, SliceAxis, TensorOp},
+    DType, OpError, Runtime, Scalar, Tensor,
 };
 use weft_tests::wait_ok;
 
@@ -18,12 +20,12 @@ type Case<'a> = (
 #[test]
 fn bad_input_catalog() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
     let other = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -326,7 +328,7 @@ fn bad_input_catalog() {
 #[test]
 fn clamp_keeps_nan_as_numpy_does() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -362,7 +364,7 @@ fn clamp_keeps_nan_as_numpy_does() {
 #[test]
 fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -371,7 +373,7 @@ fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
         .upload(Tensor::from_vec(vec![1.0f64, 2.0, 0.5], &[3]).unwrap())
         .unwrap();
     let spec = |n: usize| format!("{}->a", vec!["a"; n].join(","));
-    let over: Vec<&weft::TensorHandle> = vec![&x; weft::MAX_EINSUM_OPERANDS + 1];
+    let over: Vec<&weft::TensorHandle> = vec![&x; weft::ops::MAX_EINSUM_OPERANDS + 1];
     match lane.einsum(&spec(over.len()), &over) {
         Err(OpError::Tensor(TensorError::Einsum { reason, .. })) => {
             assert!(reason.contains("65 operands"), "{reason}")
@@ -379,7 +381,7 @@ fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
         other => panic!("expected an einsum error, got {other:?}"),
     }
     // At the limit: the product of 64 copies, elementwise.
-    let all: Vec<&weft::TensorHandle> = vec![&x; weft::MAX_EINSUM_OPERANDS];
+    let all: Vec<&weft::TensorHandle> = vec![&x; weft::ops::MAX_EINSUM_OPERANDS];
     let got = wait_ok(
         lane.download(&lane.einsum(&spec(all.len()), &all).unwrap())
             .unwrap(),
@@ -393,9 +395,9 @@ fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
 /// without them none gives a wrong shape.
 #[test]
 fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
-    use weft::SliceAxis;
+    use weft::ops::SliceAxis;
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");

@@ -2,12 +2,15 @@
 //! events, checks at the call site, failures carried to dependents, and
 //! tensors freed when their handles are gone.
 
-use weft::{c64, DType, FailureCause, OpError, Place, Runtime, Tensor, TensorError, TicketError};
+use weft::{
+    actor::FailureCause, c64, error::TensorError, DType, OpError, Place, Runtime, Tensor,
+    TicketError,
+};
 use weft_tests::{wait, wait_ok, Hold};
 
 fn one_domain() -> Runtime {
     Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime")
@@ -255,7 +258,7 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
     // neither the store nor the pool grows with the length of the stream.
     let cap = 1 << 20;
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(cap)
         .build()
@@ -296,7 +299,7 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
 #[test]
 fn a_zero_buffer_cap_keeps_nothing() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(0)
         .build()
@@ -330,7 +333,7 @@ fn engine_view(lane: &weft::Lane) -> (usize, usize) {
 fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
     // Larger than the pool's cap: freeing it gives its memory back.
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(1 << 20)
         .build()
@@ -356,7 +359,7 @@ fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
 fn an_idle_domain_lets_its_buffer_pool_go() {
     use std::time::{Duration, Instant};
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::from_millis(100))
         .build()
@@ -389,7 +392,7 @@ fn an_idle_domain_lets_its_buffer_pool_go() {
 
     // Never, when asked so.
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::MAX)
         .build()
@@ -433,12 +436,12 @@ fn unary_ops_and_generic_apply() {
     let lane = rt.lane(0).expect("lane");
     let x = matrix(3, 4, 0.5);
     let hx = lane.upload(x.clone()).unwrap();
-    let e = lane.unary(weft::UnaryOp::Exp, &hx).unwrap();
-    let back = lane.unary(weft::UnaryOp::Log, &e).unwrap();
+    let e = lane.unary(weft::ops::UnaryOp::Exp, &hx).unwrap();
+    let back = lane.unary(weft::ops::UnaryOp::Log, &e).unwrap();
     let got = wait_ok(lane.download(&back).unwrap());
     close(got.as_slice::<f64>().unwrap(), x.as_slice::<f64>().unwrap());
     let abs = wait_ok(
-        lane.download(&lane.unary(weft::UnaryOp::Abs, &hx).unwrap())
+        lane.download(&lane.unary(weft::ops::UnaryOp::Abs, &hx).unwrap())
             .unwrap(),
     );
     let want: Vec<f64> = x
@@ -449,12 +452,12 @@ fn unary_ops_and_generic_apply() {
         .collect();
     assert_eq!(abs.as_slice::<f64>().unwrap(), &want[..]);
 
-    let err = lane.apply(weft::TensorOp::Matmul, &[&hx]).unwrap_err();
+    let err = lane.apply(weft::ops::TensorOp::Matmul, &[&hx]).unwrap_err();
     assert_eq!(err.to_string(), "matmul takes 2 input(s), got 1");
     let z = lane
         .upload(Tensor::from_vec(vec![c64::new(3.0, 4.0)], &[1]).unwrap())
         .unwrap();
-    let m = lane.unary(weft::UnaryOp::Abs, &z).unwrap();
+    let m = lane.unary(weft::ops::UnaryOp::Abs, &z).unwrap();
     assert_eq!(
         m.dtype(),
         weft::DType::F64,
@@ -470,7 +473,7 @@ fn unary_ops_and_generic_apply() {
 
 #[test]
 fn creation_reduction_and_structure_through_lanes() {
-    use weft::{DType, ReduceOp, Scalar};
+    use weft::{ops::ReduceOp, DType, Scalar};
     let rt = one_domain();
     let lane = rt.lane(0).expect("lane");
     let r = lane.arange(DType::F64, 0.0, 1.0, 12).unwrap();
@@ -538,7 +541,7 @@ fn creation_reduction_and_structure_through_lanes() {
 
 #[test]
 fn same_seed_same_data_on_every_domain() {
-    use weft::{DType, Distribution};
+    use weft::{ops::Distribution, DType};
     let rt = two_domains_unpinned();
     let draw = |d: usize| {
         let lane = rt.lane(d).unwrap();
@@ -664,7 +667,7 @@ fn decompositions_through_a_lane() {
         "eigh needs a square matrix, got shape [5, 3]"
     );
     let err = lane
-        .apply(weft::TensorOp::Linalg(weft::Linalg::Qr), &[&a])
+        .apply(weft::ops::TensorOp::Linalg(weft::ops::Linalg::Qr), &[&a])
         .unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -710,7 +713,7 @@ fn einsum_through_a_lane() {
 
 #[test]
 fn pipeline_keeps_order_bounds_flight_and_isolates_failures() {
-    use weft::{DType, Pipeline, Scalar};
+    use weft::{runtime::Pipeline, DType, Scalar};
     let rt = two_domains_unpinned();
     let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
         // Item 3 is not positive definite: its factorization fails.
@@ -739,7 +742,11 @@ fn pipeline_keeps_order_bounds_flight_and_isolates_failures() {
 
 #[test]
 fn masks_selects_and_structural_ops_through_a_lane() {
-    use weft::{c64, BinaryOp, CmpOp, DType, Scalar, SliceAxis};
+    use weft::{
+        c64,
+        ops::{BinaryOp, CmpOp, SliceAxis},
+        DType, Scalar,
+    };
     let rt = one_domain();
     let lane = rt.lane(0).expect("lane");
     let get = |h: &weft::TensorHandle| wait_ok(lane.download(h).unwrap());
@@ -836,10 +843,20 @@ fn dot_general_is_batched_matmul_and_more() {
     let rt = one_domain();
     let lane = rt.lane(0).expect("lane");
     let a = lane
-        .random(weft::DType::F64, &[2, 3, 4], weft::Distribution::Normal, 1)
+        .random(
+            weft::DType::F64,
+            &[2, 3, 4],
+            weft::ops::Distribution::Normal,
+            1,
+        )
         .unwrap();
     let b = lane
-        .random(weft::DType::F64, &[2, 4, 5], weft::Distribution::Normal, 2)
+        .random(
+            weft::DType::F64,
+            &[2, 4, 5],
+            weft::ops::Distribution::Normal,
+            2,
+        )
         .unwrap();
     let via_dg = lane.dot_general(&a, &b, &[(0, 0)], &[(2, 1)]).unwrap();
     let via_mm = lane.matmul(&a, &b).unwrap();
@@ -854,7 +871,12 @@ fn dot_general_is_batched_matmul_and_more() {
     );
     // Contract two axes at once, no batch: [2,3,4] x [4,2] over (0,1),(2,0).
     let c = lane
-        .random(weft::DType::F64, &[4, 2], weft::Distribution::Normal, 3)
+        .random(
+            weft::DType::F64,
+            &[4, 2],
+            weft::ops::Distribution::Normal,
+            3,
+        )
         .unwrap();
     let d = lane.dot_general(&a, &c, &[], &[(0, 1), (2, 0)]).unwrap();
     assert_eq!(d.shape(), [3]);
@@ -877,7 +899,7 @@ fn dot_general_is_batched_matmul_and_more() {
 
 #[test]
 fn pipeline_items_refused_at_the_call_site_are_named_and_the_rest_kept() {
-    use weft::Pipeline;
+    use weft::runtime::Pipeline;
     let rt = weft_tests::unpinned_pair().build().expect("runtime");
     // Item 3 is made with three elements: the stage's reshape refuses it.
     let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
@@ -905,7 +927,7 @@ fn pipeline_items_refused_at_the_call_site_are_named_and_the_rest_kept() {
 
 #[test]
 fn pipeline_stages_may_hand_on_a_tensor_of_another_domain() {
-    use weft::Pipeline;
+    use weft::runtime::Pipeline;
     let rt = weft_tests::unpinned_pair().build().expect("runtime");
     // The first stage runs on domain 0 but hands on a tensor of domain 1;
     // the second runs on domain 0 again; the last hands on domain 1's.
@@ -946,7 +968,7 @@ fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
 #[test]
 fn sync_waits_for_a_tensor_without_downloading_it() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .build()
         .expect("runtime");
@@ -988,13 +1010,13 @@ fn sync_waits_for_a_tensor_without_downloading_it() {
 #[test]
 fn each_cpu_provider_computes_the_products_of_its_runtime() {
     let providers = [
-        weft::CpuProvider::Faer,
+        weft::engine::CpuProvider::Faer,
         #[cfg(feature = "blas")]
-        weft::CpuProvider::Blas,
+        weft::engine::CpuProvider::Blas,
     ];
     for provider in providers {
         let rt = Runtime::builder()
-            .overlap(weft::Overlap::Allow)
+            .overlap(weft::runtime::Overlap::Allow)
             .split(1)
             .cpu_provider(provider)
             .build()

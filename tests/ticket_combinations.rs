@@ -8,7 +8,11 @@ use std::thread;
 use std::time::Duration;
 
 use crossbeam_channel::bounded;
-use weft::{Actor, ActorBuilder, Runtime, Ticket, TicketError, TryWaitError, WaitTimeoutError};
+use weft::{
+    actor::{Actor, ActorBuilder},
+    error::{TryWaitError, WaitTimeoutError},
+    Runtime, Ticket, TicketError,
+};
 use weft_tests::{block_on, eventually, wait, wait_ok, Counted, LIMIT};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,7 +271,7 @@ fn finished_tickets_can_be_waited_from_an_actor() {
 #[test]
 fn would_deadlock_from_a_pool_worker() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .threads_per_domain(2)
         .build()
@@ -280,7 +284,7 @@ fn would_deadlock_from_a_pool_worker() {
             // Run the wait on the other worker of the pool, not the actor.
             let (a, b) = engine.pool().join(
                 || (),
-                move || (weft::current_actor().is_some(), queued.wait()),
+                move || (weft::actor::current_actor().is_some(), queued.wait()),
             );
             let () = a;
             b

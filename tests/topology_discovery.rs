@@ -1,7 +1,12 @@
 //! Topology: NUMA discovery over fake sysfs trees, explicit layouts and
 //! their validation, and pinning read-back.
 
-use weft::{CpuSet, LayoutSource, Pinning, Runtime, Topology, TopologyError};
+use weft::{
+    engine::Pinning,
+    error::TopologyError,
+    topology::{CpuSet, LayoutSource, Topology},
+    Runtime,
+};
 use weft_tests::{wait_ok, FakeSysfs};
 
 fn set(text: &str) -> CpuSet {
@@ -213,7 +218,7 @@ fn workers_are_pinned_as_assigned() {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed");
     let n = allowed.len();
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .domains([allowed.clone()])
         .threads_per_domain(n + 1)
         .build()
@@ -234,7 +239,7 @@ fn workers_are_pinned_as_assigned() {
     assert_eq!(live, expected);
 
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .domains([allowed.clone()])
         .pinning(Pinning::Domain)
         .build()

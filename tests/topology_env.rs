@@ -1,7 +1,11 @@
 //! `WEFT_CPU_DOMAINS` overrides discovery (alone in its binary: it sets an
 //! environment variable).
 
-use weft::{CpuSet, LayoutSource, Runtime, Topology, TopologyError, DOMAINS_ENV};
+use weft::{
+    error::TopologyError,
+    topology::{CpuSet, LayoutSource, Topology, DOMAINS_ENV},
+    Runtime,
+};
 
 #[test]
 fn env_layout_overrides_discovery() {
@@ -12,7 +16,7 @@ fn env_layout_overrides_discovery() {
     assert_eq!(t.source(), LayoutSource::Environment);
     assert_eq!(t.domains()[0].cpus(), &CpuSet::single(first));
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .build()
         .expect("runtime from env layout");
     assert_eq!(rt.domains().len(), 1);

@@ -17,7 +17,7 @@ fn temp_path(name: &str) -> PathBuf {
 fn a_traced_runtime_writes_valid_trace_events() {
     let path = temp_path("trace");
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .trace(&path)
         .build()
@@ -110,7 +110,7 @@ fn a_traced_runtime_writes_valid_trace_events() {
 fn the_ring_buffer_bounds_the_trace() {
     let path = temp_path("ring");
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .trace(&path)
         .trace_capacity(100)
@@ -145,11 +145,11 @@ fn the_ring_buffer_bounds_the_trace() {
 #[test]
 fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
-    assert!(rt.trace().is_none() || std::env::var_os(weft::TRACE_ENV).is_some());
+    assert!(rt.trace().is_none() || std::env::var_os(weft::runtime::TRACE_ENV).is_some());
     let lane = rt.lane(0).unwrap();
     for i in 0..64u32 {
         drop(lane.run(move |_| i).unwrap());
@@ -169,7 +169,7 @@ fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
 #[test]
 fn actor_counts_include_ops_queued_on_closed_lanes() {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
@@ -307,7 +307,7 @@ fn expected(json: &str) -> Drawn {
 /// panicking op, an op whose dependency failed.
 fn traced_run(path: &std::path::Path) {
     let rt = Runtime::builder()
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .trace(path)
         .build()
@@ -337,7 +337,8 @@ fn the_timeline_picture_draws_every_row_bar_and_arrow_of_its_trace() {
     let json_path = temp_path("picture");
     traced_run(&json_path);
     let json = std::fs::read_to_string(&json_path).expect("the trace was written");
-    let view = weft::TraceView::from_chrome_json(&json).expect("weft's own trace reads back");
+    let view =
+        weft::trace::TraceView::from_chrome_json(&json).expect("weft's own trace reads back");
     let want = expected(&json);
     assert_eq!(want.flows.len(), 1, "one transfer: {want:?}");
     assert!(want

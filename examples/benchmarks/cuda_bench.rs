@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
-use weft::{CudaEngine, DType, Lane, Place, Runtime, Tensor, TensorHandle};
+use weft::{cuda::CudaEngine, DType, Lane, Place, Runtime, Tensor, TensorHandle};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -47,7 +47,7 @@ fn sync(lane: &Lane<CudaEngine>, h: &TensorHandle) -> Res<()> {
     let one = lane.slice(
         h,
         &vec![
-            weft::SliceAxis {
+            weft::ops::SliceAxis {
                 start: 0,
                 stop: 1,
                 step: 1
@@ -68,8 +68,8 @@ fn gemm(
 ) -> Res<()> {
     let cpu = rt.lane(0)?;
     let (ha, hb) = (
-        cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 1)?,
-        cpu.random(dtype, &[n, n], weft::Distribution::Uniform, 2)?,
+        cpu.random(dtype, &[n, n], weft::ops::Distribution::Uniform, 1)?,
+        cpu.random(dtype, &[n, n], weft::ops::Distribution::Uniform, 2)?,
     );
     let (a, b) = (
         cpu.transfer(&ha, Place::Cuda(0))?,
@@ -181,7 +181,7 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
     let lane_t = time(5, || {
         let mut y = x.clone();
         for _ in 0..ops {
-            y = lane.binary_scalar(weft::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
+            y = lane.binary_scalar(weft::ops::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
         }
         sync(lane, &y)
     })?;
@@ -223,13 +223,13 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
     );
     // What the engine asks of the driver per op (the one sync at the end
     // spread over the ops).
-    let calls = || -> Res<weft::DriverCalls> {
+    let calls = || -> Res<weft::cuda::DriverCalls> {
         Ok(lane.run(|e: &mut CudaEngine| e.driver_calls())?.wait()?)
     };
     let before = calls()?;
     let mut y = x.clone();
     for _ in 0..ops {
-        y = lane.binary_scalar(weft::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
+        y = lane.binary_scalar(weft::ops::BinaryOp::Add, &y, weft::Scalar::Real(1.0))?;
     }
     sync(lane, &y)?;
     drop(y);
@@ -326,7 +326,7 @@ fn bandwidth(
 
 fn main() -> Res<()> {
     let quick = std::env::args().any(|a| a == "--quick");
-    match weft::cuda_devices() {
+    match weft::topology::cuda_devices() {
         Ok(d) if !d.is_empty() => {}
         Ok(_) => {
             println!("skipped: no CUDA device");

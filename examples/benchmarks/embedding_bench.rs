@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use weft::{Overlap, Runtime, Tensor, TensorHandle};
+use weft::{runtime::Overlap, Runtime, Tensor, TensorHandle};
 use weft_examples::{print_row, random, BoxError};
 
 const ROUNDS: usize = 7;

@@ -84,8 +84,8 @@ fn pipelined(lane: &Lane) {
 /// two sides take turns on one CPU, and onto another CPU of the process;
 /// the thread's own CPUs are given back after.
 fn same_cpu(lane: &Lane) -> Result<(), Box<dyn std::error::Error>> {
-    let actor_cpu = lane.run(|_| weft::current_cpu())?.wait()?;
-    let allowed = weft::process_allowed_cpus()?;
+    let actor_cpu = lane.run(|_| weft::topology::current_cpu())?.wait()?;
+    let allowed = weft::topology::process_allowed_cpus()?;
     let Some(actor_cpu) = actor_cpu else {
         println!("same CPU: skipped, the platform does not say which CPU a thread runs on");
         return Ok(());
@@ -94,7 +94,7 @@ fn same_cpu(lane: &Lane) -> Result<(), Box<dyn std::error::Error>> {
     let mut rows = vec![("on the actor's CPU", actor_cpu)];
     rows.extend(other.map(|c| ("on another CPU", c)));
     for (name, cpu) in rows {
-        weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+        weft::topology::pin_current_thread(&weft::topology::CpuSet::single(cpu))?;
         let rtt = median_per_item(ROUNDS, ROUND_TRIPS / 4, || {
             for _ in 0..ROUND_TRIPS / 4 {
                 lane.run(|_| ()).expect("open").wait().expect("ran");
@@ -106,7 +106,7 @@ fn same_cpu(lane: &Lane) -> Result<(), Box<dyn std::error::Error>> {
             per_second(rtt) / 1e3
         );
     }
-    weft::pin_current_thread(&allowed)?;
+    weft::topology::pin_current_thread(&allowed)?;
     Ok(())
 }
 

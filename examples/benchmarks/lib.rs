@@ -97,7 +97,7 @@ pub fn faer_gemm(
 /// OpenBLAS single-threaded inside the domain's pool instead).
 #[cfg(feature = "blas")]
 pub mod openblas {
-    use weft::Field;
+    use weft::tensor::Field;
     use weft_cpu::blas;
 
     /// Runs `f` with OpenBLAS on `threads` threads of its own, then sets it

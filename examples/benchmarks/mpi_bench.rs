@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use weft::{DType, Lane, Reduction, Runtime, Tensor};
+use weft::{mpi::Reduction, DType, Lane, Runtime, Tensor};
 use weft_examples::BoxError;
 
 const ROUNDS: usize = 5;
@@ -36,7 +36,7 @@ fn main() -> Result<(), BoxError> {
         .threads_per_domain(1)
         .idle_spin(Duration::ZERO)
         .wait_spin(Duration::ZERO)
-        .overlap(weft::Overlap::Allow)
+        .overlap(weft::runtime::Overlap::Allow)
         .mpi()
         .build()?;
     if rt.ranks() != 2 {

@@ -78,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let no_pool = Runtime::builder()
             .split(1)
             .buffer_cap(0)
-            .overlap(weft::Overlap::Allow)
+            .overlap(weft::runtime::Overlap::Allow)
             .build()?;
         print!("buffer pool off: ");
         add(&no_pool.lane(0)?, &direct_pool)?;

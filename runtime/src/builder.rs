@@ -126,7 +126,7 @@ impl Builder {
     }
 
     /// Ops one lane holds before `submit` waits (default 1024, at most
-    /// [`crate::MAX_LANE_CAPACITY`]). A lane's queue grows as ops arrive:
+    /// [`crate::actor::MAX_LANE_CAPACITY`]). A lane's queue grows as ops arrive:
     /// the capacity costs nothing until it is used.
     pub fn lane_capacity(mut self, capacity: usize) -> Self {
         self.config.lane_capacity = capacity;
@@ -163,7 +163,7 @@ impl Builder {
     }
 
     /// How long a domain has nothing to do before it lets its buffer pool
-    /// go (default [`crate::DEFAULT_IDLE_TRIM`], 1 s; `Duration::MAX`:
+    /// go (default [`crate::runtime::DEFAULT_IDLE_TRIM`], 1 s; `Duration::MAX`:
     /// never). Freed tensors themselves are released at once, idle or not;
     /// [`crate::Lane::trim`] lets a pool go on demand.
     pub fn idle_trim(mut self, after: Duration) -> Self {
@@ -176,8 +176,8 @@ impl Builder {
     /// when the runtime shuts down or is dropped: as Chrome trace-event
     /// JSON (open it in Perfetto or `chrome://tracing`), or, for a path
     /// ending in `.svg` or `.html`, as a timeline picture one can open
-    /// without a network ([`TraceView::to_svg`](crate::TraceView::to_svg),
-    /// [`TraceFormat`](crate::TraceFormat)). Without this call, the
+    /// without a network ([`TraceView::to_svg`](crate::trace::TraceView::to_svg),
+    /// [`TraceFormat`](crate::trace::TraceFormat)). Without this call, the
     /// `WEFT_TRACE` environment variable, if set, names the file. Off, it
     /// costs nothing; on, each actor keeps its newest records in a ring
     /// buffer ([`Builder::trace_capacity`]).
@@ -231,7 +231,7 @@ impl Builder {
     /// parallel, allows the overlap.
     ///
     /// ```
-    /// use weft::{BuildError, Overlap, Runtime};
+    /// use weft::{BuildError, Runtime, runtime::Overlap};
     ///
     /// let first = Runtime::builder().split(1).build()?;
     /// let refused = Runtime::builder().split(1).build();
@@ -296,7 +296,7 @@ impl Builder {
     /// ([`CpuEngine::install`](weft_cpu::CpuEngine::install) from the
     /// actor runs in place). weft starts, pins and reads back no thread:
     /// the pool's threads are the application's, as it pinned them
-    /// ([`Affinity::Caller`](crate::Affinity::Caller)). The pool gives up
+    /// ([`Affinity::Caller`](crate::runtime::Affinity::Caller)). The pool gives up
     /// one worker per domain to the actors, so it needs more workers than
     /// domains for other work to go on (fewer free workers than domains:
     /// [`BuildError::HostPool`]), and the build waits for a worker to take
@@ -475,7 +475,7 @@ impl Builder {
     /// [`Builder::build`] fails with [`BuildError::Mpi`] when the process
     /// was not started by an MPI launcher (`mpirun`), MPI is already
     /// running or was finalised in this process, or the build would share
-    /// ([`crate::Overlap::Share`]) a live runtime that runs no MPI.
+    /// ([`crate::runtime::Overlap::Share`]) a live runtime that runs no MPI.
     pub fn mpi(mut self) -> Self {
         self.config.mpi = true;
         self

@@ -144,6 +144,6 @@ pub enum Overlap {
     /// builder's. Without an overlap it builds a new runtime.
     Share,
     /// The build goes ahead; both runtimes report the overlap in
-    /// [`crate::RuntimeStats::overlaps`] and [`Runtime::overlaps`](crate::Runtime::overlaps).
+    /// [`crate::runtime::RuntimeStats::overlaps`] and [`Runtime::overlaps`](crate::Runtime::overlaps).
     Allow,
 }

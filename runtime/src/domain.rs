@@ -22,7 +22,7 @@ use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
 use crate::handle::{actor_name, DomainTensors, RuntimeId, Spent};
 #[cfg(feature = "cuda")]
-use crate::{CudaEngine, CudaEngineConfig};
+use weft_cuda::{CudaEngine, CudaEngineConfig};
 
 /// The two sides of a domain's free queue, and its bin of spent handles
 /// (see [`housekeeping`]).

@@ -1,10 +1,29 @@
-//! Errors of building a runtime, of its calls, and of a lane's tensor ops.
+//! Every error type of weft: those of building a runtime, of its calls and
+//! of a lane's tensor ops (defined here), and those of the parts below
+//! them (tickets, submissions, tensors, programs, engines, topology).
 
 use std::fmt;
 
-use weft_actors::{ActorClosed, SpawnError};
-use weft_core::{DeviceError, ExecError, Meta, NotResident, Place, TensorError, Unsupported};
-use weft_topology::{CpuSet, TopologyError};
+// Every error of weft, in one place: those of the crates below, as they
+// reach a user.
+pub use crate::pipeline::ItemError;
+pub use crate::trace::ViewError;
+pub use weft_actors::{
+    ActorClosed, ShutdownError, SpawnError, SubmitError, SubmitTimeoutError, TicketError,
+    TrySubmitError, TryWaitError, WaitTimeoutError,
+};
+pub use weft_core::{
+    DeviceError, ExecError, GradError, NotResident, RecordError, TensorError, Unsupported,
+};
+pub use weft_cpu::EngineError;
+#[cfg(feature = "mpi")]
+pub use weft_mpi::MpiError;
+#[cfg(all(feature = "cuda", target_os = "linux"))]
+pub use weft_topology::CudaUnavailable;
+pub use weft_topology::{AffinityError, CpuListError, TopologyError};
+
+use weft_core::{Meta, Place};
+use weft_topology::CpuSet;
 
 use crate::handle::RuntimeId;
 
@@ -30,7 +49,7 @@ pub enum BuildError {
     /// A lane capacity of zero was asked for.
     #[error("lane capacity must be at least 1, got 0")]
     ZeroLaneCapacity,
-    /// A lane capacity above [`crate::MAX_LANE_CAPACITY`] was asked for.
+    /// A lane capacity above [`crate::actor::MAX_LANE_CAPACITY`] was asked for.
     #[error(
         "lane capacity {capacity} is above the largest, {}",
         weft_actors::MAX_LANE_CAPACITY
@@ -40,7 +59,7 @@ pub enum BuildError {
         capacity: usize,
     },
     /// The layout's CPUs overlap those of a live runtime of the process
-    /// and the builder refuses overlaps ([`crate::Overlap::Refuse`], the
+    /// and the builder refuses overlaps ([`crate::runtime::Overlap::Refuse`], the
     /// default).
     #[error(
         "CPUs {cpus} are already run by weft {runtime} (on CPUs {runtime_cpus}): share it \

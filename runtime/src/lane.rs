@@ -60,7 +60,7 @@ pub struct Lane<E: TensorEngine = CpuEngine> {
 pub(crate) struct TransferLanes {
     cpu: parking_lot::Mutex<Vec<(usize, Lane<CpuEngine>)>>,
     #[cfg(feature = "cuda")]
-    cuda: parking_lot::Mutex<Vec<(usize, Lane<crate::CudaEngine>)>>,
+    cuda: parking_lot::Mutex<Vec<(usize, Lane<crate::cuda::CudaEngine>)>>,
 }
 
 impl TransferLanes {
@@ -81,7 +81,7 @@ impl TransferLanes {
         &self,
         device: usize,
         table: &Arc<DomainTable>,
-    ) -> Result<Lane<crate::CudaEngine>, crate::OpError> {
+    ) -> Result<Lane<crate::cuda::CudaEngine>, crate::OpError> {
         Self::get(&self.cuda, device, || {
             Ok(Lane::open(table.cuda(device)?, table)?)
         })

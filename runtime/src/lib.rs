@@ -44,106 +44,112 @@ compile_error!(
 //
 //   builder, scope, pipeline   entry points: make a runtime, app threads, pipelines
 //   runtime                    `Runtime`: lanes into its domains, hosted actors, shutdown
+//   mpi/                       (feature mpi) the rank's MPI actor and the lane ops that reach it
 //   transfer, ops/             a lane's tensor ops (`impl Lane` blocks); transfers use ops
 //   lane                       `Lane`: the type, and opening one into a domain
 //   domain                     the table of domains: started, looked up, stopped
 //   ledger                     the process's claims on CPUs, between runtimes
 //   config, error              what actors start with; every error type
-//   trace_view                 a trace as data, as JSON and as a picture
+//   trace/                     a trace as data, as JSON and as a picture
 //   handle                     tensor handles, `RuntimeId`, a domain's shared tensor state
+//
+// The public surface is the root's names below and one module per concept;
+// every name is in one module (the root and the prelude repeat the few a
+// first program needs). `error`, `mpi`, `ops`, `runtime` and `trace` are
+// files of this crate that also gather their concept's names from the
+// crates below; the others are gathered here.
 mod builder;
 mod config;
 mod domain;
-mod error;
+pub mod error;
 mod handle;
 mod lane;
 mod ledger;
 #[cfg(feature = "mpi")]
-mod mpi;
-mod ops;
+pub mod mpi;
+pub mod ops;
 mod pipeline;
-mod runtime;
+pub mod runtime;
 #[cfg(not(weft_loom))]
 mod scope;
 mod tape;
-mod trace_view;
+pub mod trace;
 mod transfer;
 
-// The public surface, by group. Everything else is crate-private; the
-// engines' kernels are reached only through the vocabulary (`TensorOp`
-// and the named ops of `Lane`), never by name.
-
-// The runtime: building one, running it, its errors and reports, and the
-// application-side helpers on top of lanes.
-pub use builder::{Builder, RAYON_THREADS_ENV, THREADS_ENV, TRACE_ENV};
-pub use config::Overlap;
-pub use config::{DEFAULT_IDLE_TRIM, DEFAULT_THREAD_NAMES};
-pub use domain::{Affinity, DomainThreads};
-pub use error::{BuildError, RuntimeError};
-pub use ledger::Overlapping;
-pub use pipeline::{ItemError, Pipeline, PipelineRun};
-pub use runtime::{Runtime, RuntimeReport, RuntimeStats};
-#[cfg(not(weft_loom))]
-pub use scope::Scope;
-pub use tape::Tape;
-
-// Actors, lanes and tickets: the generic machinery under every lane, for
-// ops that run closures and for hosting engines of one's own.
+// What a first program names.
+pub use error::{BuildError, OpError, RuntimeError};
+pub use handle::TensorHandle;
 pub use lane::Lane;
-pub use weft_actors::Lane as ActorLane;
-pub use weft_actors::{
-    current_actor, Actor, ActorBuilder, ActorClosed, ActorId, ActorJob, Call, Event, EventState,
-    Failure, FailureCause, Housekeeping, Nudge, Op, OpBody, Promise, ShutdownError, ShutdownMode,
-    ShutdownReport, SpawnError, Stuck, StuckAt, SubmitError, SubmitTimeoutError, Ticket,
-    TicketError, TicketFor, TryCall, TrySubmitError, TryWaitError, WaitTimeoutError,
-    MAX_LANE_CAPACITY, OPS_PER_TURN,
-};
-// Their counters and timelines, and the timeline as data and as a picture.
-pub use trace_view::{utc_date, ActorView, OpView, TraceFormat, TraceView, ViewError};
-pub use weft_actors::{
-    ActorStats, ActorTimeline, Flow, LaneStats, OpCounts, Outcome, Record, SampledTime, Trace,
-};
+pub use runtime::{Builder, Runtime};
+pub use weft_actors::{Event, Op, Ticket, TicketError};
+pub use weft_core::{c32, c64, DType, Place, Program, Recorder, Scalar, Tensor, TensorEngine};
+pub use weft_cpu::CpuEngine;
 
-// Tensors and the op vocabulary: handles and their errors, host tensors,
-// element types, the ops a lane names, and where a tensor lives.
-pub use error::OpError;
-pub use handle::{RuntimeId, TensorHandle};
-pub use ops::{DomainMemory, DotGeneral};
-pub use weft_core::ops::MAX_EINSUM_OPERANDS;
-pub use weft_core::{
-    c32, c64, ArgOp, BinaryOp, CmpOp, DType, Data, Distribution, EinsumSpec, Element, Field,
-    Linalg, MatOp, Meta, NotResident, Place, ReduceOp, Scalar, ScatterMode, SliceAxis, Tensor,
-    TensorError, TensorId, TensorOp, UnaryOp,
-};
-// Programs: a computation recorded once and run as one op.
-pub use weft_core::{GradError, Program, RecordError, Recorder, Step, Value, DEGENERACY};
+/// Host tensors, their element types, and the handles of resident ones.
+pub mod tensor {
+    pub use crate::handle::TensorHandle;
+    pub use weft_core::{
+        c32, c64, DType, Data, Element, Field, Meta, Place, Scalar, Tensor, TensorId,
+    };
+}
 
-// Engines: the CPU engine a `Lane` drives, the trait any engine meets, and
-// what they report.
-pub use weft_core::{BufferStats, CacheStats, DeviceError, EngineMemory, ExecError, TensorEngine};
-pub use weft_cpu::{
-    CpuEngine, CpuProvider, DomainInfo, EngineError, HostRun, Pinning, EINSUM_CACHE_CAPACITY,
-    PROGRAM_CACHE_CAPACITY,
-};
+/// Programs: computations recorded once and run as one op, their
+/// gradients, and the eager tape.
+pub mod program {
+    pub use crate::tape::Tape;
+    pub use weft_core::{Program, Recorder, Step, Value, DEGENERACY};
+}
 
-// Topology: CPU sets, domains and how they are found.
-pub use weft_topology::{
-    current_cpu, pin_current_thread, process_allowed_cpus, AffinityError, CpuDomain, CpuListError,
-    CpuSet, LayoutSource, Topology, TopologyError, DOMAINS_ENV,
-};
+/// The generic machinery under every lane: actors, their lanes, ops,
+/// tickets, events and shutdown, for ops that run closures and for hosting
+/// engines of one's own; and their counters.
+pub mod actor {
+    pub use weft_actors::{
+        current_actor, Actor, ActorBuilder, ActorId, ActorJob, ActorStats, Call, Event, EventState,
+        Failure, FailureCause, Housekeeping, Lane, LaneStats, Nudge, Op, OpBody, OpCounts, Promise,
+        SampledTime, ShutdownMode, ShutdownReport, Stuck, StuckAt, Ticket, TicketFor, TryCall,
+        MAX_LANE_CAPACITY, OPS_PER_TURN,
+    };
+}
 
-// CUDA (feature `cuda`): the devices of the machine, and the engine a
-// `Lane<CudaEngine>` drives.
-// MPI (feature `mpi`): ranks of a job, and their collectives.
+/// Engines: the CPU engine a [`Lane`] drives, the trait any engine meets,
+/// and what they report.
+pub mod engine {
+    pub use weft_core::{BufferStats, CacheStats, EngineMemory, TensorEngine};
+    pub use weft_cpu::{
+        CpuEngine, CpuProvider, DomainInfo, Pinning, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
+    };
+}
+
+/// CPU sets, domains and how they are found; the machine's CUDA devices
+/// (feature `cuda`).
+pub mod topology {
+    #[cfg(all(feature = "cuda", target_os = "linux"))]
+    pub use weft_topology::{cuda_devices, CudaDevice};
+    pub use weft_topology::{
+        current_cpu, pin_current_thread, process_allowed_cpus, CpuDomain, CpuSet, LayoutSource,
+        Topology, DOMAINS_ENV,
+    };
+}
+
+/// CUDA devices (feature `cuda`): the engine a `Lane<CudaEngine>` drives,
+/// and the machine's devices.
 #[cfg(feature = "cuda")]
-pub use weft_cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
-#[cfg(feature = "mpi")]
-pub use weft_mpi::{
-    Collective, MpiEngine, MpiError, Reduction, LAUNCHER_ENV, MAX_AXES as MPI_MAX_AXES,
-    MAX_TAG as MPI_MAX_TAG,
-};
-#[cfg(all(feature = "cuda", target_os = "linux"))]
-pub use weft_topology::{cuda_devices, CudaDevice, CudaUnavailable};
+pub mod cuda {
+    pub use weft_cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
+    #[cfg(target_os = "linux")]
+    pub use weft_topology::{cuda_devices, CudaDevice};
+}
+
+/// The names most programs use, to import at once: `use weft::prelude::*;`.
+pub mod prelude {
+    pub use crate::ops::HostRun;
+    pub use crate::{
+        Builder, DType, Lane, Op, Place, Program, Recorder, Runtime, Scalar, Tensor, TensorEngine,
+        TensorHandle, Ticket,
+    };
+    pub use weft_core::{Element, Field};
+}
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../../README.md")]

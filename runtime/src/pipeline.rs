@@ -32,7 +32,7 @@ struct Stage {
 /// `in_flight` items are unfinished: the bound is the backpressure.
 ///
 /// ```
-/// use weft::{DType, Pipeline, Runtime, Scalar};
+/// use weft::{DType, Runtime, Scalar, runtime::Pipeline};
 ///
 /// let rt = Runtime::builder().split(1).build()?;
 /// let results = Pipeline::new(&rt, "ones", 0, |lane, i| {

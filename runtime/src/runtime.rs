@@ -1,5 +1,16 @@
 //! `Runtime`: the actors of a runtime's domains, the lanes into them, and their shutdown.
 
+// The runtime's face: what builds one, what it is built with, what it
+// reports, and the application-side helpers on top of its lanes.
+pub use crate::builder::{Builder, RAYON_THREADS_ENV, THREADS_ENV, TRACE_ENV};
+pub use crate::config::{Overlap, DEFAULT_IDLE_TRIM, DEFAULT_THREAD_NAMES};
+pub use crate::domain::{Affinity, DomainThreads};
+pub use crate::handle::RuntimeId;
+pub use crate::ledger::Overlapping;
+pub use crate::pipeline::{Pipeline, PipelineRun};
+#[cfg(not(weft_loom))]
+pub use crate::scope::Scope;
+
 use std::error::Error;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,12 +23,11 @@ use weft_cpu::{CpuEngine, Pinning};
 use weft_topology::{pin_current_thread, CpuDomain, CpuSet, Topology};
 
 use crate::config::Config;
-use crate::domain::{DomainTable, DomainThreads, Hosted, Stop};
+use crate::domain::{DomainTable, Hosted, Stop};
 use crate::error::{OpError, RuntimeError};
-use crate::handle::RuntimeId;
 use crate::lane::Lane;
-use crate::ledger::{self, Claim, Overlapping};
-use crate::trace_view::TraceView;
+use crate::ledger::{self, Claim};
+use crate::trace::TraceView;
 
 /// The weft runtime: one actor per CPU domain, each owning a [`CpuEngine`]
 /// whose pool is pinned to the domain. Cheap to clone; the actors shut down
@@ -143,7 +153,7 @@ impl Runtime {
     }
 
     /// The live runtimes of the process whose CPUs overlap this one's
-    /// (built with [`crate::Overlap::Allow`], by either side).
+    /// (built with [`crate::runtime::Overlap::Allow`], by either side).
     pub fn overlaps(&self) -> Vec<Overlapping> {
         ledger::overlaps(self.inner.id, &self.inner.cpus)
     }
@@ -308,7 +318,7 @@ impl Runtime {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use weft::{ShutdownError, StuckAt};
+    /// use weft::{actor::StuckAt, error::ShutdownError};
     ///
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let (release, wait) = std::sync::mpsc::channel::<()>();
@@ -407,7 +417,7 @@ impl Runtime {
     /// [`RuntimeError::NoSuchDevice`] for a device the runtime does not
     /// run (see [`crate::Builder::cuda`]), or [`RuntimeError::Closed`] after
     /// shutdown.
-    pub fn cuda_lane(&self, device: usize) -> Result<Lane<crate::CudaEngine>, RuntimeError> {
+    pub fn cuda_lane(&self, device: usize) -> Result<Lane<crate::cuda::CudaEngine>, RuntimeError> {
         let table = &self.inner.table;
         Ok(Lane::open(table.cuda(device)?, table)?)
     }

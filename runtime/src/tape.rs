@@ -118,14 +118,14 @@ fn note(entry: impl FnOnce() -> Entry) {
 /// The tensor ops a scope submitted, for gradients of what they computed.
 ///
 /// ```
-/// use weft::{DType, Tape, Tensor};
+/// use weft::{DType, Tensor, program::Tape};
 ///
 /// let rt = weft::Runtime::builder().split(1).build()?;
 /// let lane = rt.lane(0)?;
 /// let x = lane.upload(Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3])?)?;
 /// // L = Σ sin(x)²
 /// let (loss, tape) = Tape::record(|| -> Result<_, weft::OpError> {
-///     let s = lane.unary(weft::UnaryOp::Sin, &x)?;
+///     let s = lane.unary(weft::ops::UnaryOp::Sin, &x)?;
 ///     let sq = lane.mul(&s, &s)?;
 ///     lane.sum_all(&sq)
 /// });

@@ -14,7 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use weft::{HostRun, Meta, Tensor, TensorError, TensorOp};
+use weft::{
+    error::TensorError,
+    ops::{HostRun, TensorOp},
+    tensor::Meta,
+    Tensor,
+};
 // The one engine-internal name the harness uses: when a kernel spreads over
 // the pool.
 use weft_cpu::PARALLEL_THRESHOLD;

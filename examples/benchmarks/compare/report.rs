@@ -294,7 +294,7 @@ pub(crate) fn to_json(settings: &Settings, machine: &Machine, rows: &[Row]) -> V
     let micros = |d: std::time::Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     json!({
         "command": command,
-        "date": weft::utc_date(),
+        "date": weft::trace::utc_date(),
         "quick": settings.quick,
         "weft": {
             "pinning": format!("{:?}", settings.pinning),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use weft::{Pinning, Runtime};
+use weft::{engine::Pinning, Runtime};
 use weft_examples::BoxError;
 
 /// weft's default spins: an idle actor spins this long before parking…

@@ -10,7 +10,7 @@
 //! 2. the MPI actor's op, ordered after *mpi out* by its event: it hands
 //!    the copy to MPI (which reads that buffer in place) and returns; the
 //!    request is progressed by the actor's loop, and its completion keeps a
-//!    [`Promise`] (or fails it with the typed error);
+//!    [`Promise`](crate::actor::Promise) (or fails it with the typed error);
 //! 3. *mpi in*, on a lane of its own into the domain, after the promise's
 //!    event: what MPI wrote, into a buffer of the domain's pool taken on
 //!    that lane first for a large result (*mpi buffer*), becomes resident
@@ -26,3 +26,4 @@ mod actor;
 mod ops;
 
 pub(crate) use actor::MpiActor;
+pub use weft_mpi::{Collective, MpiEngine, Reduction, LAUNCHER_ENV, MAX_AXES, MAX_TAG};

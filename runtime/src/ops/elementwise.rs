@@ -5,7 +5,7 @@ use weft_core::{BinaryOp, DType, Scalar, TensorEngine, TensorOp, UnaryOp};
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
-use crate::CmpOp;
+use weft_core::CmpOp;
 
 impl<E: TensorEngine> Lane<E> {
     /// `lhs op rhs`, elementwise with NumPy broadcasting; see [`Lane::apply`].
@@ -73,7 +73,7 @@ impl<E: TensorEngine> Lane<E> {
     /// # Errors
     ///
     /// As [`Lane::binary`]; an integer divisor with a zero fails the op on
-    /// the actor with [`TensorError::DivisionByZero`](crate::TensorError).
+    /// the actor with [`TensorError::DivisionByZero`](crate::error::TensorError).
     pub fn floor_div(
         &self,
         lhs: &TensorHandle,

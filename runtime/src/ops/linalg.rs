@@ -106,7 +106,7 @@ impl<E: TensorEngine> Lane<E> {
     /// up, under the rule of [`Lane::apply_into`].
     ///
     /// ```
-    /// use weft::{BinaryOp, DType, Scalar};
+    /// use weft::{DType, Scalar, ops::BinaryOp};
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let x = lane.arange(DType::F64, 0.0, 1.0, 256)?;

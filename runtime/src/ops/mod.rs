@@ -1,10 +1,13 @@
-//! A lane's tensor ops: the one path every op is submitted by, and (beside it) the ops by theme.
-//!
-//! This file owns the path: the handle checks, the shape rules run at the
-//! call site, the output handles returned before the op runs, and
-//! [`Lane::submit_op`], which every op of the tensor API goes through and
-//! which frees the domain's released tensors before the op runs. The files
-//! beside it only say which [`TensorOp`] each named method is.
+//! The tensor vocabulary: the ops a [`Lane`] names ([`TensorOp`] and the
+//! enums of its arms), einsum specs, and the CPU's kernels run on host
+//! tensors ([`HostRun`]). The named ops themselves (`add`, `matmul`,
+//! `einsum`, `svd`, …) are methods of [`Lane`].
+
+// This file owns the path every op takes: the handle checks, the shape
+// rules run at the call site, the output handles returned before the op
+// runs, and `Lane::submit_op`, which every op of the tensor API goes
+// through and which frees the domain's released tensors before the op
+// runs. The files beside it only say which `TensorOp` each named method is.
 
 mod create;
 mod elementwise;
@@ -15,11 +18,18 @@ mod reduce;
 mod structural;
 
 pub use linalg::DotGeneral;
+// The vocabulary the ops name, and the CPU's kernels run on host tensors.
+pub use weft_core::ops::MAX_EINSUM_OPERANDS;
+pub use weft_core::{
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, ReduceOp, ScatterMode,
+    SliceAxis, TensorOp, UnaryOp,
+};
+pub use weft_cpu::HostRun;
 
 use std::fmt;
 
 use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
-use weft_core::{DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId, TensorOp};
+use weft_core::{DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId};
 use weft_cpu::CpuEngine;
 
 use crate::error::OpError;
@@ -30,9 +40,6 @@ use crate::lane::Lane;
 type Inputs<T> = smallvec::SmallVec<[T; 3]>;
 /// A small op's outputs, inline.
 type Outputs<T> = smallvec::SmallVec<[T; 1]>;
-
-/// What a domain (or device) holds in memory (see [`Lane::memory`]).
-pub type DomainMemory = EngineMemory;
 
 impl<E: TensorEngine> Lane<E> {
     /// Refuses a handle of another runtime or another place.
@@ -112,7 +119,7 @@ impl<E: TensorEngine> Lane<E> {
     /// until the caller drops it: reuse then depends on when the op runs.
     ///
     /// ```
-    /// use weft::{BinaryOp, DType, TensorOp};
+    /// use weft::{DType, ops::{BinaryOp, TensorOp}};
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let a = lane.arange(DType::F64, 0.0, 1.0, 256)?;
@@ -416,7 +423,7 @@ impl<E: TensorEngine> Lane<E> {
     /// # Errors
     ///
     /// [`OpError::Closed`] after shutdown.
-    pub fn memory(&self) -> Result<Ticket<DomainMemory>, OpError> {
+    pub fn memory(&self) -> Result<Ticket<EngineMemory>, OpError> {
         self.submit_report("memory", |engine: &mut E| Ok(engine.memory()))
     }
 

@@ -12,7 +12,7 @@ impl<E: TensorEngine> Lane<E> {
     /// at once like any op's. The inputs are checked here against the
     /// program's placeholders; on the actor the engine runs every step in
     /// one turn (the CPU engine from a plan compiled once per program
-    /// structure and kept in its cache: [`crate::DomainMemory::programs`]).
+    /// structure and kept in its cache: [`EngineMemory::programs`](crate::engine::EngineMemory::programs)).
     /// A step that fails fails every output with
     /// [`OpError::Program`], naming the step; the inputs are untouched.
     ///

@@ -5,7 +5,7 @@ use weft_core::{Scalar, TensorEngine, TensorOp};
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
-use crate::SliceAxis;
+use weft_core::SliceAxis;
 
 impl<E: TensorEngine> Lane<E> {
     /// `x` with shape `shape`; see [`Lane::apply`].

@@ -1,7 +1,10 @@
 //! Case 7, `chain`: a chain of small dependent ops, against the mutex engine
 //! and against the kernel called inline.
 
-use weft::{BinaryOp, Tensor, TensorOp};
+use weft::{
+    ops::{BinaryOp, TensorOp},
+    Tensor,
+};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};

@@ -4,7 +4,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use weft::{BinaryOp, OpError, Tensor, TensorHandle, TensorOp};
+use weft::{
+    ops::{BinaryOp, TensorOp},
+    OpError, Tensor, TensorHandle,
+};
 use weft_examples::BoxError;
 
 use super::small::{SmallInputs, APP_THREADS};
@@ -195,12 +198,12 @@ fn on_the_actors_cpu(
     reps: usize,
     run: &dyn Fn(),
 ) -> Result<Option<std::time::Duration>, BoxError> {
-    let Some(cpu) = lane.run(|_| weft::current_cpu())?.wait()? else {
+    let Some(cpu) = lane.run(|_| weft::topology::current_cpu())?.wait()? else {
         return Ok(None);
     };
-    let allowed = weft::process_allowed_cpus()?;
-    weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+    let allowed = weft::topology::process_allowed_cpus()?;
+    weft::topology::pin_current_thread(&weft::topology::CpuSet::single(cpu))?;
     let [pinned] = interleaved(reps, [&mut || run()]);
-    weft::pin_current_thread(&allowed)?;
+    weft::topology::pin_current_thread(&allowed)?;
     Ok(Some(pinned))
 }

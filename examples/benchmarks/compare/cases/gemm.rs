@@ -61,10 +61,10 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
                 settings.reps(if n >= 2048 { 3 } else { 7 }),
                 [
                     &mut || {
-                        super::set_provider(lane, weft::CpuProvider::Blas);
+                        super::set_provider(lane, weft::engine::CpuProvider::Blas);
                         let c = lane.matmul(&ha, &hb).expect("submitted");
                         lane.sync(&c).expect("submitted").wait().expect("ran");
-                        super::set_provider(lane, weft::CpuProvider::Faer);
+                        super::set_provider(lane, weft::engine::CpuProvider::Faer);
                     },
                     &mut || {
                         std::hint::black_box(faer_gemm(direct_pool, &a, &b, threads));

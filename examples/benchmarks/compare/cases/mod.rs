@@ -17,7 +17,7 @@ mod round_trip;
 mod small;
 mod small_gemm;
 
-use weft::Field;
+use weft::tensor::Field;
 
 use crate::case::Case;
 
@@ -66,7 +66,7 @@ fn close<T: Field>(got: &[T], want: &[T], tol: f64) -> Result<(), String> {
 /// Makes the lane's domain compute its products with `provider`, waiting
 /// until it does.
 #[cfg(feature = "blas")]
-fn set_provider(lane: &weft::Lane, provider: weft::CpuProvider) {
+fn set_provider(lane: &weft::Lane, provider: weft::engine::CpuProvider) {
     lane.run(move |engine: &mut weft::CpuEngine| engine.set_provider(provider))
         .expect("submitted")
         .wait()

@@ -90,7 +90,7 @@ impl Mps {
                 })
                 .collect();
             let mut env = p.apply(
-                weft::TensorOp::Full {
+                weft::ops::TensorOp::Full {
                     dtype: DType::C64,
                     shape: vec![1, 1],
                     value: 1.0.into(),
@@ -281,7 +281,7 @@ fn on_the_actor(
     reps: usize,
 ) -> Result<[std::time::Duration; 2], BoxError> {
     use weft::TensorEngine;
-    let ids: Vec<weft::TensorId> = mps
+    let ids: Vec<weft::tensor::TensorId> = mps
         .handles
         .iter()
         .chain(&mps.conj)
@@ -292,7 +292,7 @@ fn on_the_actor(
     let (program, sites, bond) = (program.clone(), mps.sites.clone(), mps.bond);
     let times = lane
         .run(move |engine: &mut weft::CpuEngine| {
-            let out = [weft::TensorId::scratch()];
+            let out = [weft::tensor::TensorId::scratch()];
             let mut plan = Vec::with_capacity(reps);
             let mut direct_times = Vec::with_capacity(reps);
             for _ in 0..reps {

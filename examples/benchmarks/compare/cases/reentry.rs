@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft::{BinaryOp, OpError, TensorOp, TicketError};
+use weft::{
+    ops::{BinaryOp, TensorOp},
+    OpError, TicketError,
+};
 use weft_examples::BoxError;
 
 use super::small::{SmallInputs, APP_THREADS};

@@ -23,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use weft::{c64, Field, Lane, Tensor};
+use weft::{c64, tensor::Field, Lane, Tensor};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
@@ -181,9 +181,9 @@ fn gemm_rows<T: Field>(
                 reps,
                 [
                     &mut || {
-                        super::set_provider(lane, weft::CpuProvider::Blas);
+                        super::set_provider(lane, weft::engine::CpuProvider::Blas);
                         products(lane, runs, matmul);
-                        super::set_provider(lane, weft::CpuProvider::Faer);
+                        super::set_provider(lane, weft::engine::CpuProvider::Faer);
                     },
                     &mut || {
                         weft_examples::openblas::with_threads(threads, || {
@@ -194,9 +194,9 @@ fn gemm_rows<T: Field>(
                     },
                 ],
             );
-            super::set_provider(lane, weft::CpuProvider::Blas);
+            super::set_provider(lane, weft::engine::CpuProvider::Blas);
             let got = lane.download(&matmul())?.wait()?.into_vec::<T>()?;
-            super::set_provider(lane, weft::CpuProvider::Faer);
+            super::set_provider(lane, weft::engine::CpuProvider::Faer);
             check(&got, &c, &format!("{dtype} gemm n = {n}, BLAS"))?;
             rows.push(
                 Row::new(

@@ -48,12 +48,12 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         ],
     );
     // The submitter on the actor's CPU, where the two take turns.
-    let same_cpu = match lane.run(|_| weft::current_cpu())?.wait()? {
+    let same_cpu = match lane.run(|_| weft::topology::current_cpu())?.wait()? {
         Some(cpu) => {
-            let allowed = weft::process_allowed_cpus()?;
-            weft::pin_current_thread(&weft::CpuSet::single(cpu))?;
+            let allowed = weft::topology::process_allowed_cpus()?;
+            weft::topology::pin_current_thread(&weft::topology::CpuSet::single(cpu))?;
             let [pinned] = interleaved(settings.reps(11), [&mut || round_trips(lane, trips)]);
-            weft::pin_current_thread(&allowed)?;
+            weft::topology::pin_current_thread(&allowed)?;
             Some(pinned)
         }
         None => None,

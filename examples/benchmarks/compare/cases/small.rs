@@ -1,7 +1,7 @@
 //! The small ops that `contention` and `reentry` share, and the numbers of
 //! application threads they run on.
 
-use weft::{Tensor, TensorError};
+use weft::{error::TensorError, Tensor};
 use weft_examples::random;
 
 /// Application threads, one run each.

@@ -15,7 +15,11 @@
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use weft::{c64, Field, Lane, Program, Tensor, TensorEngine, TensorId};
+use weft::{
+    c64,
+    tensor::{Field, TensorId},
+    Lane, Program, Tensor, TensorEngine,
+};
 use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};

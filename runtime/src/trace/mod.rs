@@ -13,11 +13,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde_json::Value;
-use weft_actors::{Flow, Outcome, Trace};
 
 mod svg;
 
 pub use svg::utc_date;
+// The recording, as the actors keep it.
+pub use weft_actors::{ActorTimeline, Flow, Outcome, Record, Trace};
 
 /// A trace laid out as data: its actors in the order they joined it.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,7 +98,7 @@ impl TraceView {
     ///     .trace(std::env::temp_dir().join("weft-doc-view.json"))
     ///     .build()?;
     /// rt.lane(0)?.run(|_| ())?.wait()?;
-    /// let view = weft::TraceView::from_trace(rt.trace().expect("traced"));
+    /// let view = weft::trace::TraceView::from_trace(rt.trace().expect("traced"));
     /// assert_eq!(view.actors[0].ops.len(), 1);
     /// # drop(rt);
     /// # std::fs::remove_file(std::env::temp_dir().join("weft-doc-view.json"))?;
