@@ -4,11 +4,14 @@
 # memory definitely or indirectly lost at exit all fail the run.
 #
 #   scripts/valgrind.sh                    # the default set below
-#   scripts/valgrind.sh actor_panic bad_input   # these integration tests
+#   scripts/valgrind.sh actor_panic runtime_bad_input   # these integration tests
 #
-# Release builds (with debug info, as the workspace profile has it); each
-# binary runs with one test thread. Exit status: 0 when every binary is
-# clean, 1 otherwise. Needs valgrind (3.19 or later).
+# An integration test is named by its file: tests/NAME.rs is a binary of
+# its own, tests/it/NAME.rs a module of the `it` binary, which then runs
+# filtered to that module's tests (`NAME::`). Release builds (with debug
+# info, as the workspace profile has it); each run has one test thread.
+# Exit status: 0 when every run is clean, 1 otherwise. Needs valgrind
+# (3.19 or later).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -39,8 +42,8 @@ default_tests=(
     actor_threads
     runtime_smoke
     tensor_lanes
-    bad_input
-    stress
+    runtime_bad_input
+    runtime_stress
 )
 export WEFT_STRESS=${WEFT_STRESS:-20000}
 tests=("${@:-${default_tests[@]}}")
@@ -58,17 +61,45 @@ executables() {
     printf '%s\n' "$out" | sed -n 's/^ *Executable .*(\(.*\))$/\1/p'
 }
 
+separate=()
+modules=()
+for t in "${tests[@]}"; do
+    if [ -e "tests/$t.rs" ]; then
+        separate+=("$t")
+    elif [ -e "tests/it/$t.rs" ]; then
+        modules+=("$t")
+    else
+        echo "valgrind.sh: no integration test $t (tests/$t.rs or tests/it/$t.rs)" >&2
+        exit 2
+    fi
+done
+
+# Each run: a name to report, a binary, and the filter it runs with.
+names=()
 binaries=()
-while read -r bin; do binaries+=("$bin"); done < <(
+filters=()
+run() { names+=("$1"); binaries+=("$2"); filters+=("$3"); }
+while read -r bin; do run "$(basename "$bin")" "$bin" ""; done < <(
     executables -p weft-actors -p weft --lib
-    args=()
-    for t in "${tests[@]}"; do args+=(--test "$t"); done
-    executables -p weft-tests "${args[@]}"
 )
+args=()
+for t in "${separate[@]}"; do args+=(--test "$t"); done
+[[ ${#modules[@]} -gt 0 ]] && args+=(--test it)
+while read -r bin; do
+    name=$(basename "$bin")
+    if [[ ${name%-*} == it ]]; then
+        for m in "${modules[@]}"; do run "$name ($m)" "$bin" "$m::"; done
+    else
+        run "$name" "$bin" ""
+    fi
+done < <(executables -p weft-tests "${args[@]}")
 
 failed=()
-for bin in "${binaries[@]}"; do
-    name=$(basename "$bin")
+for i in "${!binaries[@]}"; do
+    name=${names[$i]}
+    bin=${binaries[$i]}
+    filter=()
+    [[ -n ${filters[$i]} ]] && filter=("${filters[$i]}")
     printf '\n==> valgrind %s\n' "$name"
     log=$(mktemp)
     start=$SECONDS
@@ -77,7 +108,7 @@ for bin in "${binaries[@]}"; do
         --errors-for-leak-kinds=definite \
         --suppressions=scripts/valgrind.supp \
         --log-file="$log" \
-        "$bin" --test-threads=1 -q; then
+        "$bin" --test-threads=1 -q "${filter[@]}"; then
         echo "$name: clean ($((SECONDS - start)) s)"
     else
         failed+=("$name")
@@ -92,8 +123,8 @@ done
 
 printf '\n==> summary\n'
 if [[ ${#failed[@]} -eq 0 ]]; then
-    echo "valgrind: ${#binaries[@]} binaries clean"
+    echo "valgrind: ${#binaries[@]} runs clean"
 else
-    echo "valgrind: ${#failed[@]} of ${#binaries[@]} binaries failed: ${failed[*]}"
+    echo "valgrind: ${#failed[@]} of ${#binaries[@]} runs failed: ${failed[*]}"
     exit 1
 fi

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -173,9 +173,19 @@ impl std::fmt::Display for BadDisplay {
 }
 
 /// Keeps the panics a test injects on purpose (their message contains
-/// `marker`) out of the output; any other panic is reported as usual.
+/// `marker`, or a marker another test of the process gave) out of the
+/// output; any other panic is reported as usual. The hook is the process's,
+/// so the markers of every test that shares it are kept together.
 pub fn quiet_panics(marker: &'static str) {
+    static MARKERS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     static ONCE: std::sync::Once = std::sync::Once::new();
+    let markers = || MARKERS.lock().unwrap_or_else(PoisonError::into_inner);
+    {
+        let mut markers = markers();
+        if !markers.contains(&marker) {
+            markers.push(marker);
+        }
+    }
     ONCE.call_once(|| {
         let report = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -184,7 +194,8 @@ pub fn quiet_panics(marker: &'static str) {
                 .downcast_ref::<String>()
                 .map(String::as_str)
                 .or_else(|| payload.downcast_ref::<&str>().copied());
-            if !message.is_some_and(|m| m.contains(marker)) {
+            let injected = message.is_some_and(|m| markers().iter().any(|k| m.contains(k)));
+            if !injected {
                 report(info);
             }
         }));

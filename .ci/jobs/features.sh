@@ -6,4 +6,4 @@ step "tests of the optional features"
 tests cargo test --release -p weft-core --features ndarray
 # The BLAS provider against the plain loops, and through a runtime.
 tests cargo test --release -p weft-cpu --features blas --lib
-tests cargo test --release -p weft-tests --features blas --test tensor_lanes
+tests cargo test --release -p weft-tests --features blas --test it -- tensor_lanes::

@@ -6,6 +6,6 @@ source "$(dirname "$0")/../lib.sh"
 
 step "tests of the mpi feature"
 tests cargo test --release -p weft-mpi --features mpi --lib
-tests cargo test --release -p weft-tests --features mpi --test mpi
+tests cargo test --release -p weft-tests --features mpi --test mpi_ranks
 cargo build --release -q -p weft-examples --features mpi --example sliced_contraction
 mpirun --allow-run-as-root --oversubscribe -n 2 target/release/examples/sliced_contraction

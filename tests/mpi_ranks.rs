@@ -1,6 +1,6 @@
 //! Ranks over MPI (feature `mpi`), with its own harness.
 //!
-//! `cargo test --release -p weft-tests --features mpi --test mpi`
+//! `cargo test --release -p weft-tests --features mpi --test mpi_ranks`
 //!
 //! Started by cargo (not under an MPI launcher), the test runs itself as
 //! a job of 2 ranks and then of 4 under `mpirun` and fails if either

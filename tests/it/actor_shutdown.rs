@@ -181,7 +181,7 @@ fn shutdown_timeout_names_the_op_that_does_not_return() {
     use weft::actor::StuckAt;
     use weft_tests::LIMIT;
 
-    let actor = ActorBuilder::new("stuck-op")
+    let actor = ActorBuilder::new("weft-test-stuck")
         .spawn(|| Ok::<_, String>(()))
         .expect("spawn");
     let lane = actor.lane().expect("lane");
@@ -206,7 +206,7 @@ fn shutdown_timeout_names_the_op_that_does_not_return() {
     };
     assert_eq!(*timeout, Duration::from_millis(50));
     assert_eq!(stuck.len(), 1);
-    assert_eq!(stuck[0].actor, "stuck-op");
+    assert_eq!(stuck[0].actor, "weft-test-stuck");
     assert_eq!(
         stuck[0].doing,
         StuckAt::Op {

@@ -152,7 +152,7 @@ fn a_value_whose_drop_panics_after_its_ticket_went_is_contained() {
 
 #[test]
 fn panic_payloads_that_are_not_strings_say_what_they_are() {
-    quiet_panics("");
+    quiet_panics(MARKER);
     let actor = actor();
     let lane = actor.lane().unwrap();
     type Panics = Box<dyn FnOnce() + Send>;
