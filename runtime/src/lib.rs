@@ -40,14 +40,15 @@ compile_error!(
      `cuda` and `mpi` features (loom cannot model a device or the network)"
 );
 
-// The modules in layers; each uses only layers below it:
+// The modules in layers; each file's code uses only layers below it:
 //
 //   builder, scope, pipeline   entry points: make a runtime, app threads, pipelines
+//   mpi/ops.rs                 (feature mpi) the lane ops between ranks, and a runtime's rank
 //   runtime                    `Runtime`: lanes into its domains, hosted actors, shutdown
-//   mpi/                       (feature mpi) the rank's MPI actor and the lane ops that reach it
-//   transfer, ops/             a lane's tensor ops (`impl Lane` blocks); transfers use ops
+//   transfer, ops/, tape       a lane's tensor ops (`impl Lane` blocks); transfers use ops
 //   lane                       `Lane`: the type, and opening one into a domain
 //   domain                     the table of domains: started, looked up, stopped
+//   mpi/actor.rs               (feature mpi) the rank's MPI actor, one entry of that table
 //   ledger                     the process's claims on CPUs, between runtimes
 //   config, error              what actors start with; every error type
 //   trace/                     a trace as data, as JSON and as a picture
@@ -56,8 +57,10 @@ compile_error!(
 // The public surface is the root's names below and one module per concept;
 // every name is in one module (the root and the prelude repeat the few a
 // first program needs). `error`, `mpi`, `ops`, `runtime` and `trace` are
-// files of this crate that also gather their concept's names from the
-// crates below; the others are gathered here.
+// files of this crate that also gather their concept's names, as a face
+// does: `runtime.rs` re-exports the builder, pipelines and scopes above it,
+// `error.rs` the pipeline's error. A re-export is not a use; no file's code
+// uses a file above it. The other modules are gathered here.
 mod builder;
 mod config;
 mod domain;

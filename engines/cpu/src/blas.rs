@@ -9,7 +9,7 @@
 //! rows or columns, one `?gemm` call per pool thread, so a product's threads
 //! are the domain's, pinned as the domain is, and two domains never share
 //! OpenBLAS's pool. (Measured against OpenBLAS's own threads in
-//! `compare`'s `gemm` case; the README has the figures.)
+//! `compare`'s `gemm` case; docs/performance.md has the figures.)
 //!
 //! Every call is checked before it is made: the operands' strides must be a
 //! form CBLAS has (rows or columns contiguous, leading dimension at least

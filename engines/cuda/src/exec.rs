@@ -1,7 +1,7 @@
 //! The CUDA engine's op methods: each op as allocations, strided copies,
 //! kernel launches and cuBLAS products on one lane's stream, and einsum
 //! through the shared lowering. No `unsafe` here: every launch goes
-//! through the checked wrappers of `launch`.
+//! through the checked wrappers of `launch`, `cublas` and `cusolver`.
 
 use cudarc::cublas::CudaBlas;
 

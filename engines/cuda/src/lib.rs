@@ -50,11 +50,13 @@
 //! are freed, the cuBLAS handles destroyed, the modules unloaded and the
 //! staging released; failures go to stderr, never a panic on the actor.
 //!
-//! Layered as cudarc is: `launch` (kernel launches, cuBLAS calls) and
-//! `memory` (device allocations, pinned staging, host copies) own every
-//! `unsafe`, each block argued; `streams` keeps the lanes' streams and
-//! cuBLAS handles, `exec` the op methods, and this file the engine and its
-//! [`TensorEngine`] impl, whose dispatch matches every op.
+//! Layered as cudarc is: one file per library owns every `unsafe`, each
+//! block argued — `launch` (kernel launches), `nvrtc`, `cublas`,
+//! `cusolver` and `memory` (device allocations, pinned staging, host
+//! copies); `streams` and `lanes` keep the streams and each lane's library
+//! handles, `exec`, `index` and `linalg` the op methods, `dispatch` the
+//! [`TensorEngine`] impl, whose dispatch matches every op, and this file
+//! the engine and its types.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]

@@ -4,7 +4,7 @@
 //! (`syevd`), the thin SVD (`gesvd`) and the thin QR (`geqrf`, then the
 //! typed `orgqr`/`ungqr`: the 64-bit API has no generator of `Q`).
 //! Row-major matrices are read as the column-major transposes they are
-//! (see `launch::potrf` and `launch::lu_solve` for why each call gives
+//! (see `cusolver`'s `potrf` and `lu_solve` for why each call gives
 //! the row-major answer).
 //!
 //! Each reads its status back (one synchronous copy), and the inputs are

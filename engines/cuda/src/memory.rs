@@ -1,7 +1,8 @@
 //! Device and host memory: device buffers allocated in a stream's order,
 //! the bytes of host tensors, the engine's pinned staging and its copies
-//! to and from the device. With `launch`, the only module of the CUDA
-//! engine with `unsafe`.
+//! to and from the device. One of the CUDA engine's five modules with
+//! `unsafe`, one per library (with `launch`, `nvrtc`, `cublas` and
+//! `cusolver`).
 
 use std::cell::RefCell;
 use std::mem::ManuallyDrop;
