@@ -7,7 +7,8 @@
 // A kernel a kind has no use for is not compiled for it. No headers: NVRTC
 // provides the device math functions.
 //
-// Op codes match the engine's tables (`cuda/kernels.rs`).
+// Op codes match the engine's tables in `exec.rs` (`binary_code`,
+// `compare_code`, `unary_code`, `reduce_code`), by hand for now.
 
 #define MAXR 8
 
