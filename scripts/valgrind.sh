@@ -7,7 +7,7 @@
 #   scripts/valgrind.sh actor_panic runtime_bad_input   # these integration tests
 #
 # An integration test is named by its file: tests/NAME.rs is a binary of
-# its own, tests/it/NAME.rs a module of the `it` binary, which then runs
+# its own, tests/it/NAME.rs (or NAME/mod.rs) a module of the `it` binary, which then runs
 # filtered to that module's tests (`NAME::`). Release builds (with debug
 # info, as the workspace profile has it); each run has one test thread.
 # Exit status: 0 when every run is clean, 1 otherwise. Needs valgrind
@@ -66,10 +66,10 @@ modules=()
 for t in "${tests[@]}"; do
     if [ -e "tests/$t.rs" ]; then
         separate+=("$t")
-    elif [ -e "tests/it/$t.rs" ]; then
+    elif [ -e "tests/it/$t.rs" ] || [ -e "tests/it/$t/mod.rs" ]; then
         modules+=("$t")
     else
-        echo "valgrind.sh: no integration test $t (tests/$t.rs or tests/it/$t.rs)" >&2
+        echo "valgrind.sh: no integration test $t (tests/$t.rs, tests/it/$t.rs or tests/it/$t/mod.rs)" >&2
         exit 2
     fi
 done
