@@ -17,8 +17,8 @@ tests() { "$@" 2>&1 | tee -a "$CI_RESULTS"; }
 # of a results file.
 tally() {
     local passed failed
-    passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$1" | awk '{s += $4} END {print s + 0}')
-    failed=$(grep -oE '; [0-9]+ failed' "$1" | awk '{s += $2} END {print s + 0}')
+    passed=$({ grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$1" || true; } | awk '{s += $4} END {print s + 0}')
+    failed=$({ grep -oE '; [0-9]+ failed' "$1" || true; } | awk '{s += $2} END {print s + 0}')
     echo "ci: ${passed} passed, ${failed} failed"
 }
 

@@ -6,7 +6,7 @@
 //! pinned to the domain's CPUs, with the actor thread itself as worker 0,
 //! the domain's resident [`Store`] of tensors, its buffer pool and the
 //! kernels (products and decompositions through faer, or, feature `blas`,
-//! the system's OpenBLAS: [`blas`] holds the crate's only `unsafe`).
+//! the system's OpenBLAS: `blas` holds the crate's only `unsafe`).
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
 

@@ -26,7 +26,7 @@ pub(crate) struct EventPool {
 
 /// The driver calls the engine makes, by kind: what its ops cost on the
 /// host side of the device (cudarc's own checks around each call, such as
-/// its `cuCtxGetCurrent`, are not counted). [`CudaEngine::driver_calls`].
+/// its `cuCtxGetCurrent`, are not counted). [`CudaEngine::driver_calls`](crate::CudaEngine::driver_calls).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DriverCalls {
     /// Kernel launches, cuBLAS calls and device-to-device copies.

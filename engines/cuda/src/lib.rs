@@ -20,7 +20,7 @@
 //!   up by it. So a chain of ops on one lane costs, per op, its launch, its
 //!   output's allocation and event, and an input's free;
 //! - an op completes for the actor once it is enqueued. Only a copy to the
-//!   host ([`TensorEngine::download`]) waits, and only for that copy, on the
+//!   host ([`TensorEngine::download`](weft_core::TensorEngine::download)) waits, and only for that copy, on the
 //!   engine's device-to-host stream (which first waits, on the device, for
 //!   the op that wrote the tensor). Copies to the device go on a
 //!   host-to-device stream, so a lane that only moves tensors makes no
@@ -30,7 +30,7 @@
 //! order; the engine sets the pool's release threshold to the device's
 //! memory at start, so freed memory stays in the pool for reuse instead of
 //! going back to the OS at every synchronization, and returns it on a
-//! trim ([`TensorEngine::trim`], which an idle device's actor runs).
+//! trim ([`TensorEngine::trim`](weft_core::TensorEngine::trim), which an idle device's actor runs).
 //! `memory()` reports the pool (bytes held beyond live tensors, its peak,
 //! its threshold). Host staging is write-combined for uploads, plain
 //! pinned memory for downloads (the host reads it).
@@ -55,7 +55,7 @@
 //! `cusolver` and `memory` (device allocations, pinned staging, host
 //! copies); `streams` and `lanes` keep the streams and each lane's library
 //! handles, `exec`, `index` and `linalg` the op methods, `dispatch` the
-//! [`TensorEngine`] impl, whose dispatch matches every op, and this file
+//! [`TensorEngine`](weft_core::TensorEngine) impl, whose dispatch matches every op, and this file
 //! the engine and its types.
 
 #![deny(unsafe_code)]

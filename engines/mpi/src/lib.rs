@@ -1,10 +1,10 @@
 //! A rank's MPI, owned by one actor.
 //!
-//! [`MpiEngine`] is built on the MPI actor's thread and never leaves it:
+//! `MpiEngine` (feature `mpi`) is built on the MPI actor's thread and never leaves it:
 //! that thread initialises MPI (`MPI_THREAD_SERIALIZED`), makes every MPI
 //! call of the process's weft and finalises MPI once, when the engine is
 //! dropped. Its methods only *post* nonblocking requests and return;
-//! [`MpiEngine::progress`] (run by every op of the actor and by its
+//! `MpiEngine::progress` (run by every op of the actor and by its
 //! housekeeping while requests are outstanding) tests them and calls each
 //! request's [`Done`] when it completes. No call waits on the network.
 //!
@@ -54,8 +54,8 @@
 //!
 //! The request table, the message and collective protocols above and the
 //! shutdown are the [`Exchange`], generic over a [`Transport`] that only
-//! posts, tests and cancels nonblocking requests; [`MpiEngine`] is the
-//! exchange over [`MpiSession`], MPI itself (the only `unsafe` code, in
+//! posts, tests and cancels nonblocking requests; `MpiEngine` is the
+//! exchange over `MpiSession`, MPI itself (the only `unsafe` code, in
 //! its own module, feature `mpi`). The exchange alone builds without MPI:
 //! the loom models of `loom-tests/exchange.rs` run it against a fake
 //! network, completion, cancellation and shutdown in every order.

@@ -41,7 +41,7 @@ pub fn permute_meta(shape: &[usize], perm: &[usize]) -> Result<Vec<usize>, Tenso
     Ok(perm.iter().map(|&p| shape[p]).collect())
 }
 
-/// The view that [`permute`] copies out.
+/// The view that the CPU engine's `permute` copies out.
 pub fn permute_view(shape: &[usize], perm: &[usize]) -> Result<View, TensorError> {
     let out = permute_meta(shape, perm)?;
     let own = row_major(shape);
@@ -131,7 +131,7 @@ pub fn slice_meta(shape: &[usize], axes: &[SliceAxis]) -> Result<Vec<usize>, Ten
     Ok(slice_view(shape, axes)?.shape)
 }
 
-/// The view that [`reverse`] copies out.
+/// The view that the CPU engine's `reverse` copies out.
 pub fn reverse_view(shape: &[usize], axes: &[usize]) -> Result<View, TensorError> {
     check_axes("reverse", shape.len(), axes)?;
     let mut v = View {
@@ -200,7 +200,7 @@ pub fn broadcast_to_meta(from: &[usize], to: &[usize]) -> Result<Vec<usize>, Ten
     Ok(out)
 }
 
-/// The view that [`broadcast_to`] copies out: stride 0 on broadcast axes.
+/// The view that the CPU engine's `broadcast_to` copies out: stride 0 on broadcast axes.
 pub fn broadcast_view(from: &[usize], shape: &[usize]) -> Result<View, TensorError> {
     broadcast_to_meta(from, shape)?;
     let lead = shape.len() - from.len();
