@@ -5,6 +5,7 @@
 
 use cudarc::cublas::CudaBlas;
 
+use super::codes;
 use super::kernels::Dims;
 use super::launch::{Create, Launcher, MapArgs, RowArgs};
 use super::memory::alloc;
@@ -42,17 +43,6 @@ impl Exec<'_> {
         })
     }
 
-    /// An op of the vocabulary the kernels do not have (also refused
-    /// before dispatch, by [`super::missing`]).
-    fn lacks(&self, op: &'static str, dtype: DType) -> ExecError {
-        ExecError::Unsupported(Unsupported {
-            place: Place::Cuda(self.device()),
-            op,
-            dtype,
-            reason: Some("no kernel yet"),
-        })
-    }
-
     /// Device memory for a `dtype` tensor of `shape`, in the lane
     /// stream's order, uninitialized: every caller writes all of it on
     /// that stream before it is read.
@@ -86,7 +76,7 @@ impl Exec<'_> {
         let sb = broadcast_view(&b.shape, shape)?;
         let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
             .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
-        let code = binary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        let code = codes::binary(op);
         self.launch.binary(&mut out, a, b, code, &dims)?;
         Ok(out)
     }
@@ -98,7 +88,7 @@ impl Exec<'_> {
         value: Scalar,
         scalar_first: bool,
     ) -> Result<DeviceTensor, ExecError> {
-        let code = binary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        let code = codes::binary(op);
         if !a.dtype.is_field() {
             // As the CPU: the scalar as a rank-0 tensor (exact for every
             // 64-bit integer), then the broadcast op.
@@ -118,7 +108,7 @@ impl Exec<'_> {
         a: &DeviceTensor,
         out_dtype: DType,
     ) -> Result<DeviceTensor, ExecError> {
-        let code = unary_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        let code = codes::unary(op);
         let mut out = self.alloc(out_dtype, &a.shape)?;
         self.launch.unary(&mut out, a, code)?;
         Ok(out)
@@ -166,7 +156,7 @@ impl Exec<'_> {
             return Ok(out);
         }
         let parts = reduce_parts(rows, len);
-        let code = reduce_code(op).ok_or_else(|| self.lacks(op.name(), a.dtype))?;
+        let code = codes::reduce(op);
         let count = len as f64;
         let norm = |squared, root| RowArgs::Norm { squared, root };
         let reduce = |op| RowArgs::Reduce { op, count };
@@ -188,7 +178,11 @@ impl Exec<'_> {
                 .rows(&mut out, src, [rows, len, 1], reduce(code))?;
         } else {
             // Partials per part (a mean's are sums), then one per row.
-            let first = if op == ReduceOp::Mean { SUM } else { code };
+            let first = if op == ReduceOp::Mean {
+                codes::reduce(ReduceOp::Sum)
+            } else {
+                code
+            };
             let mut partial = self.alloc(a.dtype, &[rows * parts])?;
             self.launch
                 .rows(&mut partial, src, [rows, len, parts], reduce(first))?;
@@ -389,7 +383,7 @@ impl Exec<'_> {
         let dims = Dims::new(shape, &[(&sa.strides, 0), (&sb.strides, 0)])
             .ok_or_else(|| self.too_many_axes(op.name(), a.dtype))?;
         self.launch
-            .compare(&mut out, a, b, compare_code(op), &dims)?;
+            .compare(&mut out, a, b, codes::compare(op), &dims)?;
         Ok(out)
     }
 
@@ -684,56 +678,6 @@ impl<'a> Contraction for Exec<'a> {
     }
 }
 
-/// The source's binary op codes, for the ops it has.
-pub(super) fn binary_code(op: BinaryOp) -> Option<i32> {
-    Some(match op {
-        BinaryOp::Add => 0,
-        BinaryOp::Sub => 1,
-        BinaryOp::Mul => 2,
-        BinaryOp::Div => 3,
-        BinaryOp::Maximum => 4,
-        BinaryOp::Minimum => 5,
-        BinaryOp::Pow => 6,
-        BinaryOp::FloorDiv => 7,
-        BinaryOp::Rem => 8,
-        BinaryOp::And => 9,
-        BinaryOp::Or => 10,
-        BinaryOp::Xor => 11,
-    })
-}
-
-/// The source's comparison codes.
-fn compare_code(op: CmpOp) -> i32 {
-    match op {
-        CmpOp::Eq => 0,
-        CmpOp::Ne => 1,
-        CmpOp::Lt => 2,
-        CmpOp::Le => 3,
-        CmpOp::Gt => 4,
-        CmpOp::Ge => 5,
-    }
-}
-
-/// The source's unary op codes.
-pub(super) fn unary_code(op: UnaryOp) -> Option<i32> {
-    Some(match op {
-        UnaryOp::Neg => 0,
-        UnaryOp::Abs => 1,
-        UnaryOp::Sign => 2,
-        UnaryOp::Conj => 3,
-        UnaryOp::Exp => 4,
-        UnaryOp::Log => 5,
-        UnaryOp::Expm1 => 6,
-        UnaryOp::Log1p => 7,
-        UnaryOp::Sqrt => 8,
-        UnaryOp::Rsqrt => 9,
-        UnaryOp::Sin => 10,
-        UnaryOp::Cos => 11,
-        UnaryOp::Tanh => 12,
-        UnaryOp::Not => 13,
-    })
-}
-
 /// Elements each block of a split reduction takes at least.
 const REDUCE_PART: usize = 1 << 14;
 
@@ -746,22 +690,6 @@ fn reduce_parts(rows: usize, len: usize) -> usize {
     } else {
         (len / REDUCE_PART).min(1024usize.div_ceil(rows)).max(1)
     }
-}
-
-/// The source's code of a sum.
-const SUM: i32 = 0;
-
-/// The source's reduction op codes (norm has its own kernel).
-pub(super) fn reduce_code(op: ReduceOp) -> Option<i32> {
-    Some(match op {
-        ReduceOp::Sum | ReduceOp::Norm => SUM,
-        ReduceOp::Prod => 1,
-        ReduceOp::Max => 2,
-        ReduceOp::Min => 3,
-        ReduceOp::Mean => 4,
-        ReduceOp::Any => 5,
-        ReduceOp::All => 6,
-    })
 }
 
 #[cfg(test)]

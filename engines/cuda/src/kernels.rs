@@ -1,5 +1,6 @@
-//! The engine's own kernels: CUDA C++ in `source.cu`, compiled by NVRTC
-//! for the device's architecture once per element type, on first use.
+//! The engine's own kernels: CUDA C++ in `cu/`, one file per op family
+//! after the common definitions, compiled by NVRTC for the device's
+//! architecture once per element type, on first use.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,8 +11,16 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 use weft_core::layout::{row_major, View};
 use weft_core::DType;
 
-/// The kernels' source, before the element type's prelude.
-const SOURCE: &str = include_str!("source.cu");
+/// The kernels' source files, in the order they are compiled: the common
+/// definitions, then the op families (reductions use the elementwise ops,
+/// scatters their addition).
+pub(crate) const SOURCES: [(&str, &str); 5] = [
+    ("common.cuh", include_str!("cu/common.cuh")),
+    ("elementwise.cu", include_str!("cu/elementwise.cu")),
+    ("structural.cu", include_str!("cu/structural.cu")),
+    ("create.cu", include_str!("cu/create.cu")),
+    ("reduce.cu", include_str!("cu/reduce.cu")),
+];
 
 /// Axes a strided kernel walks at most (`MAXR` in the source).
 pub(crate) const MAX_RANK: usize = 8;
@@ -23,7 +32,7 @@ const REDUCE_THREADS: u32 = 256;
 const THREADS: u32 = 256;
 
 /// A strided walk over up to three operands, laid out as `struct Dims` in
-/// `source.cu`: element `i` of `shape` (row-major) sits at
+/// `cu/common.cuh`: element `i` of `shape` (row-major) sits at
 /// `b_k + Σ index[d]·s_k[d]` in operand `k`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -189,7 +198,7 @@ impl Kernel {
         Kernel::Clamp,
     ];
 
-    /// The kernels compiled for `dtype` (as `source.cu`'s `KIND_*`
+    /// The kernels compiled for `dtype` (as the source's `KIND_*`
     /// guards say).
     pub(crate) fn of(dtype: DType) -> Vec<Kernel> {
         let mut all = Kernel::EVERY.to_vec();
@@ -260,14 +269,15 @@ fn prelude(dtype: DType) -> String {
     format!("#define SUFFIX {suffix}\n#define ELEMENT {t}\n#define REAL {r}\n#define KIND_{kind}\n")
 }
 
-/// The full source for one element type: the typedefs come after the
-/// complex template they may name.
+/// The full source for one element type: its prelude, the op codes and
+/// the files of [`SOURCES`].
 pub(crate) fn source(dtype: DType) -> String {
-    let marker = "#define MAXR 8\n";
-    let (head, body) = SOURCE.split_at(SOURCE.find(marker).expect("the source defines MAXR"));
-    let types = "typedef ELEMENT T;\ntypedef REAL R;\n";
-    let (defs, rest) = body.split_at(body.find("#define REAL_FN").expect("REAL_FN"));
-    format!("{}{head}{defs}{types}{rest}", prelude(dtype))
+    let mut src = prelude(dtype);
+    src.push_str(&super::codes::defines());
+    for (file, text) in SOURCES {
+        src.push_str(&format!("#line 1 \"{file}\"\n{text}"));
+    }
+    src
 }
 
 /// Compiles the kernels of `dtype` to PTX for `arch` (`(9, 0)` for

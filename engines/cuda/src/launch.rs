@@ -10,7 +10,9 @@
 //! and every offset a walk reaches lies inside its buffer. A launch that
 //! fails a check is refused with a [`DeviceError`] naming it, so the
 //! `unsafe` blocks rest on checks made in this file (and, for the library
-//! calls of `cublas` and `cusolver`, in theirs).
+//! calls of `cublas` and `cusolver`, in theirs). Every launch then takes
+//! one path, [`Launcher::enqueue`]: order after the operands' earlier
+//! accesses, fetch the kernel, push and launch, record the access.
 
 use std::sync::Arc;
 
@@ -137,6 +139,26 @@ impl Launcher<'_> {
             })
     }
 
+    /// Enqueues a launch whose operands passed the caller's checks: orders
+    /// it after the accesses its operands must follow (`reads`, and `out`,
+    /// which it writes), fetches `kernel` of `dtype`, lets `launch` push the
+    /// arguments and launch (its `unsafe` argued, at the call, by those
+    /// checks) and records the launch as an access of its operands. Every
+    /// launch of the engine's own kernels goes through here.
+    fn enqueue(
+        &mut self,
+        name: &'static str,
+        (kernel, dtype): (Kernel, DType),
+        reads: &[&DeviceTensor],
+        out: &mut DeviceTensor,
+        launch: impl FnOnce(&Stream, &CudaFunction, &mut DeviceTensor) -> Result<(), DriverError>,
+    ) -> Result<(), ExecError> {
+        self.order(reads, &[&*out])?;
+        let f = self.function(dtype, kernel)?;
+        launch(self.stream, &f, out).map_err(self.err(name))?;
+        self.recorded(reads, &[&*out])
+    }
+
     /// `dst[walk₁] = src[walk₀]` over `dims`.
     pub(super) fn strided_copy(
         &mut self,
@@ -159,16 +181,15 @@ impl Launcher<'_> {
         if dims.len() == 0 {
             return Ok(());
         }
-        self.order(&[src], &[&*dst])?;
-        let f = self.function(src.dtype, Kernel::StridedCopy)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut *dst.buf).arg(&*src.buf).arg(dims);
-        // SAFETY: `strided_copy` takes (T*, const T*, Dims), and both
-        // buffers hold `T` elements (checked); every offset the walk reaches
-        // lies inside its buffer (checked).
-        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[src], &[&*dst])?;
-        Ok(())
+        let kernel = (Kernel::StridedCopy, src.dtype);
+        self.enqueue(NAME, kernel, &[src], dst, |stream, f, dst| {
+            let mut launch = stream.launch_builder(f);
+            launch.arg(&mut *dst.buf).arg(&*src.buf).arg(dims);
+            // SAFETY: `strided_copy` takes (T*, const T*, Dims), and both
+            // buffers hold `T` elements (checked); every offset the walk
+            // reaches lies inside its buffer (checked).
+            unsafe { launch.launch(kernels::elementwise(dims.len())) }.map(drop)
+        })
     }
 
     /// Positions along an axis (host values, each checked against
@@ -222,27 +243,31 @@ impl Launcher<'_> {
             "the output is not the positions' size",
         )?;
         let positions = self.positions(NAME, at.iter().copied())?;
-        let threads = out.len();
-        self.order(&[x], &[&*out])?;
-        let f = self.function(x.dtype, Kernel::Take)?;
         let [p, m, q, e] = [pre, at.len(), post, extent].map(|v| v as i64);
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*x.buf)
-            .arg(&positions)
-            .arg(&p)
-            .arg(&m)
-            .arg(&q)
-            .arg(&e);
-        // SAFETY: `take` takes (T*, const T*, const long long*, long long
-        // ×4), as pushed; both tensors hold `T` elements (checked); the
-        // output holds `pre·m·post` of them and the source at least
-        // `pre·extent·post` (checked), every position is below `extent`
-        // (checked before the upload), and `positions` holds all `m`.
-        unsafe { launch.launch(kernels::elementwise(threads)) }.map_err(self.err(NAME))?;
-        self.recorded(&[x], &[&*out])?;
-        Ok(())
+        self.enqueue(
+            NAME,
+            (Kernel::Take, x.dtype),
+            &[x],
+            out,
+            |stream, f, out| {
+                let threads = out.len();
+                let mut launch = stream.launch_builder(f);
+                launch
+                    .arg(&mut *out.buf)
+                    .arg(&*x.buf)
+                    .arg(&positions)
+                    .arg(&p)
+                    .arg(&m)
+                    .arg(&q)
+                    .arg(&e);
+                // SAFETY: `take` takes (T*, const T*, const long long*, long
+                // long ×4), as pushed; both tensors hold `T` elements (checked);
+                // the output holds `pre·m·post` of them and the source at least
+                // `pre·extent·post` (checked), every position is below `extent`
+                // (checked before the upload), and `positions` holds all `m`.
+                unsafe { launch.launch(kernels::elementwise(threads)) }.map(drop)
+            },
+        )
     }
 
     /// Scatters `updates` (`[pre, n, post]`, `n` the index count) into
@@ -280,32 +305,32 @@ impl Launcher<'_> {
         }
         let plan = targets.dst.iter().chain(&targets.start).chain(&targets.src);
         let plan = self.positions(NAME, plan.copied())?;
-        self.order(&[updates], &[&*out])?;
-        let f = self.function(out.dtype, Kernel::Put)?;
         let [p, u64_, n64, q, e] = [pre, u, n, post, extent].map(|v| v as i64);
         let add = i32::from(add);
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*updates.buf)
-            .arg(&plan)
-            .arg(&p)
-            .arg(&u64_)
-            .arg(&n64)
-            .arg(&q)
-            .arg(&e)
-            .arg(&add);
-        // SAFETY: `put` takes (T*, const T*, const long long*, long long
-        // ×5, int), as pushed; both tensors hold `T` elements (checked);
-        // `plan` holds the `u` targets, `u + 1` offsets and `n` update
-        // positions, sound (checked: targets below `extent`, offsets
-        // rising from 0 to `n` by at least one, positions below `n`), and
-        // every element reached lies inside `out` (`pre·extent·post`) and
-        // `updates` (at least `pre·n·post`), both checked. One thread per
-        // (p, target, q) writes each element at most once.
-        unsafe { launch.launch(kernels::elementwise(threads)) }.map_err(self.err(NAME))?;
-        self.recorded(&[updates], &[&*out])?;
-        Ok(())
+        let kernel = (Kernel::Put, out.dtype);
+        self.enqueue(NAME, kernel, &[updates], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch
+                .arg(&mut *out.buf)
+                .arg(&*updates.buf)
+                .arg(&plan)
+                .arg(&p)
+                .arg(&u64_)
+                .arg(&n64)
+                .arg(&q)
+                .arg(&e)
+                .arg(&add);
+            // SAFETY: `put` takes (T*, const T*, const long long*, long
+            // long ×5, int), as pushed; both tensors hold `T` elements
+            // (checked); `plan` holds the `u` targets, `u + 1` offsets and
+            // `n` update positions, sound (checked: targets below `extent`,
+            // offsets rising from 0 to `n` by at least one, positions below
+            // `n`), and every element reached lies inside `out`
+            // (`pre·extent·post`) and `updates` (at least `pre·n·post`),
+            // both checked. One thread per (p, target, q) writes each
+            // element at most once.
+            unsafe { launch.launch(kernels::elementwise(threads)) }.map(drop)
+        })
     }
 
     /// `out[i] = a[walk₀] op b[walk₁]` over `dims`, `out` contiguous.
@@ -369,23 +394,21 @@ impl Launcher<'_> {
         if dims.len() == 0 {
             return Ok(());
         }
-        self.order(&[a, b], &[&*out])?;
-        let f = self.function(a.dtype, kernel)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*a.buf)
-            .arg(&*b.buf)
-            .arg(&op)
-            .arg(dims);
-        // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims) and
-        // `compare` (unsigned char*, const T*, const T*, int, Dims); the
-        // inputs hold `T` elements and the output `dims.n` elements of
-        // `T`, or bytes for `compare` (checked by the callers), and each
-        // input's walk stays inside it (checked).
-        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(name))?;
-        self.recorded(&[a, b], &[&*out])?;
-        Ok(())
+        self.enqueue(name, (kernel, a.dtype), &[a, b], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch
+                .arg(&mut *out.buf)
+                .arg(&*a.buf)
+                .arg(&*b.buf)
+                .arg(&op)
+                .arg(dims);
+            // SAFETY: `binary` takes (T*, const T*, const T*, int, Dims) and
+            // `compare` (unsigned char*, const T*, const T*, int, Dims); the
+            // inputs hold `T` elements and the output `dims.n` elements of
+            // `T`, or bytes for `compare` (checked by the callers), and each
+            // input's walk stays inside it (checked).
+            unsafe { launch.launch(kernels::elementwise(dims.len())) }.map(drop)
+        })
     }
 
     /// `out[i] = a[i] op s` (or `s op a[i]`), `s = re + i·im`.
@@ -404,24 +427,23 @@ impl Launcher<'_> {
         if n == 0 {
             return Ok(());
         }
-        self.order(&[a], &[&*out])?;
-        let f = self.function(a.dtype, Kernel::BinaryScalar)?;
         let first = i32::from(scalar_first);
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*a.buf)
-            .arg(&re)
-            .arg(&im)
-            .arg(&op)
-            .arg(&first)
-            .arg(&n);
-        // SAFETY: `binary_scalar` takes (T*, const T*, double, double, int,
-        // int, long long) and touches `n` elements of each buffer; both hold
-        // `n` elements of `T` (checked).
-        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[a], &[&*out])?;
-        Ok(())
+        let kernel = (Kernel::BinaryScalar, a.dtype);
+        self.enqueue(NAME, kernel, &[a], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch
+                .arg(&mut *out.buf)
+                .arg(&*a.buf)
+                .arg(&re)
+                .arg(&im)
+                .arg(&op)
+                .arg(&first)
+                .arg(&n);
+            // SAFETY: `binary_scalar` takes (T*, const T*, double, double,
+            // int, int, long long) and touches `n` elements of each buffer;
+            // both hold `n` elements of `T` (checked).
+            unsafe { launch.launch(kernels::elementwise(a.len())) }.map(drop)
+        })
     }
 
     /// `out[i] = f(a[i])`; `out` of the real type takes `|a[i]|`.
@@ -448,20 +470,19 @@ impl Launcher<'_> {
         } else {
             Kernel::Unary
         };
-        self.order(&[a], &[&*out])?;
-        let f = self.function(a.dtype, kernel)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut *out.buf).arg(&*a.buf);
-        if !magnitude {
-            launch.arg(&op);
-        }
-        launch.arg(&n);
-        // SAFETY: `unary` takes (T*, const T*, int, long long) and
-        // `magnitude` (R*, const T*, long long), picked by the output's type
-        // (checked: T, or R for magnitude); both buffers hold `n` elements.
-        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[a], &[&*out])?;
-        Ok(())
+        self.enqueue(NAME, (kernel, a.dtype), &[a], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch.arg(&mut *out.buf).arg(&*a.buf);
+            if !magnitude {
+                launch.arg(&op);
+            }
+            launch.arg(&n);
+            // SAFETY: `unary` takes (T*, const T*, int, long long) and
+            // `magnitude` (R*, const T*, long long), picked by the output's
+            // type (checked: T, or R for magnitude); both buffers hold `n`
+            // elements.
+            unsafe { launch.launch(kernels::elementwise(a.len())) }.map(drop)
+        })
     }
 
     /// `out[i] = mask[walk₀] ? a[walk₁] : b[walk₂]` over `dims`.
@@ -490,21 +511,21 @@ impl Launcher<'_> {
         if dims.len() == 0 {
             return Ok(());
         }
-        self.order(&[mask, a, b], &[&*out])?;
-        let f = self.function(a.dtype, Kernel::Select)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*mask.buf)
-            .arg(&*a.buf)
-            .arg(&*b.buf)
-            .arg(dims);
-        // SAFETY: `select` takes (T*, const unsigned char*, const T*, const
-        // T*, Dims); the output and sources hold `T` elements, the mask
-        // bytes, and each walk stays inside its operand (all checked).
-        unsafe { launch.launch(kernels::elementwise(dims.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[mask, a, b], &[&*out])?;
-        Ok(())
+        let kernel = (Kernel::Select, a.dtype);
+        self.enqueue(NAME, kernel, &[mask, a, b], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch
+                .arg(&mut *out.buf)
+                .arg(&*mask.buf)
+                .arg(&*a.buf)
+                .arg(&*b.buf)
+                .arg(dims);
+            // SAFETY: `select` takes (T*, const unsigned char*, const T*,
+            // const T*, Dims); the output and sources hold `T` elements, the
+            // mask bytes, and each walk stays inside its operand (all
+            // checked).
+            unsafe { launch.launch(kernels::elementwise(dims.len())) }.map(drop)
+        })
     }
 
     /// A kernel of one contiguous input and output of `n` elements each:
@@ -541,38 +562,37 @@ impl Launcher<'_> {
         if n == 0 {
             return Ok(());
         }
-        self.order(&[a], &[&*out])?;
-        let f = self.function(a.dtype, kernel)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut *out.buf).arg(&*a.buf);
-        let (lo, hi, rows, cols, k, upper);
-        match args {
-            MapArgs::Clamp { lo: l, hi: h } => {
-                (lo, hi) = (l, h);
-                launch.arg(&lo).arg(&hi);
+        self.enqueue(NAME, (kernel, a.dtype), &[a], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch.arg(&mut *out.buf).arg(&*a.buf);
+            let (lo, hi, rows, cols, k, upper);
+            match args {
+                MapArgs::Clamp { lo: l, hi: h } => {
+                    (lo, hi) = (l, h);
+                    launch.arg(&lo).arg(&hi);
+                }
+                MapArgs::Triangle {
+                    rows: r,
+                    cols: c,
+                    k: offset,
+                    upper: u,
+                } => {
+                    (rows, cols, k, upper) = (r as i64, c as i64, offset as i64, i32::from(u));
+                    launch.arg(&rows).arg(&cols).arg(&k).arg(&upper);
+                }
+                MapArgs::Cast => {}
             }
-            MapArgs::Triangle {
-                rows: r,
-                cols: c,
-                k: offset,
-                upper: u,
-            } => {
-                (rows, cols, k, upper) = (r as i64, c as i64, offset as i64, i32::from(u));
-                launch.arg(&rows).arg(&cols).arg(&k).arg(&upper);
-            }
-            MapArgs::Cast => {}
-        }
-        launch.arg(&n);
-        // SAFETY: `clamp` takes (T*, const T*, double, double, long long),
-        // `triangle` (T*, const T*, long long, long long, long long, int,
-        // long long) and `cast_<u>` (U*, const T*, long long), as pushed for
-        // each; both buffers hold `n` elements, the input of `T` and the
-        // output of `T` or, for a conversion, of the type the kernel's name
-        // gives (all checked); a triangle's index arithmetic stays inside
-        // its matrices, which tile the input (checked).
-        unsafe { launch.launch(kernels::elementwise(a.len())) }.map_err(self.err(NAME))?;
-        self.recorded(&[a], &[&*out])?;
-        Ok(())
+            launch.arg(&n);
+            // SAFETY: `clamp` takes (T*, const T*, double, double, long
+            // long), `triangle` (T*, const T*, long long, long long, long
+            // long, int, long long) and `cast_<u>` (U*, const T*, long
+            // long), as pushed for each; both buffers hold `n` elements, the
+            // input of `T` and the output of `T` or, for a conversion, of
+            // the type the kernel's name gives (all checked); a triangle's
+            // index arithmetic stays inside its matrices, which tile the
+            // input (checked).
+            unsafe { launch.launch(kernels::elementwise(a.len())) }.map(drop)
+        })
     }
 
     /// A row kernel over `rows` rows of `len` contiguous elements of `src`,
@@ -619,48 +639,46 @@ impl Launcher<'_> {
             "the partials pass the output's end",
         )?;
         self.require(parts >= 1, NAME, "no part per row")?;
-        self.order(&[src], &[&*out])?;
-        let f = self.function(src.dtype, kernel)?;
         let (r, l, p) = (rows as i64, len as i64, parts as i64);
         let width = kernels::segment_width(len.div_ceil(parts));
-        let mut launch = self.stream.launch_builder(&f);
-        launch
-            .arg(&mut *out.buf)
-            .arg(&*src.buf)
-            .arg(&r)
-            .arg(&l)
-            .arg(&p)
-            .arg(&width);
-        let (code, count, squared, root, want_max);
-        match args {
-            RowArgs::Arg { max } => {
-                want_max = i32::from(max);
-                launch.arg(&want_max);
+        self.enqueue(NAME, (kernel, src.dtype), &[src], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch
+                .arg(&mut *out.buf)
+                .arg(&*src.buf)
+                .arg(&r)
+                .arg(&l)
+                .arg(&p)
+                .arg(&width);
+            let (code, count, squared, root, want_max);
+            match args {
+                RowArgs::Arg { max } => {
+                    want_max = i32::from(max);
+                    launch.arg(&want_max);
+                }
+                RowArgs::Reduce { op, count: c } => {
+                    (code, count) = (op, c);
+                    launch.arg(&code).arg(&count);
+                }
+                RowArgs::Norm {
+                    squared: s,
+                    root: t,
+                } => {
+                    (squared, root) = (i32::from(s), i32::from(t));
+                    launch.arg(&squared).arg(&root);
+                }
             }
-            RowArgs::Reduce { op, count: c } => {
-                (code, count) = (op, c);
-                launch.arg(&code).arg(&count);
-            }
-            RowArgs::Norm {
-                squared: s,
-                root: t,
-            } => {
-                (squared, root) = (i32::from(s), i32::from(t));
-                launch.arg(&squared).arg(&root);
-            }
-        }
-        // SAFETY: `reduce` takes (T*, const T*, long long, long long, long
-        // long, int, int, double), `norm` (R*, const T*, long long, long
-        // long, long long, int, int, int) and `arg_reduce` (long long*,
-        // const T*, long long, long long, long long, int, int), as pushed
-        // for each; the source holds `rows·len` elements of `T` (`len ≥ 1`
-        // for `arg_reduce`, which reads the first) and the output
-        // `rows·parts` of its type (all checked); `width` divides the
-        // block (`kernels::rows` launches REDUCE_THREADS threads), as the
-        // kernels' lanes need.
-        unsafe { launch.launch(kernels::rows(rows * parts, width)) }.map_err(self.err(NAME))?;
-        self.recorded(&[src], &[&*out])?;
-        Ok(())
+            // SAFETY: `reduce` takes (T*, const T*, long long, long long,
+            // long long, int, int, double), `norm` (R*, const T*, long long,
+            // long long, long long, int, int, int) and `arg_reduce` (long
+            // long*, const T*, long long, long long, long long, int, int),
+            // as pushed for each; the source holds `rows·len` elements of
+            // `T` (`len ≥ 1` for `arg_reduce`, which reads the first) and
+            // the output `rows·parts` of its type (all checked); `width`
+            // divides the block (`kernels::rows` launches REDUCE_THREADS
+            // threads), as the kernels' lanes need.
+            unsafe { launch.launch(kernels::rows(rows * parts, width)) }.map(drop)
+        })
     }
 
     /// Writes every element of `out`: `Fill` with `re + i·im`, `Arange`
@@ -678,42 +696,43 @@ impl Launcher<'_> {
             Create::ArangeInt(..) => Kernel::ArangeInt,
             Create::Eye => Kernel::Eye,
         };
-        self.order(&[], &[&*out])?;
-        let f = self.function(out.dtype, kernel)?;
-        let mut launch = self.stream.launch_builder(&f);
-        launch.arg(&mut *out.buf);
-        let (x, y);
-        let (first, by);
-        let (rows, cols);
-        match what {
-            Create::Fill(a, b) | Create::Arange(a, b) => {
-                (x, y) = (a, b);
-                launch.arg(&x).arg(&y).arg(&n);
+        let (rows, cols) = match (what, &out.shape[..]) {
+            (Create::Eye, &[r, c]) => (r as i64, c as i64),
+            (Create::Eye, _) => {
+                return self.require(false, NAME, "an identity of a non-matrix shape")
             }
-            Create::FillInt(v) => {
-                first = v;
-                launch.arg(&first).arg(&n);
+            _ => (0, 0),
+        };
+        self.enqueue(NAME, (kernel, out.dtype), &[], out, |stream, f, out| {
+            let mut launch = stream.launch_builder(f);
+            launch.arg(&mut *out.buf);
+            let (x, y);
+            let (first, by);
+            match what {
+                Create::Fill(a, b) | Create::Arange(a, b) => {
+                    (x, y) = (a, b);
+                    launch.arg(&x).arg(&y).arg(&n);
+                }
+                Create::FillInt(v) => {
+                    first = v;
+                    launch.arg(&first).arg(&n);
+                }
+                Create::ArangeInt(f, b) => {
+                    (first, by) = (f, b);
+                    launch.arg(&first).arg(&by).arg(&n);
+                }
+                Create::Eye => {
+                    launch.arg(&rows).arg(&cols);
+                }
             }
-            Create::ArangeInt(f, b) => {
-                (first, by) = (f, b);
-                launch.arg(&first).arg(&by).arg(&n);
-            }
-            Create::Eye => {
-                let [r, c] = out.shape[..] else {
-                    return self.require(false, NAME, "an identity of a non-matrix shape");
-                };
-                (rows, cols) = (r as i64, c as i64);
-                launch.arg(&rows).arg(&cols);
-            }
-        }
-        // SAFETY: `fill` and `arange` take (T*, double, double, long long),
-        // `fill_int` (T*, long long, long long) and `arange_int` (T*, long
-        // long, long long, long long), and write `n` elements; `eye` takes (T*, long long, long long) and
-        // writes `rows·cols = n` (the output's shape). The buffer holds `n`
-        // elements of `T`, its own type.
-        unsafe { launch.launch(kernels::elementwise(n as usize)) }.map_err(self.err(NAME))?;
-        self.recorded(&[], &[&*out])?;
-        Ok(())
+            // SAFETY: `fill` and `arange` take (T*, double, double, long
+            // long), `fill_int` (T*, long long, long long) and `arange_int`
+            // (T*, long long, long long, long long), and write `n` elements;
+            // `eye` takes (T*, long long, long long) and writes `rows·cols =
+            // n` (the output's shape, checked to be a matrix). The buffer
+            // holds `n` elements of `T`, its own type.
+            unsafe { launch.launch(kernels::elementwise(n as usize)) }.map(drop)
+        })
     }
 }
 

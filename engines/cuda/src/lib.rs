@@ -54,9 +54,11 @@
 //! block argued — `launch` (kernel launches), `nvrtc`, `cublas`,
 //! `cusolver` and `memory` (device allocations, pinned staging, host
 //! copies); `streams` and `lanes` keep the streams and each lane's library
-//! handles, `exec`, `index` and `linalg` the op methods, `dispatch` the
-//! [`TensorEngine`](weft_core::TensorEngine) impl, whose dispatch matches every op, and this file
-//! the engine and its types.
+//! handles, `exec`, `index` and `linalg` the op methods, `kernels` the
+//! kernels' arguments and their source (`cu/`, one file per op family,
+//! switching on the codes `codes` makes from the vocabulary's enums),
+//! `dispatch` the [`TensorEngine`](weft_core::TensorEngine) impl, whose
+//! dispatch matches every op, and this file the engine and its types.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
@@ -65,6 +67,7 @@
 extern crate weft_core;
 
 mod access;
+mod codes;
 #[cfg(test)]
 mod coverage;
 #[allow(unsafe_code)] // The product call and a handle's rebinding, each argued.
