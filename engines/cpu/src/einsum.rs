@@ -2,14 +2,18 @@
 //! once per operand shapes into an [`EinsumPlan`] of CPU primitives, and
 //! replayed. A permutation whose only reader is a product is folded into
 //! the product as a strided operand when its axes allow, so the common
-//! contractions of tensor networks copy nothing but their result.
+//! contractions of tensor networks copy nothing but their result. A
+//! product that sums no label (an elementwise, outer or broadcast product)
+//! is a multiplication per output element, run as that at memory speed.
 
 use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 
 use faer::MatRef;
+use rayon::prelude::*;
 
 use super::gemm::{self, Compute};
+use super::parallel::PARALLEL_THRESHOLD;
 use super::{buffer, reduce, structural};
 use weft_core::layout::{row_major, View};
 use weft_core::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
@@ -463,6 +467,9 @@ fn typed_product<T: Field>(
         a.as_slice::<T>().expect("checked dtype"),
         b.as_slice::<T>().expect("checked dtype"),
     );
+    if k == 1 {
+        return unsummed(a, la, b, lb, [nb, m, n], compute);
+    }
     fn view<T>(
         data: &[T],
         layout: Layout,
@@ -482,6 +489,97 @@ fn typed_product<T: Field>(
     gemm::batched([nb, m, k, n], compute, |batch| {
         (view(a, la, batch, m, k), view(b, lb, batch, k, n))
     })
+}
+
+/// Output elements one task of an unsummed product writes, at least.
+const CHUNK: usize = 1 << 13;
+
+/// `[nb, m, 1] @ [nb, 1, n]`: no label is summed, so each output element is
+/// one multiplication (an elementwise product, an outer product, either
+/// broadcast over batch axes, or a tensor scaled by a scalar). Computed as
+/// that, rows of the row-major output written at memory speed, instead of
+/// as `nb` products of `m × 1` by `1 × n` matrices; over the pool when
+/// `compute` allows and the output is large.
+fn unsummed<T: Field>(
+    a: &[T],
+    la: Layout,
+    b: &[T],
+    lb: Layout,
+    [nb, m, n]: [usize; 3],
+    compute: Compute,
+) -> Vec<T> {
+    // Element (batch, i) of `a` and (batch, j) of `b`: `k` is 1, so only
+    // the batch and the free axis's strides matter.
+    let (a_batch, a_row) = match la {
+        Layout::Rows { batch, row } => (batch, row),
+        Layout::Cols { batch, .. } => (batch, 1),
+    };
+    let (b_batch, b_col) = match lb {
+        Layout::Rows { batch, .. } => (batch, 1),
+        Layout::Cols { batch, col } => (batch, col),
+    };
+    // The output's length: the plan's shape arithmetic checked it.
+    let total = nb * m * n;
+    let mut out = buffer::overwritten::<T>(total);
+    if total == 0 {
+        return out;
+    }
+    let parallel = compute.parallel() && total >= PARALLEL_THRESHOLD;
+    if m == 1 && n == 1 {
+        // One element per batch: an elementwise product of the batches.
+        let fill = |first: usize, chunk: &mut [T]| {
+            if a_batch == 1 && b_batch == 1 {
+                let (a, b) = (&a[first..], &b[first..]);
+                for ((o, &x), &y) in chunk.iter_mut().zip(a).zip(b) {
+                    *o = x * y;
+                }
+            } else {
+                for (t, o) in (first..).zip(chunk.iter_mut()) {
+                    *o = a[t * a_batch] * b[t * b_batch];
+                }
+            }
+        };
+        if parallel {
+            out.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(i, chunk)| fill(i * CHUNK, chunk));
+        } else {
+            fill(0, &mut out);
+        }
+        return out;
+    }
+    // Row `r` of the output is (batch r / m, i = r % m): `a`'s element
+    // times `n` of `b`'s.
+    let fill = |first_row: usize, rows: &mut [T]| {
+        let (mut batch, mut i) = (first_row / m, first_row % m);
+        for row in rows.chunks_exact_mut(n) {
+            let x = a[batch * a_batch + i * a_row];
+            let bs = &b[batch * b_batch..];
+            if b_col == 1 {
+                for (o, &y) in row.iter_mut().zip(bs) {
+                    *o = x * y;
+                }
+            } else {
+                for (j, o) in row.iter_mut().enumerate() {
+                    *o = x * bs[j * b_col];
+                }
+            }
+            i += 1;
+            if i == m {
+                i = 0;
+                batch += 1;
+            }
+        }
+    };
+    if parallel {
+        let rows = CHUNK.div_ceil(n);
+        out.par_chunks_mut(rows * n)
+            .enumerate()
+            .for_each(|(t, chunk)| fill(t * rows, chunk));
+    } else {
+        fill(0, &mut out);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -599,6 +697,58 @@ mod tests {
             let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.4)).collect();
             check(spec, &inputs.iter().collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn products_that_sum_no_label_are_one_multiplication_per_element() {
+        // Large enough to spread over the pool; strided operands (a
+        // permutation folded in) and broadcast batches included.
+        let (a, b) = (tensor(&[256, 192], 0.3), tensor(&[192, 256], 0.6));
+        let (v, w) = (tensor(&[300], 0.1), tensor(&[200], 0.2));
+        let batched = tensor(&[4, 96, 90], 0.4);
+        for (spec, inputs) in [
+            ("ij,ij->ij", vec![&a, &a]),
+            ("ij,ji->ij", vec![&a, &b]),
+            ("ij,ji->ji", vec![&a, &b]),
+            ("i,j->ij", vec![&v, &w]),
+            ("i,j->ji", vec![&v, &w]),
+            ("bij,bi->bij", vec![&batched, &tensor(&[4, 96], 0.5)]),
+            ("bij,bj->bji", vec![&batched, &tensor(&[4, 90], 0.7)]),
+            ("bij,b->bij", vec![&batched, &tensor(&[4], 0.8)]),
+        ] {
+            let s = Spec::parse(spec).unwrap();
+            let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+            let plan = EinsumPlan::compile(&s, &shapes, DType::F64).unwrap();
+            assert!(
+                plan.prims.iter().any(|p| matches!(
+                    p,
+                    Prim::Gemm {
+                        dims: [_, _, 1, _],
+                        ..
+                    }
+                )),
+                "{spec}: {:?}",
+                plan.prims
+            );
+            let want = reference(spec, &inputs);
+            for compute in [Compute::faer(1), Compute::faer(2)] {
+                let got = run(&s, &inputs, compute).unwrap();
+                assert_eq!(got.as_slice::<f64>().unwrap(), &want[..], "{spec}");
+            }
+        }
+        let z = Tensor::from_vec(vec![c64::new(1.0, 2.0), c64::new(0.5, -1.0)], &[2]).unwrap();
+        let got = run(
+            &Spec::parse("i,j->ij").unwrap(),
+            &[&z, &z],
+            Compute::faer(1),
+        )
+        .unwrap();
+        let zs = z.as_slice::<c64>().unwrap();
+        let want: Vec<c64> = zs
+            .iter()
+            .flat_map(|&x| zs.iter().map(move |&y| x * y))
+            .collect();
+        assert_eq!(got.as_slice::<c64>().unwrap(), &want[..]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod chain_program;
 mod contention;
 mod einsum;
 mod einsum10;
+mod einsum_kinds;
 mod gemm;
 mod mps;
 mod pipeline;
@@ -23,7 +24,7 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 16] = [
+pub(crate) const CASES: [Case; 17] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -32,6 +33,7 @@ pub(crate) const CASES: [Case; 16] = [
     add::CASE,
     bandwidth::CASE,
     einsum::CASE,
+    einsum_kinds::CASE,
     chain::CASE,
     chain_program::CASE,
     mps::EAGER,
