@@ -27,6 +27,7 @@ mod gemm;
 mod index;
 mod linalg;
 mod parallel;
+mod permute;
 mod pool;
 mod program;
 mod reduce;

@@ -1,5 +1,6 @@
 //! Case `bandwidth`: ops that stream memory (an add, a sum, a transpose of
-//! 64 MiB f64) in GB/s, against the machine's practical limit on the same
+//! 64 MiB f64, and two permutations of the same bytes as 23 axes of extent
+//! 2, as tensor networks of qubits hold them) in GB/s, against the machine's practical limit on the same
 //! threads: a copy loop (each thread copies its chunks with `memcpy`) into
 //! a buffer it has written before, so no page is faulted in while timed.
 //!
@@ -47,14 +48,21 @@ pub(super) fn measure(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), Bo
         lane.upload(Tensor::from_vec(y, &[n])?)?,
     );
     let matrix = lane.reshape(&hx, &[rows_2d, cols_2d])?;
+    let rank = n.trailing_zeros() as usize;
+    let qubits = lane.reshape(&hx, &vec![2; rank])?;
+    let reversed: Vec<usize> = (0..rank).rev().collect();
+    // A fixed shuffle: axis i goes to 7·i mod rank (7 is prime to 23).
+    let shuffled: Vec<usize> = (0..rank).map(|i| 7 * i % rank).collect();
     let mut copied = vec![0.0f64; n];
     let wait = |h: &weft::TensorHandle| lane.sync(h).expect("submitted").wait().expect("ran");
-    let [add, sum, transpose, copy] = interleaved(
+    let [add, sum, transpose, reverse, shuffle, copy] = interleaved(
         settings.reps(7),
         [
             &mut || wait(&lane.add(&hx, &hy).expect("submitted")),
             &mut || wait(&lane.sum_all(&hx).expect("submitted")),
             &mut || wait(&lane.permute(&matrix, &[1, 0]).expect("submitted")),
+            &mut || wait(&lane.permute(&qubits, &reversed).expect("submitted")),
+            &mut || wait(&lane.permute(&qubits, &shuffled).expect("submitted")),
             &mut || {
                 direct_pool.install(|| {
                     copied
@@ -97,6 +105,20 @@ pub(super) fn measure(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), Bo
             "lane.permute",
             2 * BYTES,
             transpose,
+        ),
+        (
+            "bandwidth-reverse-2s",
+            "rank-23 extent-2 axes reversed (read 1, write 1)",
+            "lane.permute",
+            2 * BYTES,
+            reverse,
+        ),
+        (
+            "bandwidth-shuffle-2s",
+            "rank-23 extent-2 axes shuffled (read 1, write 1)",
+            "lane.permute",
+            2 * BYTES,
+            shuffle,
         ),
     ] {
         rows.push(

@@ -1,0 +1,426 @@
+//! Permutations at the copy rate, whatever the rank: the axes are fused
+//! first (extent-1 axes dropped, neighbours that stay neighbours in the
+//! same order merged), then the output is written block by block, each
+//! block small enough that the input lines it reads stay in cache while it
+//! is written (HPTT's plan, in safe Rust):
+//!
+//! - **rows**: the output's last axis is the input's contiguous one, and
+//!   long: whole rows are copied;
+//! - **tiles**: the output's last axis and the input's contiguous one are
+//!   both long: square tiles over the two;
+//! - **blocks**: otherwise (short axes: a rank-24 permutation of extent-2
+//!   axes is made of them): the output's trailing axes and the input's
+//!   fastest ones are grouped until each group holds enough elements, and
+//!   each block of the two groups is copied through tables of offsets.
+//!
+//! Every other axis is walked by an odometer that carries, O(1) per block.
+//! The output is cut into slabs along its leading axes that no block
+//! spans; slabs are written in parallel when the pool may be used (a
+//! transpose's rows are cut into blocks to make slabs of them, and a
+//! block leaves the first output axis out to make slabs of it).
+
+use rayon::prelude::*;
+
+use super::buffer;
+use super::parallel::PARALLEL_THRESHOLD;
+use weft_core::layout::View;
+use weft_core::Element;
+
+/// Side of the square tiles: 32 × 32 elements read from 32 input lines
+/// stay in L1 while they are written.
+const TILE: usize = 32;
+
+/// Elements a block's group of short axes gathers at least: the output's
+/// trailing axes (so each block writes runs of at least this many) and the
+/// input's fastest (so each input line is read whole across a block).
+const GROUP: usize = 32;
+
+/// Output elements one parallel task writes, at least.
+const TASK: usize = 1 << 14;
+
+/// The elements of `v`, a permutation's view of `src` (strides not
+/// negative, no extent 0), in row-major order.
+pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T> {
+    let n: usize = v.shape.iter().product();
+    let axes = fuse(&v.shape, &v.strides);
+    let mut out = buffer::overwritten(n);
+    if n == 0 {
+        return out;
+    }
+    let base = usize::try_from(v.base).expect("a permutation's view starts at 0");
+    let parallel = parallel && n >= PARALLEL_THRESHOLD;
+    let plan = Plan::new(&axes, parallel);
+    // The slabs: the output along its leading axes that no block spans.
+    let slab: usize = plan.axes[plan.lead..].iter().map(|a| a.extent).product();
+    let slabs_per_task = TASK.div_ceil(slab);
+    let run = |first_slab: usize, chunk: &mut [T]| plan.copy(src, base, first_slab, chunk);
+    if parallel && n > slab {
+        out.par_chunks_mut(slabs_per_task * slab)
+            .enumerate()
+            .for_each(|(t, chunk)| run(t * slabs_per_task, chunk));
+    } else {
+        run(0, &mut out);
+    }
+    out
+}
+
+/// One axis of a permutation's output: its extent and its stride in the
+/// input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Axis {
+    extent: usize,
+    stride: usize,
+}
+
+/// The axes of the view, output order, with extent-1 axes dropped and each
+/// axis merged into the one before it where the two are adjacent in the
+/// input in the same order (`stride[a] = stride[a + 1] · extent[a + 1]`):
+/// the same copy over fewer, longer axes. At least one axis.
+fn fuse(shape: &[usize], strides: &[isize]) -> Vec<Axis> {
+    let mut axes: Vec<Axis> = Vec::with_capacity(shape.len());
+    for (&extent, &stride) in shape.iter().zip(strides) {
+        if extent == 1 {
+            continue;
+        }
+        let stride = usize::try_from(stride).expect("a permutation's strides are not negative");
+        match axes.last_mut() {
+            Some(last) if last.stride == stride * extent => {
+                last.extent *= extent;
+                last.stride = stride;
+            }
+            _ => axes.push(Axis { extent, stride }),
+        }
+    }
+    if axes.is_empty() {
+        axes.push(Axis {
+            extent: 1,
+            stride: 1,
+        });
+    }
+    axes
+}
+
+/// How each slab is copied.
+#[derive(Debug)]
+struct Plan {
+    /// The fused axes, output order.
+    axes: Vec<Axis>,
+    /// Each axis's stride in the (row-major) output.
+    dst: Vec<usize>,
+    /// The leading axes that no block spans: the slabs.
+    lead: usize,
+    /// The axes walked by the odometer within a slab (output order).
+    outer: Vec<usize>,
+    walk: Walk,
+}
+
+#[derive(Debug)]
+enum Walk {
+    /// Each position copies `len` contiguous elements.
+    Rows { len: usize },
+    /// Each position copies the `rows × cols` matrix of output axes `c`
+    /// (the input's contiguous one) and the last, in square tiles.
+    Tiles { c: usize },
+    /// Each position copies a block: for each `(src, dst)` of `inner` (the
+    /// input's fastest axes), `out_src.len()` contiguous output elements
+    /// (the output's trailing axes) read at `src + out_src[j]`.
+    Blocks {
+        out_src: Vec<usize>,
+        inner: Vec<(usize, usize)>,
+    },
+}
+
+impl Plan {
+    /// The plan for the fused `axes`; `split`: the work will be shared
+    /// over the pool, so the output must have slabs to share.
+    fn new(axes: &[Axis], split: bool) -> Plan {
+        let rank = axes.len();
+        let mut dst = vec![1usize; rank];
+        for a in (0..rank.saturating_sub(1)).rev() {
+            dst[a] = dst[a + 1] * axes[a + 1].extent;
+        }
+        let last = rank - 1;
+        // The input's contiguous axis, if any is (fused axes have distinct
+        // strides, so at most one has stride 1).
+        let contiguous = (0..rank).find(|&a| axes[a].stride == 1);
+        let (walk, inner_axes): (Walk, Vec<usize>) = match contiguous {
+            Some(c) if c == last && axes[last].extent >= GROUP => (
+                Walk::Rows {
+                    len: axes[last].extent,
+                },
+                vec![last],
+            ),
+            Some(c) if c != last && axes[c].extent >= TILE && axes[last].extent >= TILE => {
+                (Walk::Tiles { c }, vec![c, last])
+            }
+            _ => {
+                // The output's trailing axes, then the input's fastest of
+                // the rest, each group until it holds GROUP elements.
+                let mut trailing = Vec::new();
+                let mut size = 1;
+                for a in (0..rank).rev() {
+                    if size >= GROUP {
+                        break;
+                    }
+                    trailing.push(a);
+                    size *= axes[a].extent;
+                }
+                trailing.reverse();
+                // To share the work, the first output axis stays out of
+                // the blocks (it cuts the output into slabs), though its
+                // input lines are then read in parts by each slab.
+                let first = usize::from(split && rank > 2);
+                let mut rest: Vec<usize> =
+                    (first..rank).filter(|a| !trailing.contains(a)).collect();
+                rest.sort_by_key(|&a| axes[a].stride);
+                let mut fastest = Vec::new();
+                let mut size = 1;
+                for a in rest {
+                    if size >= GROUP {
+                        break;
+                    }
+                    fastest.push(a);
+                    size *= axes[a].extent;
+                }
+                let out_src = offsets(axes, &trailing, |a| axes[a].stride)
+                    .into_iter()
+                    .map(|(s, _)| s)
+                    .collect();
+                let inner = offsets(axes, &fastest, |a| dst[a]);
+                let mut both = trailing;
+                both.extend(fastest);
+                (Walk::Blocks { out_src, inner }, both)
+            }
+        };
+        match walk {
+            Walk::Tiles { c } => Plan::tiles(axes.to_vec(), c),
+            walk => Plan::build(axes.to_vec(), walk, &inner_axes),
+        }
+    }
+
+    /// The plan of `walk`, whose blocks span `inner` axes.
+    fn build(axes: Vec<Axis>, walk: Walk, inner: &[usize]) -> Plan {
+        let rank = axes.len();
+        let mut dst = vec![1usize; rank];
+        for a in (0..rank.saturating_sub(1)).rev() {
+            dst[a] = dst[a + 1] * axes[a + 1].extent;
+        }
+        let lead = inner.iter().copied().min().unwrap_or(0);
+        let outer = (lead..rank).filter(|a| !inner.contains(a)).collect();
+        Plan {
+            axes,
+            dst,
+            lead,
+            outer,
+            walk,
+        }
+    }
+
+    /// The plan of square tiles over output axes `c` and the last. Their
+    /// slabs are the axes before `c`, none for a matrix transpose: so `c`
+    /// is cut into an axis of blocks and the blocks' rows (a divisor of
+    /// its extent near TILE), and the blocks are slabs the pool shares.
+    fn tiles(mut axes: Vec<Axis>, c: usize) -> Plan {
+        let last = axes.len() - 1;
+        let extent = axes[c].extent;
+        let rows = (TILE / 2..=TILE * 2)
+            .filter(|d| extent.is_multiple_of(*d) && extent > *d)
+            .min_by_key(|d| d.abs_diff(TILE));
+        let Some(rows) = rows else {
+            return Plan::build(axes, Walk::Tiles { c }, &[c, last]);
+        };
+        let stride = axes[c].stride;
+        axes[c].extent = rows;
+        axes.insert(
+            c,
+            Axis {
+                extent: extent / rows,
+                stride: stride * rows,
+            },
+        );
+        Plan::build(axes, Walk::Tiles { c: c + 1 }, &[c + 1, last + 1])
+    }
+
+    /// Copies the slabs from `first` on into `out` (whole slabs, every
+    /// element written), the input read from offset `base`.
+    fn copy<T: Copy>(&self, src: &[T], base: usize, first: usize, out: &mut [T]) {
+        let axes = &self.axes;
+        // The odometer: the leading axes, then the outer axes within a
+        // slab; the input and output offsets of its position (`out` starts
+        // at output offset `start`).
+        let walked: Vec<usize> = (0..self.lead).chain(self.outer.iter().copied()).collect();
+        let mut index = vec![0usize; walked.len()];
+        let slab: usize = axes[self.lead..].iter().map(|a| a.extent).product();
+        let start = first * slab;
+        let (mut s, mut d) = (base, start);
+        let mut rest = first;
+        for k in (0..self.lead).rev() {
+            index[k] = rest % axes[k].extent;
+            rest /= axes[k].extent;
+            s += index[k] * axes[k].stride;
+        }
+        let per_slab: usize = self.outer.iter().map(|&a| axes[a].extent).product();
+        for _ in 0..out.len() / slab * per_slab {
+            let at = d - start;
+            match &self.walk {
+                Walk::Rows { len } => {
+                    out[at..at + len].copy_from_slice(&src[s..s + len]);
+                }
+                Walk::Tiles { c } => {
+                    let last = axes.len() - 1;
+                    let (rows, cols) = (axes[*c].extent, axes[last].extent);
+                    let (row_step, col_step) = (self.dst[*c], axes[last].stride);
+                    for i0 in (0..rows).step_by(TILE) {
+                        for j0 in (0..cols).step_by(TILE) {
+                            for i in i0..rows.min(i0 + TILE) {
+                                let (o, f) = (at + i * row_step, s + i);
+                                let row = &mut out[o + j0..o + cols.min(j0 + TILE)];
+                                for (j, x) in (j0..).zip(row) {
+                                    *x = src[f + j * col_step];
+                                }
+                            }
+                        }
+                    }
+                }
+                Walk::Blocks { out_src, inner } => {
+                    // TILE output columns at a time, so that the input
+                    // lines they read stay in cache across every row.
+                    for (j0, cols) in (0..).step_by(TILE).zip(out_src.chunks(TILE)) {
+                        for &(fs, fd) in inner {
+                            let at = at + fd + j0;
+                            let row = &mut out[at..at + cols.len()];
+                            let from = s + fs;
+                            for (x, &o) in row.iter_mut().zip(cols) {
+                                *x = src[from + o];
+                            }
+                        }
+                    }
+                }
+            }
+            // The next position, the last walked axis fastest (past the
+            // last one, the carry runs out at the first axis).
+            let mut k = walked.len();
+            while k > 0 {
+                k -= 1;
+                let a = walked[k];
+                index[k] += 1;
+                s += axes[a].stride;
+                d += self.dst[a];
+                if index[k] < axes[a].extent {
+                    break;
+                }
+                s -= axes[a].stride * axes[a].extent;
+                d -= self.dst[a] * axes[a].extent;
+                index[k] = 0;
+            }
+        }
+    }
+}
+
+/// The offsets of every index of `group` (axes in the order given, the
+/// last fastest): `(input offset, value of weight)` for each.
+fn offsets(axes: &[Axis], group: &[usize], weight: impl Fn(usize) -> usize) -> Vec<(usize, usize)> {
+    let mut all = vec![(0usize, 0usize)];
+    for &a in group {
+        let mut next = Vec::with_capacity(all.len() * axes[a].extent);
+        for &(s, w) in &all {
+            for i in 0..axes[a].extent {
+                next.push((s + i * axes[a].stride, w + i * weight(a)));
+            }
+        }
+        all = next;
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_core::layout::row_major;
+    use weft_core::ops::permute_view;
+
+    /// The permutation by the element walk, for reference.
+    fn walk(src: &[i32], v: &View) -> Vec<i32> {
+        let mut out = Vec::new();
+        v.for_each_offset(|o| out.push(src[o]));
+        out
+    }
+
+    #[test]
+    fn fusing_merges_what_stays_adjacent_and_drops_extents_of_one() {
+        let v = permute_view(&[2, 3, 1, 4, 5], &[3, 4, 0, 2, 1]).unwrap();
+        assert_eq!(
+            fuse(&v.shape, &v.strides),
+            [
+                Axis {
+                    extent: 20,
+                    stride: 1
+                },
+                Axis {
+                    extent: 6,
+                    stride: 20
+                },
+            ]
+        );
+        let v = permute_view(&[1, 1], &[1, 0]).unwrap();
+        assert_eq!(
+            fuse(&v.shape, &v.strides),
+            [Axis {
+                extent: 1,
+                stride: 1
+            }]
+        );
+        let identity = permute_view(&[3, 4, 5], &[0, 1, 2]).unwrap();
+        assert_eq!(fuse(&identity.shape, &identity.strides).len(), 1);
+    }
+
+    #[test]
+    fn every_walk_matches_the_element_walk() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let reversed: Vec<usize> = (0..16).rev().collect();
+        let shuffled = [3, 14, 0, 9, 5, 12, 1, 15, 7, 10, 2, 13, 6, 11, 4, 8];
+        let cases: Vec<(Vec<usize>, Vec<usize>)> = vec![
+            // Rank 16, extent 2: blocks of short axes.
+            (vec![2; 16], reversed.clone()),
+            (vec![2; 16], shuffled.to_vec()),
+            // Long rows, long tiles, and each mixed with short axes.
+            (vec![3, 200, 2], vec![1, 0, 2]),
+            (vec![64, 48, 2, 3], vec![3, 1, 2, 0]),
+            (vec![100, 3, 70], vec![2, 1, 0]),
+            (vec![5, 2, 300, 1, 3], vec![2, 4, 3, 0, 1]),
+            (vec![2, 3, 4, 5, 6, 7], vec![5, 3, 1, 4, 2, 0]),
+        ];
+        for (shape, perm) in cases {
+            let n: usize = shape.iter().product();
+            let src: Vec<i32> = (0..n as i32).collect();
+            let v = permute_view(&shape, &perm).unwrap();
+            let want = walk(&src, &v);
+            assert_eq!(v.strides.len(), row_major(&shape).len());
+            for parallel in [false, true] {
+                let got = pool.install(|| permuted(&src, &v, parallel));
+                assert_eq!(got, want, "{shape:?} {perm:?} parallel {parallel}");
+            }
+        }
+    }
+
+    #[test]
+    fn plans_pick_the_walk_the_axes_call_for() {
+        let plan = |shape: &[usize], perm: &[usize]| {
+            let v = permute_view(shape, perm).unwrap();
+            Plan::new(&fuse(&v.shape, &v.strides), false).walk
+        };
+        assert!(matches!(plan(&[8, 300], &[0, 1]), Walk::Rows { len: 2400 }));
+        // A transpose: its rows cut into blocks of 32 (the blocks, axis 0, are
+        // the slabs).
+        assert!(matches!(plan(&[64, 64], &[1, 0]), Walk::Tiles { c: 1 }));
+        assert!(matches!(plan(&[64, 67], &[1, 0]), Walk::Tiles { c: 0 }));
+        let reversed: Vec<usize> = (0..24).rev().collect();
+        match plan(&[2; 24], &reversed) {
+            Walk::Blocks { out_src, inner } => assert_eq!((out_src.len(), inner.len()), (32, 32)),
+            other => panic!("{other:?}"),
+        }
+    }
+}
