@@ -362,32 +362,73 @@ fn clamp_keeps_nan_as_numpy_does() {
 }
 
 #[test]
-fn einsum_operands_are_bounded_and_many_still_plan_quickly() {
+fn a_whole_network_is_one_einsum_with_or_without_its_path() {
     let rt = Runtime::builder()
         .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .expect("runtime");
     let lane = rt.lane(0).expect("lane");
+    // 100 copies of one vector, elementwise: past NumPy's 64 operands.
     let x = lane
         .upload(Tensor::from_vec(vec![1.0f64, 2.0, 0.5], &[3]).unwrap())
         .unwrap();
-    let spec = |n: usize| format!("{}->a", vec!["a"; n].join(","));
-    let over: Vec<&weft::TensorHandle> = vec![&x; weft::ops::MAX_EINSUM_OPERANDS + 1];
-    match lane.einsum(&spec(over.len()), &over) {
+    let all: Vec<&weft::TensorHandle> = vec![&x; 100];
+    let spec = format!("{}->a", vec!["a"; 100].join(","));
+    let got = wait_ok(lane.download(&lane.einsum(&spec, &all).unwrap()).unwrap());
+    let want: Vec<f64> = [1.0f64, 2.0, 0.5].iter().map(|v| v.powi(100)).collect();
+    assert_eq!(got.as_slice::<f64>().unwrap(), &want[..]);
+
+    // A chain of 300 2×2 matrices, labelled with CJK ideographs (labels
+    // past the 52 letters), against the product taken in order here.
+    let n = 300;
+    let label = |i: usize| char::from_u32(0x4E00 + i as u32).unwrap();
+    let matrix = |i: usize| {
+        let t = i as f64 * 0.37;
+        vec![t.cos(), t.sin(), -t.sin() * 0.5, t.cos()]
+    };
+    let mut want = vec![1.0, 0.0, 0.0, 1.0];
+    for i in 0..n {
+        let m = matrix(i);
+        want = vec![
+            want[0] * m[0] + want[1] * m[2],
+            want[0] * m[1] + want[1] * m[3],
+            want[2] * m[0] + want[3] * m[2],
+            want[2] * m[1] + want[3] * m[3],
+        ];
+    }
+    let handles: Vec<weft::TensorHandle> = (0..n)
+        .map(|i| {
+            lane.upload(Tensor::from_vec(matrix(i), &[2, 2]).unwrap())
+                .unwrap()
+        })
+        .collect();
+    let operands: Vec<&weft::TensorHandle> = handles.iter().collect();
+    let terms: Vec<String> = (0..n)
+        .map(|i| format!("{}{}", label(i), label(i + 1)))
+        .collect();
+    let spec = format!("{}->{}{}", terms.join(","), label(0), label(n));
+    // Greedy, and along a path from the right end (each step the last
+    // two terms).
+    let right: Vec<(usize, usize)> = (0..n - 1).map(|k| (n - 2 - k, n - 1 - k)).collect();
+    for result in [
+        lane.einsum(&spec, &operands).unwrap(),
+        lane.einsum_along(&spec, &operands, &right).unwrap(),
+    ] {
+        let got = wait_ok(lane.download(&result).unwrap());
+        for (g, w) in got.as_slice::<f64>().unwrap().iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{g} vs {w}");
+        }
+    }
+    // A path that does not fit is refused at the call, by its step.
+    let mut bad = right.clone();
+    bad[5] = (0, n);
+    match lane.einsum_along(&spec, &operands, &bad) {
         Err(OpError::Tensor(TensorError::Einsum { reason, .. })) => {
-            assert!(reason.contains("65 operands"), "{reason}")
+            assert!(reason.contains("path step 5"), "{reason}")
         }
         other => panic!("expected an einsum error, got {other:?}"),
     }
-    // At the limit: the product of 64 copies, elementwise.
-    let all: Vec<&weft::TensorHandle> = vec![&x; weft::ops::MAX_EINSUM_OPERANDS];
-    let got = wait_ok(
-        lane.download(&lane.einsum(&spec(all.len()), &all).unwrap())
-            .unwrap(),
-    );
-    let want: Vec<f64> = [1.0f64, 2.0, 0.5].iter().map(|v| v.powi(64)).collect();
-    assert_eq!(got.as_slice::<f64>().unwrap(), &want[..]);
 }
 
 /// Shape arithmetic is checked everywhere: with overflow checks on (this

@@ -349,6 +349,31 @@ impl Recorder {
     /// As [`Recorder::apply`]; a bad specification is named as step
     /// `einsum`'s error.
     pub fn einsum(&mut self, spec: &str, operands: &[Value]) -> Result<Value, RecordError> {
+        self.einsum_path(spec, operands, None)
+    }
+
+    /// `einsum(spec, operands)` contracted along `path` (opt_einsum's
+    /// pairs; see [`EinsumSpec::with_path`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Recorder::einsum`]; a path that does not fit the operands is
+    /// named as step `einsum`'s error.
+    pub fn einsum_along(
+        &mut self,
+        spec: &str,
+        operands: &[Value],
+        path: &[(usize, usize)],
+    ) -> Result<Value, RecordError> {
+        self.einsum_path(spec, operands, Some(path))
+    }
+
+    fn einsum_path(
+        &mut self,
+        spec: &str,
+        operands: &[Value],
+        path: Option<&[(usize, usize)]>,
+    ) -> Result<Value, RecordError> {
         // A stray operand is refused by `apply`, in its own words: the
         // shapes here are of the operands this recorder knows.
         let shapes: Vec<&[usize]> = operands
@@ -361,7 +386,11 @@ impl Recorder {
         } else {
             EinsumSpec::parse(spec)
         };
-        let spec = parsed.map_err(|source| RecordError::Op {
+        let along = |spec: EinsumSpec| match path {
+            Some(path) => spec.with_path(path),
+            None => Ok(spec),
+        };
+        let spec = parsed.and_then(along).map_err(|source| RecordError::Op {
             step: self.steps.len(),
             op: "einsum",
             source,

@@ -43,7 +43,7 @@ pub(super) fn run(
 /// One contraction, lowered for its operands' shapes and element type.
 #[derive(Debug)]
 pub(crate) struct EinsumPlan {
-    spec: String,
+    spec: Spec,
     shapes: Vec<Vec<usize>>,
     dtype: DType,
     prims: Vec<Prim>,
@@ -232,7 +232,7 @@ impl EinsumPlan {
             }
         }
         Ok(EinsumPlan {
-            spec: spec.text().to_owned(),
+            spec: spec.clone(),
             shapes: shapes.iter().map(|s| s.to_vec()).collect(),
             dtype,
             prims,
@@ -241,11 +241,13 @@ impl EinsumPlan {
         })
     }
 
-    /// The hash the engine's cache files a plan under: of the subscripts,
-    /// the operands' shapes and the element type.
+    /// The hash the engine's cache files a plan under: of the subscripts
+    /// and the path given with them, the operands' shapes and the element
+    /// type.
     pub(crate) fn key_hash(spec: &Spec, shapes: &[&[usize]], dtype: DType) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         spec.text().hash(&mut h);
+        spec.given_path().hash(&mut h);
         shapes.hash(&mut h);
         dtype.hash(&mut h);
         h.finish()
@@ -254,7 +256,7 @@ impl EinsumPlan {
     /// Whether this plan is the one for these subscripts, shapes and type.
     pub(crate) fn is_for(&self, spec: &Spec, shapes: &[&[usize]], dtype: DType) -> bool {
         self.dtype == dtype
-            && self.spec == spec.text()
+            && self.spec == *spec
             && self.shapes.len() == shapes.len()
             && self.shapes.iter().zip(shapes).all(|(a, b)| a == b)
     }
@@ -766,8 +768,8 @@ mod tests {
             dtype: DType::F64,
             shape: shape.to_vec(),
         };
-        let err = Spec::parse("ij,j1->i").unwrap_err();
-        assert!(err.to_string().contains("`1` is not a label"), "{err}");
+        let err = Spec::parse("ij,j!->i").unwrap_err();
+        assert!(err.to_string().contains("`!` is not a label"), "{err}");
         let err = Spec::parse("ij->ii").unwrap_err();
         assert!(err.to_string().contains("appears twice"), "{err}");
         let err = Spec::parse("ij->k").unwrap_err();

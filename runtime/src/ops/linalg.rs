@@ -38,7 +38,11 @@ impl<E: TensorEngine> Lane<E> {
     /// labels included), lowered to permutations and batched GEMM with a
     /// greedy contraction order. The spec is parsed and checked against the
     /// operands here, at the call site, as NumPy's: `...` and extent-1
-    /// axes broadcast (see [`EinsumSpec::parse_for`]).
+    /// axes broadcast (see [`EinsumSpec::parse_for`]). A whole network is
+    /// one einsum: any number of operands, and labels beyond ASCII letters
+    /// (letters and digits of any script, and other non-ASCII characters,
+    /// as opt_einsum's symbols); give its path with
+    /// [`Lane::einsum_along`].
     ///
     /// # Errors
     ///
@@ -50,6 +54,26 @@ impl<E: TensorEngine> Lane<E> {
             TensorOp::Einsum(EinsumSpec::parse_for(spec, &shapes)?),
             inputs,
         )
+    }
+
+    /// [`Lane::einsum`] contracted along `path`, as opt_einsum writes one
+    /// (`contract_path`'s pairs): each pair names two places in the
+    /// current list of terms, which are contracted and their result
+    /// appended at the end. The path is checked here, at the call site.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lane::einsum`]; [`TensorError::Einsum`] naming a pair that
+    /// does not fit (see [`EinsumSpec::with_path`]).
+    pub fn einsum_along(
+        &self,
+        spec: &str,
+        inputs: &[&TensorHandle],
+        path: &[(usize, usize)],
+    ) -> Result<TensorHandle, OpError> {
+        let shapes: Vec<&[usize]> = inputs.iter().map(|h| h.shape()).collect();
+        let spec = EinsumSpec::parse_for(spec, &shapes)?.with_path(path)?;
+        self.apply(TensorOp::Einsum(spec), inputs)
     }
 
     /// `alpha · op(a) @ op(b) + beta · c`, batched as [`Lane::matmul`]

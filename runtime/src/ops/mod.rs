@@ -19,7 +19,6 @@ mod structural;
 
 pub use linalg::DotGeneral;
 // The vocabulary the ops name, and the CPU's kernels run on host tensors.
-pub use weft_core::ops::MAX_EINSUM_OPERANDS;
 pub use weft_core::{
     ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, ReduceOp, ScatterMode,
     SliceAxis, TensorOp, UnaryOp,

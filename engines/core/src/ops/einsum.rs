@@ -1,9 +1,17 @@
 //! `einsum` with NumPy subscripts: parsing, checking, and the one lowering
-//! (to diagonals, sums, permutations and batched GEMM, in a greedy pairwise
-//! order) that every backend runs through its [`Contraction`] primitives.
+//! (to diagonals, sums, permutations and batched GEMM, in a pairwise
+//! order: the caller's path, or a greedy one) that every backend runs
+//! through its [`Contraction`] primitives.
+//!
+//! A whole tensor network is one einsum: any number of operands, and
+//! labels beyond ASCII letters (digits and any non-ASCII character, as
+//! opt_einsum's symbols are), so a network written for opt_einsum or
+//! NumPy's `einsum_path` is taken as it is, with its path if it has one.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use crate::layout::{row_major, View};
@@ -17,6 +25,8 @@ pub struct Spec {
     inputs: Arc<[Vec<char>]>,
     output: Arc<[char]>,
     text: Arc<str>,
+    /// The contraction order the caller gave, if any ([`Spec::with_path`]).
+    path: Option<Arc<[(usize, usize)]>>,
 }
 
 /// Specifications parsed on this thread, by text: a lane's eager einsums
@@ -27,10 +37,13 @@ thread_local! {
     static PARSED: RefCell<HashMap<Box<str>, Spec>> = RefCell::new(HashMap::new());
 }
 
-/// The most operands one einsum takes (NumPy's own limit is 64 too): the
-/// contraction order is planned on the actor, and bounding the operands
-/// bounds that planning (a few milliseconds at this limit).
-pub const MAX_EINSUM_OPERANDS: usize = 64;
+/// Whether `c` is a label: a letter or digit of any script, or any other
+/// character outside ASCII (opt_einsum's symbols past the 52 letters are
+/// such characters, `×` and `÷` among them). ASCII punctuation is not:
+/// `,`, `-`, `>` and `.` are the syntax.
+pub fn is_label(c: char) -> bool {
+    c.is_alphanumeric() || !(c.is_ascii() || c.is_whitespace() || c.is_control())
+}
 
 /// One part of a subscript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,21 +77,17 @@ fn tokens(text: &str) -> Result<(Vec<Subscript>, Option<Subscript>), TensorError
                 }
                 out.push(Token::Ellipsis);
                 rest = after;
-            } else if c.is_ascii_alphabetic() {
+            } else if is_label(c) {
                 out.push(Token::Label(c));
-                rest = &rest[1..];
+                rest = &rest[c.len_utf8()..];
             } else {
-                return Err(bad(format!("`{c}` is not a label (labels are a-z, A-Z)")));
+                return Err(bad(format!(
+                    "`{c}` is not a label (labels are letters, digits and non-ASCII characters)"
+                )));
             }
         }
         Ok(out)
     };
-    let operands = lhs.split(',').count();
-    if operands > MAX_EINSUM_OPERANDS {
-        return Err(bad(format!(
-            "{operands} operands; at most {MAX_EINSUM_OPERANDS} are taken"
-        )));
-    }
     let inputs = lhs.split(',').map(list).collect::<Result<Vec<_>, _>>()?;
     let output = rhs.map(list).transpose()?;
     Ok((inputs, output))
@@ -100,8 +109,7 @@ impl Spec {
     ///
     /// # Errors
     ///
-    /// [`TensorError::Einsum`] naming the bad part of the string, or more
-    /// than [`MAX_EINSUM_OPERANDS`] operands.
+    /// [`TensorError::Einsum`] naming the bad part of the string.
     pub fn parse(text: &str) -> Result<Spec, TensorError> {
         let known = PARSED
             .try_with(|parsed| parsed.borrow().get(text).cloned())
@@ -188,15 +196,17 @@ impl Spec {
                 shapes.len()
             )));
         }
+        // Labels for the axes made explicit: letters the text does not
+        // use, ASCII first, then from Latin Extended and Greek on.
         let mut unused = ('A'..='Z')
             .chain('a'..='z')
-            .filter(|c| !text.contains(*c))
-            .collect::<Vec<char>>()
-            .into_iter();
+            .chain('\u{100}'..='\u{2FF}')
+            .chain('\u{370}'..='\u{52F}')
+            .filter(|&c| c.is_alphabetic() && !text.contains(c));
         let mut fresh = || {
             unused
                 .next()
-                .ok_or_else(|| bad("more axes than the 52 labels".into()))
+                .ok_or_else(|| bad("more axes than there are labels to name them".into()))
         };
         // Broadcast axes per operand, and the most of any.
         let mut ranks = Vec::with_capacity(inputs.len());
@@ -315,7 +325,53 @@ impl Spec {
             inputs: inputs.into(),
             output: output.into(),
             text: text.into(),
+            path: None,
         })
+    }
+
+    /// This specification contracted in the order `path` gives, as
+    /// opt_einsum writes one: each pair names two places in the current
+    /// list of terms (the operands first), which are taken out, and their
+    /// contraction is appended at the end. A path has one pair fewer than
+    /// there are operands.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::Einsum`] naming the first pair that is not two
+    /// distinct places of the list at its step, or a path of the wrong
+    /// length.
+    pub fn with_path(&self, path: &[(usize, usize)]) -> Result<Spec, TensorError> {
+        let bad = |reason: String| TensorError::Einsum {
+            spec: self.text.to_string(),
+            reason,
+        };
+        let n = self.inputs.len();
+        if path.len() + 1 != n.max(1) {
+            return Err(bad(format!(
+                "a path of {} pairs for {n} operands (it needs {})",
+                path.len(),
+                n.saturating_sub(1)
+            )));
+        }
+        let mut sorted = Vec::with_capacity(path.len());
+        for (step, &(i, j)) in path.iter().enumerate() {
+            let terms = n - step;
+            if i == j || i >= terms || j >= terms {
+                return Err(bad(format!(
+                    "path step {step}, ({i}, {j}): not two places of the {terms} terms left"
+                )));
+            }
+            sorted.push((i.min(j), i.max(j)));
+        }
+        Ok(Spec {
+            path: Some(sorted.into()),
+            ..self.clone()
+        })
+    }
+
+    /// The path given with [`Spec::with_path`], if one was.
+    pub fn given_path(&self) -> Option<&[(usize, usize)]> {
+        self.path.as_deref()
     }
 
     /// The specification as it was written.
@@ -404,12 +460,12 @@ impl Spec {
         inputs: Vec<B::Value>,
     ) -> Result<B::Value, B::Error> {
         let extents = self.extents(inputs.iter().map(|v| B::shape(v)))?;
+        let path = self.order(&extents);
         let mut terms: Vec<Term<B>> = Vec::new();
         for (labels, v) in self.inputs.iter().zip(inputs) {
             terms.push(Term::diagonal(backend, labels, v)?);
         }
-        while terms.len() > 1 {
-            let (i, j) = self.cheapest_pair(&terms, &extents);
+        for &(i, j) in path.iter() {
             let b = terms.remove(j);
             let a = terms.remove(i);
             let keep = self.needed(&terms, &a.labels, &b.labels);
@@ -450,8 +506,7 @@ impl Spec {
         }
         let mut terms: Vec<Vec<char>> = self.inputs.to_vec();
         let mut pairs = Vec::with_capacity(terms.len().saturating_sub(1));
-        while terms.len() > 1 {
-            let (i, j) = self.cheapest_pair(&terms, &extents);
+        for &(i, j) in self.order(&extents).iter() {
             let b = terms.remove(j);
             let a = terms.remove(i);
             let keep = self.needed(&terms, &a, &b);
@@ -470,44 +525,189 @@ impl Spec {
         Ok(Some(pairs))
     }
 
-    /// The pair whose result is smallest (greedy order). A label is kept
-    /// when the output or a third term has it: counting the terms of each
-    /// label once makes that check constant, so a step costs the pairs
-    /// times their labels.
-    fn cheapest_pair<T: AsRef<[char]>>(
+    /// The contraction order: the given path, or the greedy one.
+    fn order(&self, extents: &BTreeMap<char, usize>) -> Cow<'_, [(usize, usize)]> {
+        match &self.path {
+            Some(path) => Cow::Borrowed(path),
+            None => Cow::Owned(self.greedy(extents)),
+        }
+    }
+
+    /// The greedy contraction order for operands of `shapes`, as a path
+    /// ([`Spec::with_path`]'s form).
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::extents`].
+    pub fn greedy_path(&self, shapes: &[&[usize]]) -> Result<Vec<(usize, usize)>, TensorError> {
+        Ok(self.greedy(&self.extents(shapes.iter().copied())?))
+    }
+
+    /// The cost of contracting operands of `shapes` along `path`, counted
+    /// as opt_einsum counts it: per step, the product of the extents of
+    /// every label of the two terms, twice when a label is summed; and the
+    /// largest term made, in elements. Saturating.
+    ///
+    /// # Errors
+    ///
+    /// As [`Spec::extents`] and [`Spec::with_path`].
+    pub fn path_cost(
         &self,
-        terms: &[T],
-        extents: &BTreeMap<char, usize>,
-    ) -> (usize, usize) {
-        let mut holders: BTreeMap<char, usize> = BTreeMap::new();
-        for t in terms {
-            for &c in t.as_ref() {
-                *holders.entry(c).or_default() += 1;
+        shapes: &[&[usize]],
+        path: &[(usize, usize)],
+    ) -> Result<(u128, u128), TensorError> {
+        let extents = self.extents(shapes.iter().copied())?;
+        let path = self.with_path(path)?.path.unwrap_or_default();
+        let size = |labels: &[char]| {
+            labels
+                .iter()
+                .fold(1u128, |n, c| n.saturating_mul(extents[c] as u128))
+        };
+        let mut terms: Vec<Vec<char>> = self.inputs.to_vec();
+        let (mut flops, mut largest) = (0u128, 0u128);
+        for &(i, j) in path.iter() {
+            let b = terms.remove(j);
+            let a = terms.remove(i);
+            let keep = self.needed(&terms, &a, &b);
+            let mut all = a.clone();
+            all.extend(b.iter().filter(|c| !a.contains(c)));
+            let summed = all.iter().any(|c| !keep.contains(c));
+            let step = size(&all).saturating_mul(1 + u128::from(summed));
+            flops = flops.saturating_add(step);
+            largest = largest.max(size(&keep));
+            terms.push(keep);
+        }
+        Ok((flops, largest))
+    }
+
+    /// The greedy order (opt_einsum's `greedy`): repeatedly the pair of
+    /// terms that share a label whose contraction removes the most memory
+    /// (its result's size less its two terms', the smaller result on a
+    /// tie, then the earlier pair), then, once no two terms share a label,
+    /// outer products, the two smallest terms first. Pairs are kept in a
+    /// heap, each refreshed when it comes up (a pair's cost only falls as
+    /// other contractions end its labels' other uses), so a network of
+    /// hundreds of terms plans in milliseconds.
+    fn greedy(&self, extents: &BTreeMap<char, usize>) -> Vec<(usize, usize)> {
+        let n = self.inputs.len();
+        let size = |labels: &[char]| {
+            labels
+                .iter()
+                .fold(1u128, |n, c| n.saturating_mul(extents[c] as u128))
+        };
+        // Terms by id (operands, then results), whether each is alive, how
+        // many live terms hold each label, and which live terms do.
+        let mut terms: Vec<Vec<char>> = self.inputs.to_vec();
+        let mut alive = vec![true; n];
+        let mut holders: HashMap<char, Vec<usize>> = HashMap::new();
+        for (id, labels) in terms.iter().enumerate() {
+            for &c in labels {
+                let list = holders.entry(c).or_default();
+                if list.last() != Some(&id) {
+                    list.push(id);
+                }
             }
         }
-        let mut best = (0, 1, usize::MAX);
-        let mut seen: Vec<char> = Vec::new();
-        for i in 0..terms.len() {
-            for j in i + 1..terms.len() {
-                let mut size: usize = 1;
-                seen.clear();
-                for &c in terms[i].as_ref().iter().chain(terms[j].as_ref()) {
-                    if seen.contains(&c) {
+        // The labels `a` and `b` keep: in the output or in a third term.
+        let kept =
+            |terms: &[Vec<char>], holders: &HashMap<char, Vec<usize>>, a: usize, b: usize| {
+                let mut keep: Vec<char> = Vec::new();
+                for &c in terms[a].iter().chain(&terms[b]) {
+                    if keep.contains(&c) {
                         continue;
                     }
-                    seen.push(c);
-                    let in_pair = usize::from(terms[i].as_ref().contains(&c))
-                        + usize::from(terms[j].as_ref().contains(&c));
-                    if self.output.contains(&c) || holders[&c] > in_pair {
-                        size = size.saturating_mul(extents[&c]);
+                    let others = holders[&c].iter().any(|&t| t != a && t != b);
+                    if others || self.output.contains(&c) {
+                        keep.push(c);
                     }
                 }
-                if size < best.2 {
-                    best = (i, j, size);
+                keep
+            };
+        // (cost, result size, a, b): the least first.
+        type Candidate = Reverse<(i128, u128, usize, usize)>;
+        let cost =
+            |terms: &[Vec<char>], holders: &HashMap<char, Vec<usize>>, a: usize, b: usize| {
+                let out = size(&kept(terms, holders, a, b));
+                let removed = i128::try_from(out).unwrap_or(i128::MAX)
+                    - i128::try_from(size(&terms[a])).unwrap_or(i128::MAX)
+                    - i128::try_from(size(&terms[b])).unwrap_or(i128::MAX);
+                (removed, out)
+            };
+        let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
+        let mut seen: std::collections::HashSet<(usize, usize)> = Default::default();
+        let push_pairs_of =
+            |id: usize,
+             terms: &[Vec<char>],
+             holders: &HashMap<char, Vec<usize>>,
+             heap: &mut BinaryHeap<Candidate>,
+             seen: &mut std::collections::HashSet<(usize, usize)>| {
+                for c in &terms[id] {
+                    for &other in &holders[c] {
+                        let pair = (other.min(id), other.max(id));
+                        if other != id && seen.insert(pair) {
+                            let (removed, out) = cost(terms, holders, pair.0, pair.1);
+                            heap.push(Reverse((removed, out, pair.0, pair.1)));
+                        }
+                    }
+                }
+            };
+        for id in 0..n {
+            push_pairs_of(id, &terms, &holders, &mut heap, &mut seen);
+        }
+        // The live ids in list order: a pair's places in the path.
+        let mut list: Vec<usize> = (0..n).collect();
+        let mut path = Vec::with_capacity(n.saturating_sub(1));
+        let mut contract = |a: usize,
+                            b: usize,
+                            terms: &mut Vec<Vec<char>>,
+                            alive: &mut Vec<bool>,
+                            holders: &mut HashMap<char, Vec<usize>>|
+         -> usize {
+            let keep = kept(terms, holders, a, b);
+            let i = list.iter().position(|&t| t == a).expect("a live term");
+            let j = list.iter().position(|&t| t == b).expect("a live term");
+            path.push((i.min(j), i.max(j)));
+            list.remove(i.max(j));
+            list.remove(i.min(j));
+            let id = terms.len();
+            list.push(id);
+            for t in [a, b] {
+                alive[t] = false;
+                for c in terms[t].clone() {
+                    if let Some(h) = holders.get_mut(&c) {
+                        h.retain(|&x| x != t);
+                    }
                 }
             }
+            for &c in &keep {
+                holders.entry(c).or_default().push(id);
+            }
+            terms.push(keep);
+            alive.push(true);
+            id
+        };
+        while let Some(Reverse((removed, out, a, b))) = heap.pop() {
+            if !(alive[a] && alive[b]) {
+                continue;
+            }
+            let now = cost(&terms, &holders, a, b);
+            if now != (removed, out) {
+                heap.push(Reverse((now.0, now.1, a, b)));
+                continue;
+            }
+            let id = contract(a, b, &mut terms, &mut alive, &mut holders);
+            push_pairs_of(id, &terms, &holders, &mut heap, &mut seen);
         }
-        (best.0, best.1)
+        // What shares no label: outer products, the smallest first.
+        loop {
+            let mut live: Vec<usize> = (0..terms.len()).filter(|&t| alive[t]).collect();
+            if live.len() < 2 {
+                break;
+            }
+            live.sort_by_key(|&t| (size(&terms[t]), t));
+            contract(live[0], live[1], &mut terms, &mut alive, &mut holders);
+        }
+        path
     }
 }
 
@@ -697,5 +897,104 @@ impl<B: Contraction> Term<B> {
             .sum_out(backend, output)?
             .permute(backend, output)?
             .value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_letters_digits_and_non_ascii_characters() {
+        let s = Spec::parse("aÁ,Á×3->a×3").unwrap();
+        assert_eq!(s.inputs(), &[vec!['a', 'Á'], vec!['Á', '×', '3']]);
+        assert_eq!(s.output(), &['a', '×', '3']);
+        let s = Spec::parse("bЊ,bА->ЊА").unwrap();
+        assert_eq!(s.arity(), 2);
+        for (spec, bad) in [("ij,j!->i", '!'), ("i;j->ij", ';'), ("i j,(j)", '(')] {
+            let err = Spec::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{bad}` is not a label")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_long_specification_is_shown_by_its_ends() {
+        let text: String = (0..400)
+            .map(|i| format!("{}{}", label(i), label(i + 1)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let spec = format!("{text}->!");
+        let err = Spec::parse(&spec).unwrap_err().to_string();
+        assert!(err.len() < 300, "{err}");
+        assert!(err.contains(" characters) … "), "{err}");
+        assert!(err
+            .ends_with("`!` is not a label (labels are letters, digits and non-ASCII characters)"));
+        let short = Spec::parse("ij,jk->kk").unwrap_err().to_string();
+        assert_eq!(short, "einsum `ij,jk->kk`: output label `k` appears twice");
+    }
+
+    /// Label `i` of a network: CJK ideographs, as many as wanted.
+    fn label(i: usize) -> char {
+        char::from_u32(0x4E00 + i as u32).unwrap()
+    }
+
+    #[test]
+    fn a_given_path_is_checked_and_followed() {
+        let s = Spec::parse("ab,bc,cd->ad").unwrap();
+        let shapes: [&[usize]; 3] = [&[2, 3], &[3, 4], &[4, 5]];
+        // Right to left: (1, 2) first, then the first operand with it.
+        let along = s.with_path(&[(2, 1), (0, 1)]).unwrap();
+        assert_eq!(along.given_path(), Some(&[(1, 2), (0, 1)][..]));
+        let pairs = along.pairwise(&shapes).unwrap().unwrap();
+        assert_eq!(
+            (pairs[0].a.clone(), pairs[0].b.clone()),
+            (vec!['b', 'c'], vec!['c', 'd'])
+        );
+        assert_eq!(pairs[1].result, vec!['a', 'd']);
+        // Its cost as opt_einsum counts it: 3·4·5 and 2·3·5 multiply-adds.
+        assert_eq!(
+            s.path_cost(&shapes, &[(1, 2), (0, 1)]).unwrap(),
+            (2 * 60 + 2 * 30, 15)
+        );
+        for (path, want) in [
+            (
+                vec![(0, 1)],
+                "a path of 1 pairs for 3 operands (it needs 2)",
+            ),
+            (vec![(0, 0), (0, 1)], "path step 0, (0, 0)"),
+            (
+                vec![(0, 1), (0, 2)],
+                "path step 1, (0, 2): not two places of the 2 terms left",
+            ),
+        ] {
+            let err = s.with_path(&path).unwrap_err().to_string();
+            assert!(err.contains(want), "{err}");
+        }
+        // Specifications with and without a path differ.
+        assert_ne!(s, along);
+    }
+
+    #[test]
+    fn the_greedy_path_plans_hundreds_of_operands() {
+        // A ring of 400 matrices, each label shared by two neighbours.
+        let n = 400;
+        let terms: Vec<String> = (0..n)
+            .map(|i| format!("{}{}", label(i), label((i + 1) % n)))
+            .collect();
+        let s = Spec::parse(&format!("{}->", terms.join(","))).unwrap();
+        let shapes: Vec<&[usize]> = vec![&[2, 2]; n];
+        let path = s.greedy_path(&shapes).unwrap();
+        assert_eq!(path.len(), n - 1);
+        let (flops, largest) = s.path_cost(&shapes, &path).unwrap();
+        // Along the ring, no term grows past a 2×2 matrix.
+        assert_eq!(largest, 4);
+        assert!(flops <= 2 * 8 * n as u128, "{flops}");
+        // A network of two parts: each contracted, the one that frees
+        // more memory first (35 − 30 − 42 against 8 − 6 − 12), and the
+        // outer product of the two last.
+        let s = Spec::parse("ab,bc,de,ef->acdf").unwrap();
+        let shapes: [&[usize]; 4] = [&[2, 3], &[3, 4], &[5, 6], &[6, 7]];
+        let path = s.greedy_path(&shapes).unwrap();
+        assert_eq!(path, vec![(2, 3), (0, 1), (0, 1)]);
     }
 }

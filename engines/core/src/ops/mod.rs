@@ -18,7 +18,7 @@ pub use crate::layout::broadcast_shapes;
 pub use crate::tensor::Scalar;
 pub use create::Distribution;
 pub use einsum::Contraction;
-pub use einsum::{Spec as EinsumSpec, MAX_EINSUM_OPERANDS};
+pub use einsum::{is_label, Spec as EinsumSpec};
 pub use elementwise::check_integer_operands;
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};

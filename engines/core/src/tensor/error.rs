@@ -146,10 +146,11 @@ pub enum TensorError {
         /// What is wrong.
         reason: String,
     },
-    /// An einsum specification that is malformed or does not fit its operands.
-    #[error("einsum `{spec}`: {reason}")]
+    /// An einsum specification that is malformed or does not fit its
+    /// operands. Its message shows a long specification by its two ends.
+    #[error("einsum `{}`: {reason}", abridged(.spec))]
     Einsum {
-        /// The specification.
+        /// The specification, whole.
         spec: String,
         /// What is wrong.
         reason: String,
@@ -263,4 +264,18 @@ pub enum TensorError {
         /// The shape.
         shape: Vec<usize>,
     },
+}
+
+/// `text` whole when short; else its first and last 40 characters around
+/// an ellipsis and the count left out (a network's subscripts run to
+/// thousands of characters).
+fn abridged(text: &str) -> String {
+    const END: usize = 40;
+    let n = text.chars().count();
+    if n <= 3 * END {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(END).collect();
+    let tail: String = text.chars().skip(n - END).collect();
+    format!("{head} … ({} characters) … {tail}", n - 2 * END)
 }
