@@ -529,18 +529,34 @@ impl Spec {
     fn order(&self, extents: &BTreeMap<char, usize>) -> Cow<'_, [(usize, usize)]> {
         match &self.path {
             Some(path) => Cow::Borrowed(path),
-            None => Cow::Owned(self.greedy(extents)),
+            None => Cow::Owned(self.planned(extents)),
         }
     }
 
-    /// The greedy contraction order for operands of `shapes`, as a path
-    /// ([`Spec::with_path`]'s form).
+    /// The cheaper (in FLOPs, as [`Spec::path_cost`] counts them) of the
+    /// two greedy orders: by memory removed (opt_einsum's) and by the
+    /// smallest result. Neither is the better on every network (on the
+    /// einsum benchmark's language models each wins one of three).
+    fn planned(&self, extents: &BTreeMap<char, usize>) -> Vec<(usize, usize)> {
+        let removed = self.greedy(extents, false);
+        let smallest = self.greedy(extents, true);
+        if self.cost_along(extents, &smallest).0 < self.cost_along(extents, &removed).0 {
+            smallest
+        } else {
+            removed
+        }
+    }
+
+    /// The contraction order weft plans for operands of `shapes` when no
+    /// path is given, as a path ([`Spec::with_path`]'s form): the cheaper
+    /// of two greedy orders (by memory removed, as opt_einsum's `greedy`,
+    /// and by the smallest result).
     ///
     /// # Errors
     ///
     /// As [`Spec::extents`].
     pub fn greedy_path(&self, shapes: &[&[usize]]) -> Result<Vec<(usize, usize)>, TensorError> {
-        Ok(self.greedy(&self.extents(shapes.iter().copied())?))
+        Ok(self.planned(&self.extents(shapes.iter().copied())?))
     }
 
     /// The cost of contracting operands of `shapes` along `path`, counted
@@ -558,6 +574,11 @@ impl Spec {
     ) -> Result<(u128, u128), TensorError> {
         let extents = self.extents(shapes.iter().copied())?;
         let path = self.with_path(path)?.path.unwrap_or_default();
+        Ok(self.cost_along(&extents, &path))
+    }
+
+    /// [`Spec::path_cost`] of a path known to fit.
+    fn cost_along(&self, extents: &BTreeMap<char, usize>, path: &[(usize, usize)]) -> (u128, u128) {
         let size = |labels: &[char]| {
             labels
                 .iter()
@@ -568,27 +589,30 @@ impl Spec {
         for &(i, j) in path.iter() {
             let b = terms.remove(j);
             let a = terms.remove(i);
-            let keep = self.needed(&terms, &a, &b);
+            let mut keep = self.needed(&terms, &a, &b);
+            dedup(&mut keep);
             let mut all = a.clone();
             all.extend(b.iter().filter(|c| !a.contains(c)));
+            dedup(&mut all);
             let summed = all.iter().any(|c| !keep.contains(c));
             let step = size(&all).saturating_mul(1 + u128::from(summed));
             flops = flops.saturating_add(step);
             largest = largest.max(size(&keep));
             terms.push(keep);
         }
-        Ok((flops, largest))
+        (flops, largest)
     }
 
-    /// The greedy order (opt_einsum's `greedy`): repeatedly the pair of
-    /// terms that share a label whose contraction removes the most memory
-    /// (its result's size less its two terms', the smaller result on a
-    /// tie, then the earlier pair), then, once no two terms share a label,
+    /// A greedy order: repeatedly the pair of terms that share a label
+    /// whose contraction removes the most memory (its result's size less
+    /// its two terms', the smaller result on a tie, then the earlier pair:
+    /// opt_einsum's `greedy`), or, `by_size`, whose result is smallest
+    /// (the more memory removed on a tie); then, once no two terms share a label,
     /// outer products, the two smallest terms first. Pairs are kept in a
     /// heap, each refreshed when it comes up (a pair's cost only falls as
     /// other contractions end its labels' other uses), so a network of
     /// hundreds of terms plans in milliseconds.
-    fn greedy(&self, extents: &BTreeMap<char, usize>) -> Vec<(usize, usize)> {
+    fn greedy(&self, extents: &BTreeMap<char, usize>, by_size: bool) -> Vec<(usize, usize)> {
         let n = self.inputs.len();
         let size = |labels: &[char]| {
             labels
@@ -628,10 +652,18 @@ impl Spec {
         let cost =
             |terms: &[Vec<char>], holders: &HashMap<char, Vec<usize>>, a: usize, b: usize| {
                 let out = size(&kept(terms, holders, a, b));
-                let removed = i128::try_from(out).unwrap_or(i128::MAX)
-                    - i128::try_from(size(&terms[a])).unwrap_or(i128::MAX)
-                    - i128::try_from(size(&terms[b])).unwrap_or(i128::MAX);
-                (removed, out)
+                let wide = |n: u128| i128::try_from(n).unwrap_or(i128::MAX);
+                let removed = wide(out)
+                    .saturating_sub(wide(size(&terms[a])))
+                    .saturating_sub(wide(size(&terms[b])));
+                if by_size {
+                    (
+                        wide(out),
+                        u128::try_from(removed.saturating_add(i128::MAX / 2)).unwrap_or(0),
+                    )
+                } else {
+                    (removed, out)
+                }
             };
         let mut heap: BinaryHeap<Candidate> = BinaryHeap::new();
         let mut seen: std::collections::HashSet<(usize, usize)> = Default::default();
@@ -709,6 +741,16 @@ impl Spec {
         }
         path
     }
+}
+
+/// `labels` with each label once, first places kept.
+fn dedup(labels: &mut Vec<char>) {
+    let mut seen = Vec::with_capacity(labels.len());
+    labels.retain(|c| {
+        let new = !seen.contains(c);
+        seen.push(*c);
+        new
+    });
 }
 
 /// The primitives an engine lends [`Spec::contract`]. `Value` is the
