@@ -40,8 +40,15 @@ struct Instance {
     labels: Vec<Vec<char>>,
     output: Vec<char>,
     shapes: Vec<Vec<usize>>,
-    /// (strategy, path, log10 FLOPs, log2 largest intermediate).
-    paths: Vec<(String, Vec<(usize, usize)>, f64, f64)>,
+    paths: Vec<Published>,
+}
+
+/// One published path of an instance.
+struct Published {
+    strategy: String,
+    path: Vec<(usize, usize)>,
+    log10_flops: f64,
+    log2_size: f64,
 }
 
 fn instances() -> Result<Vec<Instance>, BoxError> {
@@ -55,14 +62,14 @@ fn instances() -> Result<Vec<Instance>, BoxError> {
         let mut paths = Vec::new();
         for (strategy, p) in i["paths"].as_object().ok_or("no paths")? {
             let pairs: Vec<[usize; 2]> = serde_json::from_value(p["path"].clone())?;
-            paths.push((
-                strategy.clone(),
-                pairs.into_iter().map(|[a, b]| (a, b)).collect(),
-                p["log10_flops"].as_f64().unwrap_or(f64::NAN),
-                p["log2_size"].as_f64().unwrap_or(f64::NAN),
-            ));
+            paths.push(Published {
+                strategy: strategy.clone(),
+                path: pairs.into_iter().map(|[a, b]| (a, b)).collect(),
+                log10_flops: p["log10_flops"].as_f64().unwrap_or(f64::NAN),
+                log2_size: p["log2_size"].as_f64().unwrap_or(f64::NAN),
+            });
         }
-        paths.sort_by(|a, b| b.0.cmp(&a.0));
+        paths.sort_by(|a, b| b.strategy.cmp(&a.strategy));
         all.push(Instance {
             name: i["name"].as_str().ok_or("no name")?.to_owned(),
             output: rhs.chars().collect(),
@@ -197,7 +204,7 @@ fn main() -> Result<(), BoxError> {
         if only.as_deref().is_some_and(|o| !inst.name.contains(o)) {
             continue;
         }
-        let largest = inst.paths.iter().map(|p| p.3).fold(0.0, f64::max);
+        let largest = inst.paths.iter().map(|p| p.log2_size).fold(0.0, f64::max);
         if skip_large && largest > 25.0 {
             println!(
                 "{:<44} skipped: intermediates of 2^{largest:.1} elements",
@@ -222,7 +229,13 @@ fn main() -> Result<(), BoxError> {
                 reps,
                 || Ok(lane.einsum(&inst.subscripts, &operands)?),
             )?;
-        for (strategy, path, log_flops, _) in &inst.paths {
+        for Published {
+            strategy,
+            path,
+            log10_flops: log_flops,
+            ..
+        } in &inst.paths
+        {
             let (flops, _) = spec.path_cost(&shapes, path)?;
             let plan = steps(&inst, path);
             let (stepwise, steps_sum) = timed(&lane, reps, || {
