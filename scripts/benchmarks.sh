@@ -11,6 +11,8 @@ for bench in lane_bench tensor_bench embedding_bench; do
     printf '\n==> %s\n' "$bench"
     cargo run --release -q -p weft-examples --example "$bench"
 done
+printf '\n==> einsum_bench (the large instances left out: gm_queen5_5_3 alone takes minutes)\n'
+cargo run --release -q -p weft-examples --example einsum_bench -- --skip-large
 printf '\n==> compare\n'
 cargo run --release -q -p weft-examples --example compare -- "$@"
 printf '\n==> cuda_bench\n'
