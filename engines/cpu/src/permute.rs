@@ -135,10 +135,7 @@ impl Plan {
     /// over the pool, so the output must have slabs to share.
     fn new(axes: &[Axis], split: bool) -> Plan {
         let rank = axes.len();
-        let mut dst = vec![1usize; rank];
-        for a in (0..rank.saturating_sub(1)).rev() {
-            dst[a] = dst[a + 1] * axes[a + 1].extent;
-        }
+        let dst = out_strides(axes);
         let last = rank - 1;
         // The input's contiguous axis, if any is (fused axes have distinct
         // strides, so at most one has stride 1).
@@ -201,10 +198,7 @@ impl Plan {
     /// The plan of `walk`, whose blocks span `inner` axes.
     fn build(axes: Vec<Axis>, walk: Walk, inner: &[usize]) -> Plan {
         let rank = axes.len();
-        let mut dst = vec![1usize; rank];
-        for a in (0..rank.saturating_sub(1)).rev() {
-            dst[a] = dst[a + 1] * axes[a + 1].extent;
-        }
+        let dst = out_strides(&axes);
         let lead = inner.iter().copied().min().unwrap_or(0);
         let outer = (lead..rank).filter(|a| !inner.contains(a)).collect();
         Plan {
@@ -315,6 +309,15 @@ impl Plan {
             }
         }
     }
+}
+
+/// Each axis's stride in the row-major output.
+fn out_strides(axes: &[Axis]) -> Vec<usize> {
+    let mut dst = vec![1usize; axes.len()];
+    for a in (0..axes.len().saturating_sub(1)).rev() {
+        dst[a] = dst[a + 1] * axes[a + 1].extent;
+    }
+    dst
 }
 
 /// The offsets of every index of `group` (axes in the order given, the

@@ -24,6 +24,13 @@ impl Spec {
     /// smallest result. Neither is the better on every network (on the
     /// einsum benchmark's language models each wins one of three).
     fn planned(&self, extents: &BTreeMap<char, usize>) -> Vec<(usize, usize)> {
+        // Two operands have one order (one, none): nothing to plan.
+        if self.inputs.len() < 3 {
+            return (self.inputs.len() == 2)
+                .then_some((0, 1))
+                .into_iter()
+                .collect();
+        }
         let removed = self.greedy(extents, false);
         let smallest = self.greedy(extents, true);
         if self.cost_along(extents, &smallest).0 < self.cost_along(extents, &removed).0 {
