@@ -50,6 +50,16 @@ pub fn random(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// `n` zeros, written, in huge pages where the kernel grants them: the
+/// destination of a copy-loop baseline, as fast a buffer as the engine's
+/// own large outputs (which ask for huge pages too).
+pub fn written_buffer(n: usize) -> Vec<f64> {
+    let mut buffer = Vec::with_capacity(n);
+    weft::topology::advise_huge_pages(buffer.spare_capacity_mut());
+    buffer.resize(n, 0.0);
+    buffer
+}
+
 /// Spins on `try_recv` for up to `spin`, then blocks, as weft's waits do:
 /// the raw-channel baselines wait the same way weft's tickets do.
 pub fn recv_spin<T>(rx: &crossbeam_channel::Receiver<T>, spin: Duration) -> Option<T> {

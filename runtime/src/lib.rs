@@ -124,15 +124,15 @@ pub mod engine {
     };
 }
 
-/// CPU sets, domains and how they are found; the machine's CUDA devices
-/// (feature `cuda`).
+/// CPU sets, domains and how they are found; huge pages for a large
+/// buffer of the caller's; the machine's CUDA devices (feature `cuda`).
 pub mod topology {
+    pub use weft_topology::{
+        advise_huge_pages, current_cpu, pin_current_thread, process_allowed_cpus, CpuDomain,
+        CpuSet, LayoutSource, Topology, DOMAINS_ENV,
+    };
     #[cfg(all(feature = "cuda", target_os = "linux"))]
     pub use weft_topology::{cuda_devices, CudaDevice};
-    pub use weft_topology::{
-        current_cpu, pin_current_thread, process_allowed_cpus, CpuDomain, CpuSet, LayoutSource,
-        Topology, DOMAINS_ENV,
-    };
 }
 
 /// CUDA devices (feature `cuda`): the engine a `Lane<CudaEngine>` drives,

@@ -1,10 +1,11 @@
-//! CPU sets, NUMA domains and thread affinity: the only part of weft that
-//! speaks to the kernel about CPUs.
+//! CPU sets, NUMA domains, thread affinity and memory advice: the only
+//! part of weft that speaks to the kernel about CPUs and pages.
 //!
 //! - [`CpuSet`] parses and prints the kernel's cpulist format.
 //! - [`Topology`] lists the CPU domains: one per NUMA node of the allowed
 //!   CPUs, or an explicit layout ([`TopologyBuilder`], [`DOMAINS_ENV`]).
 //! - [`pin_current_thread`] pins with read-back.
+//! - [`advise_huge_pages`] asks for huge pages under a fresh buffer.
 //! - With the `cuda` feature, `cuda_devices` lists the CUDA devices with
 //!   their PCI location and nearest CPU domain, or says why there are none.
 //!
@@ -18,6 +19,7 @@ mod cpuset;
 mod cuda;
 mod error;
 mod layout;
+mod memory;
 mod numa;
 #[cfg(target_os = "linux")]
 mod sys;
@@ -33,3 +35,4 @@ pub use cuda::{cuda_devices, cuda_devices_in, pci_location, CudaDevice};
 pub use error::CudaUnavailable;
 pub use error::{AffinityError, TopologyError};
 pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};
+pub use memory::{advise_huge_pages, HUGE_PAGE_BYTES};

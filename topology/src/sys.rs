@@ -1,4 +1,4 @@
-//! The affinity system calls, and (feature `cuda`) the CUDA driver's device
+//! The affinity system calls, the huge-page advice, and (feature `cuda`) the CUDA driver's device
 //! queries: the only `unsafe` code of this crate.
 //!
 //! The kernel's CPU mask is a bitmap of `c_ulong` words whose size the kernel
@@ -64,6 +64,18 @@ pub(crate) fn current_cpu() -> Option<usize> {
     // returns -1 on failure.
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()
+}
+
+/// Advises the kernel to back `[start, start + len)` with transparent
+/// huge pages; `start` and `len` are multiples of the huge page size. An
+/// error (huge pages not built into the kernel) is ignored: it is advice.
+pub(crate) fn advise_huge_pages(start: usize, len: usize) {
+    // SAFETY: `MADV_HUGEPAGE` changes only how the kernel backs the range
+    // with physical pages: no mapping is added or removed and no byte of it
+    // changes, so no Rust reference into the range can observe it. The
+    // caller passes a range inside one live allocation of its own; an
+    // invalid range is refused by the kernel with an error, not acted on.
+    let _ = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
 }
 
 /// The process id.

@@ -42,7 +42,22 @@ pub(crate) fn take<T: Element>(len: usize) -> Vec<T> {
     LENT.try_with(|lent| lent.borrow_mut().as_mut().map(|pool| pool.take(len)))
         .ok()
         .flatten()
-        .unwrap_or_else(|| Vec::with_capacity(len))
+        .unwrap_or_else(|| fresh(len))
+}
+
+/// Below this many bytes a fresh buffer is the allocator's as it comes.
+const HUGE_MIN_BYTES: usize = 2 * weft_topology::HUGE_PAGE_BYTES;
+
+/// A new, empty vector with room for `capacity` elements, not from any
+/// pool; a large one asks for huge pages before its first write (see
+/// [`weft_topology::advise_huge_pages`]: a fresh 32 MiB output costs 16
+/// page faults, not 8 192).
+pub(crate) fn fresh<T>(capacity: usize) -> Vec<T> {
+    let mut buffer = Vec::with_capacity(capacity);
+    if capacity.saturating_mul(std::mem::size_of::<T>()) >= HUGE_MIN_BYTES {
+        weft_topology::advise_huge_pages(buffer.spare_capacity_mut());
+    }
+    buffer
 }
 
 /// `len` copies of `value`, in a buffer from [`take`].
@@ -64,7 +79,32 @@ pub(crate) fn overwritten<T: Element>(len: usize) -> Vec<T> {
     })
     .ok()
     .flatten()
-    .unwrap_or_else(|| vec![T::ZERO; len])
+    .unwrap_or_else(|| zeros(len))
+}
+
+/// Appends a copy of `src` to `dst` (an empty buffer from the pool or
+/// [`fresh`]); a large copy is spread over `threads`, one huge page or
+/// more per task, so that no two threads fault the same page in.
+pub(crate) fn copy_into<T: Element>(dst: &mut Vec<T>, src: &[T], threads: &rayon::ThreadPool) {
+    use rayon::prelude::*;
+    let size = std::mem::size_of::<T>().max(1);
+    if src.len().saturating_mul(size) < HUGE_MIN_BYTES || threads.current_num_threads() < 2 {
+        dst.extend_from_slice(src);
+        return;
+    }
+    let per_task = weft_topology::HUGE_PAGE_BYTES / size;
+    threads.install(|| dst.par_extend(src.par_iter().copied().with_min_len(per_task)));
+}
+
+/// `len` zeros in a [`fresh`] buffer. A small one comes from the
+/// allocator's zeroed memory; a large one is written, its pages huge.
+fn zeros<T: Element>(len: usize) -> Vec<T> {
+    if len.saturating_mul(std::mem::size_of::<T>()) < HUGE_MIN_BYTES {
+        return vec![T::ZERO; len];
+    }
+    let mut buffer = fresh(len);
+    buffer.resize(len, T::ZERO);
+    buffer
 }
 
 /// Gives `tensor`'s buffer to the pool lent to this thread, if there is
@@ -199,7 +239,7 @@ impl BufferPool {
         }
         let size = std::mem::size_of::<T>();
         if len == 0 || self.stats.cap_bytes == 0 {
-            return Vec::with_capacity(len);
+            return fresh(len);
         }
         // Buffers below the smallest class are not pooled: the allocator's
         // own caches serve them better.
@@ -208,7 +248,7 @@ impl BufferPool {
             .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
             .and_then(class_up)
         else {
-            return Vec::with_capacity(len);
+            return fresh(len);
         };
         let slot = slot(T::DTYPE, class);
         if let Some((_, data)) = self.free.get_mut(slot).and_then(Vec::pop) {
@@ -219,7 +259,7 @@ impl BufferPool {
             return buffer;
         }
         self.stats.misses += 1;
-        Vec::with_capacity(class_size(class) / size)
+        fresh(class_size(class) / size)
     }
 
     /// An initialized vector of `len` copies of `value`, from the pool.

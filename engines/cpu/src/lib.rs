@@ -35,6 +35,7 @@ mod store;
 mod structural;
 mod unary;
 
+use buffer::copy_into;
 pub use buffer::BufferPool;
 pub use exec::HostRun;
 pub use parallel::PARALLEL_THRESHOLD;
@@ -377,10 +378,10 @@ impl CpuEngine {
     /// [`ExecError`] (not resident) if there is no tensor `id`.
     pub fn pooled_copy(&mut self, id: TensorId) -> Result<Tensor, ExecError> {
         let tensor = self.store.get(id)?;
-        let pool = &mut self.buffers;
+        let (pool, threads) = (&mut self.buffers, &self.pool.rayon);
         let data = map_data!(tensor.data(), |v| {
             let mut copy = pool.take(v.len());
-            copy.extend_from_slice(v);
+            copy_into(&mut copy, v, threads);
             copy
         });
         Ok(Tensor::from_parts(tensor.shape().to_vec(), data)?)
@@ -592,8 +593,11 @@ impl TensorEngine for CpuEngine {
         Ok(())
     }
 
+    /// A copy in a pooled buffer ([`CpuEngine::pooled_copy`]): its pages
+    /// are already faulted in when the pool has one of its size, and
+    /// huge when it does not.
     fn download(&mut self, id: TensorId, _lane: u64) -> Result<Tensor, ExecError> {
-        Ok(self.store.get(id)?.clone())
+        self.pooled_copy(id)
     }
 
     fn free(&mut self, id: TensorId) -> bool {

@@ -11,7 +11,7 @@
 
 use rayon::prelude::*;
 use weft::Tensor;
-use weft_examples::{random, BoxError};
+use weft_examples::{random, written_buffer, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
@@ -53,7 +53,7 @@ pub(super) fn measure(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), Bo
     let reversed: Vec<usize> = (0..rank).rev().collect();
     // A fixed shuffle: axis i goes to 7·i mod rank (7 is prime to 23).
     let shuffled: Vec<usize> = (0..rank).map(|i| 7 * i % rank).collect();
-    let mut copied = vec![0.0f64; n];
+    let mut copied = written_buffer(n);
     let wait = |h: &weft::TensorHandle| lane.sync(h).expect("submitted").wait().expect("ran");
     let [add, sum, transpose, reverse, shuffle, copy] = interleaved(
         settings.reps(7),

@@ -17,6 +17,7 @@ mod roofline;
 mod round_trip;
 mod small;
 mod small_gemm;
+mod transfers;
 
 use weft::tensor::Field;
 
@@ -24,7 +25,7 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 17] = [
+pub(crate) const CASES: [Case; 19] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -32,6 +33,7 @@ pub(crate) const CASES: [Case; 17] = [
     gemm::CASE,
     add::CASE,
     bandwidth::CASE,
+    transfers::CASE,
     einsum::CASE,
     einsum_kinds::CASE,
     chain::CASE,
@@ -42,6 +44,7 @@ pub(crate) const CASES: [Case; 17] = [
     small_gemm::CASE,
     roofline::CASE,
     pipeline::CASE,
+    transfers::BETWEEN,
 ];
 
 /// Whether `got` is `want` to a relative `tol` of the whole's norm: how
