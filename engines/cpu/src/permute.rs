@@ -49,6 +49,19 @@ pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T
     }
     let base = usize::try_from(v.base).expect("a permutation's view starts at 0");
     let parallel = parallel && n >= PARALLEL_THRESHOLD;
+    if let [Axis { stride: 1, .. }] = axes[..] {
+        // One run (an identity, or extent-1 axes moved): a copy, shared
+        // over the pool in chunks.
+        let src = &src[base..base + n];
+        if parallel {
+            out.par_chunks_mut(TASK)
+                .zip(src.par_chunks(TASK))
+                .for_each(|(dst, src)| dst.copy_from_slice(src));
+        } else {
+            out.copy_from_slice(src);
+        }
+        return out;
+    }
     let plan = Plan::new(&axes, parallel);
     // The slabs: the output along its leading axes that no block spans.
     let slab: usize = plan.axes[plan.lead..].iter().map(|a| a.extent).product();
@@ -395,6 +408,8 @@ mod tests {
             (vec![100, 3, 70], vec![2, 1, 0]),
             (vec![5, 2, 300, 1, 3], vec![2, 4, 3, 0, 1]),
             (vec![2, 3, 4, 5, 6, 7], vec![5, 3, 1, 4, 2, 0]),
+            // One run: an extent-1 axis moved, long enough to share.
+            (vec![4, 1, 9000], vec![1, 0, 2]),
         ];
         for (shape, perm) in cases {
             let n: usize = shape.iter().product();

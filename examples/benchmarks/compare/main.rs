@@ -13,6 +13,7 @@
 //! | `gemm` | f64 GEMM n = 512, 1024, 2048 | faer called directly, same threads |
 //! | `add` | c = a + b, 64 MiB f64 | a rayon loop, same threads |
 //! | `transfers`, `transfers-2` | a 32 MiB download; a transfer between two domains | a copy loop on the same threads; a clone on the caller's thread |
+//! | `permutations` | the strided-rs suite's 12 permutation patterns (`data/permutation_patterns.json`) | a copy loop of the same bytes, same threads |
 //! | `einsum` | `bij,bjk->bik`, 64 batches of 64×64 f64 | faer per batch, rayon over batches |
 //! | `einsum_kinds` | `ij,ij->ij` of 2048² f64; `i,j->ij` of 4096 | `lane.mul`; an outer-product loop, same threads |
 //! | `chain` | 1 000 dependent adds of 64 elements | the mutex engine; the kernel called directly |

@@ -10,6 +10,7 @@ mod einsum10;
 mod einsum_kinds;
 mod gemm;
 mod mps;
+mod permutations;
 mod pipeline;
 mod pipelined;
 mod reentry;
@@ -25,7 +26,7 @@ use crate::case::Case;
 
 /// Every case. Those on a runtime of their own come last: they run after
 /// the one-domain runtime is shut down.
-pub(crate) const CASES: [Case; 19] = [
+pub(crate) const CASES: [Case; 20] = [
     round_trip::CASE,
     pipelined::CASE,
     contention::CASE,
@@ -34,6 +35,7 @@ pub(crate) const CASES: [Case; 19] = [
     add::CASE,
     bandwidth::CASE,
     transfers::CASE,
+    permutations::CASE,
     einsum::CASE,
     einsum_kinds::CASE,
     chain::CASE,
