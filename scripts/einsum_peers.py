@@ -7,6 +7,7 @@ the Rust bench (`fill`), median of REPS runs after one warm-up.
 
     python3 scripts/einsum_peers.py [--only NAME] [--reps N] [--skip-large]
         [--weft target/einsum.json]     # check weft's sums, print ratios
+        [--json PATH --threads N]       # the figures, for einsum_chart.py
 
 Each peer that cannot be imported is reported as `skipped: <reason>`.
 Threads: set OMP_NUM_THREADS / MKL_NUM_THREADS (and XLA_FLAGS for JAX)
@@ -143,7 +144,11 @@ def main(argv):
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--skip-large", action="store_true")
     p.add_argument("--weft", help="JSON written by `einsum_bench --json PATH`")
+    p.add_argument("--json", help="write the figures here (for scripts/einsum_chart.py)")
+    p.add_argument("--threads", type=int, help="the thread count to record in --json")
+    p.add_argument("--peers", help="only these peers, comma-separated (numpy,torch,jax)")
     args = p.parse_args(argv)
+    record = []
     with open(DATA, encoding="utf-8") as f:
         data = json.load(f)
     weft = {}
@@ -152,6 +157,9 @@ def main(argv):
             for row in json.load(f)["rows"]:
                 weft[(row["instance"], row["strategy"])] = row
     found = peers()
+    if args.peers:
+        wanted = args.peers.split(",")
+        found = [p for p in found if p[0] in wanted]
     for name, _, _, _, skip in found:
         if skip:
             print(f"{name}: skipped: {skip}")
@@ -179,6 +187,14 @@ def main(argv):
                 times.append(timed(args.reps, lambda: sync(run_steps(einsum, ops, plan))))
             line = f"{inst['name']:<44} {strategy:<9} " + " ".join(f"{t:>10.3f}" for t in times)
             row = weft.get((inst["name"], strategy))
+            record.append(
+                {
+                    "instance": inst["name"],
+                    "strategy": strategy,
+                    "peers_ms": {name: t for (name, *_), t in zip(live, times)},
+                    "weft_ms": min(row["steps_ms"], row["one_ms"]) if row else None,
+                }
+            )
             if row:
                 best_weft = min(row["steps_ms"], row["one_ms"])
                 line += f" {best_weft:>10.3f} {best_weft / min(times):>9.2f}"
@@ -189,6 +205,10 @@ def main(argv):
                         line += f"  sum {s} differs from numpy's {want}"
                         break
             print(line)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"threads": args.threads, "skipped": [n for n, *_, why in found if why], "rows": record}, f, indent=1)
+        print(f"wrote {args.json}")
     if mismatches:
         print(f"{mismatches} instance(s) where weft's sum differs from numpy's")
         return 1

@@ -485,3 +485,42 @@ fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
     assert_eq!((w.shape(), v.shape()), (&[0][..], &[0, 0][..]));
     assert_eq!(wait_ok(lane.download(&v).unwrap()).len(), 0);
 }
+
+#[test]
+fn an_intermediate_too_large_to_allocate_is_refused_and_loses_nothing() {
+    let rt = Runtime::builder()
+        .overlap(weft::runtime::Overlap::Allow)
+        .split(1)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let n = 1usize << 21;
+    let v = lane
+        .upload(Tensor::from_vec(vec![1.0f64; n], &[n]).unwrap())
+        .unwrap();
+    // Along this path the outer product of the first two (2^42 f64, 32 TiB)
+    // is made first, though the result is a scalar.
+    let spec = "i,j,i,j->";
+    match lane.einsum_along(spec, &[&v, &v, &v, &v], &[(0, 1), (0, 1), (0, 1)]) {
+        Ok(h) => {
+            // The einsum fails on the actor with TooLarge, naming the
+            // intermediate; its download says so.
+            let error = lane.download(&h).unwrap().wait().unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "shape [{n}, {n}] has more elements than fit in memory"
+                )),
+                "{error}"
+            );
+        }
+        Err(error) => panic!("refused at the call site: {error}"),
+    }
+    // The domain lives on, its resident tensor intact; the good path runs.
+    let good = lane
+        .einsum_along(spec, &[&v, &v, &v, &v], &[(0, 2), (0, 1), (0, 1)])
+        .unwrap();
+    let sum = wait_ok(lane.download(&good).unwrap())
+        .into_vec::<f64>()
+        .unwrap();
+    assert_eq!(sum, [(n * n) as f64]);
+}

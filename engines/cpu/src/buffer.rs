@@ -52,8 +52,22 @@ const HUGE_MIN_BYTES: usize = 2 * weft_topology::HUGE_PAGE_BYTES;
 /// pool; a large one asks for huge pages before its first write (see
 /// [`weft_topology::advise_huge_pages`]: a fresh 32 MiB output costs 16
 /// page faults, not 8 192).
+///
+/// # Panics
+///
+/// When the allocation fails (out of memory, or more bytes than an
+/// allocation may hold), with a message that names its size: the op that
+/// asked for it fails with [`weft_core::ExecError`]'s panic error through
+/// the actor's isolation, where the allocator's own failure would abort
+/// the process.
 pub(crate) fn fresh<T>(capacity: usize) -> Vec<T> {
-    let mut buffer = Vec::with_capacity(capacity);
+    let mut buffer = Vec::new();
+    if buffer.try_reserve_exact(capacity).is_err() {
+        panic!(
+            "out of memory: no buffer of {capacity} elements of {} bytes could be allocated",
+            std::mem::size_of::<T>()
+        );
+    }
     if capacity.saturating_mul(std::mem::size_of::<T>()) >= HUGE_MIN_BYTES {
         weft_topology::advise_huge_pages(buffer.spare_capacity_mut());
     }
@@ -383,6 +397,22 @@ fn class_down(bytes: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_the_allocator_cannot_give_is_a_panic_that_names_it() {
+        let failed = std::panic::catch_unwind(|| fresh::<f64>(1 << 58)).unwrap_err();
+        let message = failed
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        assert!(message.starts_with("out of memory"), "{message}");
+        assert!(
+            message.contains("288230376151711744 elements of 8 bytes"),
+            "{message}"
+        );
+        // A large buffer that can be had is had, empty, with room for all.
+        let large = fresh::<f64>(HUGE_MIN_BYTES);
+        assert!(large.is_empty() && large.capacity() >= HUGE_MIN_BYTES);
+    }
 
     #[test]
     fn classes_are_quarter_octaves_and_round_trip() {

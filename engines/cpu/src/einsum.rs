@@ -193,7 +193,8 @@ impl EinsumPlan {
     ///
     /// # Errors
     ///
-    /// As [`Spec::infer`].
+    /// As [`Spec::infer`]; [`TensorError::TooLarge`] for an intermediate
+    /// the allocator cannot provide.
     pub(crate) fn compile(
         spec: &Spec,
         shapes: &[&[usize]],
@@ -224,6 +225,14 @@ impl EinsumPlan {
             mut prims,
             shapes: value_shapes,
         } = recording;
+        // The intermediates are no op's outputs, so the engine's probe has
+        // not seen them: a path whose intermediate the machine cannot hold
+        // is refused here, before its first product runs.
+        let intermediates: Vec<(DType, &[usize])> = value_shapes[shapes.len()..]
+            .iter()
+            .map(|s| (dtype, &s[..]))
+            .collect();
+        super::exec::check_allocatable(&intermediates)?;
         fold_permutes(&mut prims, &value_shapes, shapes.len());
         let mut last_use = vec![None; value_shapes.len()];
         for (i, prim) in prims.iter().enumerate() {

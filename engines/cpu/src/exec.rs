@@ -271,7 +271,7 @@ pub(super) const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
 /// that is made and freed at once is an `mmap` and a `munmap`, touching no
 /// page. (An allocation that succeeds here can still fail later under
 /// memory pressure; this catches sizes the machine can never hold.)
-fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
+pub(super) fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
     for &(dtype, shape) in outputs {
         match weft_core::ops::byte_size(dtype, shape) {
             Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
