@@ -29,7 +29,7 @@
 use std::cell::RefCell;
 
 use weft_core::BufferStats;
-use weft_core::{DType, Data, Element};
+use weft_core::{DType, Data, Element, TensorError};
 
 thread_local! {
     /// The pool lent to this thread for the op it runs, if any.
@@ -43,6 +43,30 @@ pub(crate) fn take<T: Element>(len: usize) -> Vec<T> {
         .ok()
         .flatten()
         .unwrap_or_else(|| fresh(len))
+}
+
+/// Outputs from this size on are tried with a fallible allocation first.
+pub(crate) const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
+
+/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
+/// provide: the kernels allocate infallibly, and a failed allocation there
+/// would abort the process instead of failing the op. A large allocation
+/// that is made and freed at once is an `mmap` and a `munmap`, touching no
+/// page. (An allocation that succeeds here can still fail later under
+/// memory pressure; this catches sizes the machine can never hold.)
+pub(crate) fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
+    for &(dtype, shape) in outputs {
+        match weft_core::ops::byte_size(dtype, shape) {
+            Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
+            Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => {}
+            _ => {
+                return Err(TensorError::TooLarge {
+                    shape: shape.to_vec(),
+                })
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Below this many bytes a fresh buffer is the allocator's as it comes.

@@ -232,7 +232,7 @@ impl EinsumPlan {
             .iter()
             .map(|s| (dtype, &s[..]))
             .collect();
-        super::exec::check_allocatable(&intermediates)?;
+        super::buffer::check_allocatable(&intermediates)?;
         fold_permutes(&mut prims, &value_shapes, shapes.len());
         let mut last_use = vec![None; value_shapes.len()];
         for (i, prim) in prims.iter().enumerate() {

@@ -6,7 +6,7 @@ use super::einsum::EinsumPlan;
 use super::gemm::Compute;
 use super::parallel::PARALLEL_THRESHOLD;
 use super::pool::Workers;
-use super::{create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
+use super::{buffer, create, einsum, elementwise, gemm, index, linalg, reduce, structural, unary};
 use weft_core::ops::{BinaryOp, EinsumSpec, Meta, TensorOp, UnaryOp};
 use weft_core::{element_count, DType, Tensor, TensorError};
 
@@ -31,7 +31,7 @@ pub(super) fn run(
     if let Some(empty) = empty(outputs.iter().copied()) {
         return empty;
     }
-    check_allocatable(outputs)?;
+    buffer::check_allocatable(outputs)?;
     if work(op, inputs, outputs) >= PARALLEL_THRESHOLD {
         pool.install(|| kernel(op, inputs, compute, plan))
     } else {
@@ -260,28 +260,4 @@ pub(super) fn accumulate_in_place(
     } else {
         run(compute.serial())
     }
-}
-
-/// Outputs from this size on are tried with a fallible allocation first.
-pub(super) const ALLOCATION_PROBE_BYTES: usize = 16 << 20;
-
-/// Refuses, as [`TensorError::TooLarge`], an output the allocator cannot
-/// provide: the kernels allocate infallibly, and a failed allocation there
-/// would abort the process instead of failing the op. A large allocation
-/// that is made and freed at once is an `mmap` and a `munmap`, touching no
-/// page. (An allocation that succeeds here can still fail later under
-/// memory pressure; this catches sizes the machine can never hold.)
-pub(super) fn check_allocatable(outputs: &[(DType, &[usize])]) -> Result<(), TensorError> {
-    for &(dtype, shape) in outputs {
-        match weft_core::ops::byte_size(dtype, shape) {
-            Some(bytes) if bytes < ALLOCATION_PROBE_BYTES => {}
-            Some(bytes) if Vec::<u8>::new().try_reserve_exact(bytes).is_ok() => {}
-            _ => {
-                return Err(TensorError::TooLarge {
-                    shape: shape.to_vec(),
-                })
-            }
-        }
-    }
-    Ok(())
 }

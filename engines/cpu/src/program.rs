@@ -332,7 +332,7 @@ fn chain_from(
 /// the allocation probe's bound (the generic dispatch handles the rest).
 fn replayable(meta: &Meta) -> bool {
     weft_core::ops::byte_size(meta.dtype, &meta.shape)
-        .is_some_and(|bytes| bytes > 0 && bytes < exec::ALLOCATION_PROBE_BYTES)
+        .is_some_and(|bytes| bytes > 0 && bytes < buffer::ALLOCATION_PROBE_BYTES)
 }
 
 /// The error of step `step` of `program`.
