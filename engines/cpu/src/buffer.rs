@@ -80,10 +80,9 @@ const HUGE_MIN_BYTES: usize = 2 * weft_topology::HUGE_PAGE_BYTES;
 /// # Panics
 ///
 /// When the allocation fails (out of memory, or more bytes than an
-/// allocation may hold), with a message that names its size: the op that
-/// asked for it fails with [`weft_core::ExecError`]'s panic error through
-/// the actor's isolation, where the allocator's own failure would abort
-/// the process.
+/// allocation may hold), with a message that names its size: the actor's
+/// isolation fails the op that asked for it as panicked, with that
+/// message, where the allocator's own failure would abort the process.
 pub(crate) fn fresh<T>(capacity: usize) -> Vec<T> {
     let mut buffer = Vec::new();
     if buffer.try_reserve_exact(capacity).is_err() {
