@@ -122,7 +122,7 @@ pub(crate) fn overwritten<T: Element>(len: usize) -> Vec<T> {
 /// Appends a copy of `src` to `dst` (an empty buffer from the pool or
 /// [`fresh`]); a large copy is spread over `threads`, one huge page or
 /// more per task, so that no two threads fault the same page in.
-pub(crate) fn copy_into<T: Element>(dst: &mut Vec<T>, src: &[T], threads: &rayon::ThreadPool) {
+pub(crate) fn copy_into<T: Element>(dst: &mut Vec<T>, src: &[T], threads: &super::pool::Workers) {
     use rayon::prelude::*;
     let size = std::mem::size_of::<T>().max(1);
     if src.len().saturating_mul(size) < HUGE_MIN_BYTES || threads.current_num_threads() < 2 {
