@@ -60,6 +60,22 @@ pub fn written_buffer(n: usize) -> Vec<f64> {
     buffer
 }
 
+/// Elements one thread copies at a time in [`copy_loop`].
+const COPY_CHUNK: usize = 1 << 15;
+
+/// Copies `src` into `dst` (of the same length) in chunks spread over
+/// `pool`'s threads: the copy loop the memory-bound cases measure weft
+/// against, the same bytes on the same threads.
+pub fn copy_loop<T: Copy + Send + Sync>(pool: &rayon::ThreadPool, dst: &mut [T], src: &[T]) {
+    use rayon::prelude::*;
+    pool.install(|| {
+        dst.par_chunks_mut(COPY_CHUNK)
+            .zip(src.par_chunks(COPY_CHUNK))
+            .for_each(|(dst, src)| dst.copy_from_slice(src));
+    });
+    std::hint::black_box(dst);
+}
+
 /// Spins on `try_recv` for up to `spin`, then blocks, as weft's waits do:
 /// the raw-channel baselines wait the same way weft's tickets do.
 pub fn recv_spin<T>(rx: &crossbeam_channel::Receiver<T>, spin: Duration) -> Option<T> {

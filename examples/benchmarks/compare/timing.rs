@@ -23,10 +23,13 @@ pub(crate) fn interleaved<const N: usize>(
             times.push(start.elapsed());
         }
     }
-    times.map(|mut t| {
-        t.sort();
-        t[t.len() / 2]
-    })
+    times.map(median)
+}
+
+/// The median of `times` (the upper one of an even count); not empty.
+pub(crate) fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
 }
 
 /// Microseconds per item of a run of `items`.

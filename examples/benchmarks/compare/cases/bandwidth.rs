@@ -9,9 +9,8 @@
 //! read one and write one. A write to memory not in the cache also reads
 //! the line first; that traffic is not counted on either side.
 
-use rayon::prelude::*;
 use weft::Tensor;
-use weft_examples::{random, written_buffer, BoxError};
+use weft_examples::{copy_loop, random, written_buffer, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
@@ -24,8 +23,6 @@ pub(super) const CASE: Case = Case {
 };
 
 const BYTES: usize = 64 * 1024 * 1024;
-/// Elements one thread copies at a time in the copy loop.
-const CHUNK: usize = 1 << 15;
 
 fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     measure(domain, rows)
@@ -63,15 +60,7 @@ pub(super) fn measure(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), Bo
             &mut || wait(&lane.permute(&matrix, &[1, 0]).expect("submitted")),
             &mut || wait(&lane.permute(&qubits, &reversed).expect("submitted")),
             &mut || wait(&lane.permute(&qubits, &shuffled).expect("submitted")),
-            &mut || {
-                direct_pool.install(|| {
-                    copied
-                        .par_chunks_mut(CHUNK)
-                        .zip(x.par_chunks(CHUNK))
-                        .for_each(|(dst, src)| dst.copy_from_slice(src));
-                });
-                std::hint::black_box(&copied);
-            },
+            &mut || copy_loop(direct_pool, &mut copied, &x),
         ],
     );
     if copied != x {

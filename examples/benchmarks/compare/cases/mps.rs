@@ -9,7 +9,7 @@ use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
-use crate::timing::{interleaved, micros};
+use crate::timing::{interleaved, median, micros};
 
 pub(super) const EAGER: Case = Case {
     name: "mps_eager",
@@ -310,10 +310,6 @@ fn on_the_actor(
                 }
                 direct_times.push(start.elapsed() / RUNS_ON_ACTOR);
             }
-            let median = |mut t: Vec<std::time::Duration>| {
-                t.sort();
-                t[t.len() / 2]
-            };
             Ok::<_, String>([median(plan), median(direct_times)])
         })?
         .wait()??;

@@ -17,10 +17,9 @@
 //! Every output is checked, element by element at a sample of positions,
 //! against the pattern's definition.
 
-use rayon::prelude::*;
 use serde_json::Value;
 use weft::Tensor;
-use weft_examples::{written_buffer, BoxError};
+use weft_examples::{copy_loop, written_buffer, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
@@ -33,8 +32,6 @@ pub(super) const CASE: Case = Case {
 };
 
 const DATA: &str = include_str!("../../data/permutation_patterns.json");
-/// Elements one thread copies at a time in the copy loop.
-const CHUNK: usize = 1 << 15;
 
 /// A pattern as a row-major permutation: the source buffer's shape, and
 /// for each output axis the source axis it reads.
@@ -146,15 +143,7 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
             settings.reps(5),
             [
                 &mut || wait(&lane.permute(&h, &p.perm).expect("submitted")),
-                &mut || {
-                    direct_pool.install(|| {
-                        copied
-                            .par_chunks_mut(CHUNK)
-                            .zip(values.par_chunks(CHUNK))
-                            .for_each(|(dst, src)| dst.copy_from_slice(src));
-                    });
-                    std::hint::black_box(&copied);
-                },
+                &mut || copy_loop(direct_pool, &mut copied, &values),
             ],
         );
         drop(copied);

@@ -24,7 +24,7 @@ use weft_examples::{random, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
-use crate::timing::interleaved;
+use crate::timing::{interleaved, median};
 
 pub(super) const CASE: Case = Case {
     name: "small_gemm",
@@ -273,11 +273,6 @@ fn stretch(mut f: impl FnMut() -> bool) -> Duration {
         assert!(std::hint::black_box(f()), "the run failed");
     }
     start.elapsed() / RUNS
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }
 
 /// A product kernel: `c = a · b` of the given `m×k · k×n` dims.

@@ -12,13 +12,13 @@
 
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use weft::{Lane, Tensor};
-use weft_examples::{random, written_buffer, BoxError};
+use weft_examples::{copy_loop, random, written_buffer, BoxError};
 
 use crate::case::{Case, Domain, Run};
 use crate::report::{Row, Side, Unit};
 use crate::settings::Settings;
+use crate::timing::median;
 
 pub(super) const CASE: Case = Case {
     name: "transfers",
@@ -34,13 +34,6 @@ pub(super) const BETWEEN: Case = Case {
 
 const ELEMENTS: usize = 4 << 20;
 const BYTES: usize = ELEMENTS * 8;
-/// Elements one thread copies at a time in the copy loop.
-const CHUNK: usize = 1 << 15;
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
 
 /// GB/s of a copy of `BYTES` (read and written) taking `d`.
 fn gbs(d: Duration) -> f64 {
@@ -84,14 +77,8 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         check(&t, &x)?;
         drop(t);
         let start = Instant::now();
-        direct_pool.install(|| {
-            written
-                .par_chunks_mut(CHUNK)
-                .zip(x.par_chunks(CHUNK))
-                .for_each(|(dst, src)| dst.copy_from_slice(src));
-        });
+        copy_loop(direct_pool, &mut written, &x);
         let copied = start.elapsed();
-        std::hint::black_box(&written);
         let start = Instant::now();
         let clone = std::hint::black_box(x.clone());
         let cloned = start.elapsed();
