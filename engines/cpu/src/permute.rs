@@ -7,7 +7,11 @@
 //! - **rows**: the output's last axis is the input's contiguous one, and
 //!   long: whole rows are copied;
 //! - **tiles**: the output's last axis and the input's contiguous one are
-//!   both long: square tiles over the two;
+//!   both long enough: square tiles over the two, each copied as small
+//!   square blocks of [`BLOCK_BYTES`] a side, whose input lines are read
+//!   whole and whose output rows are written whole (the loads and stores a
+//!   copy makes, where an element-by-element gather reads each input line
+//!   once per element and, at power-of-two strides, from L2);
 //! - **blocks**: otherwise (short axes: a rank-24 permutation of extent-2
 //!   axes is made of them): the output's trailing axes and the input's
 //!   fastest ones are grouped until each group holds enough elements, and
@@ -26,9 +30,17 @@ use super::parallel::PARALLEL_THRESHOLD;
 use weft_core::layout::View;
 use weft_core::Element;
 
-/// Side of the square tiles: 32 × 32 elements read from 32 input lines
-/// stay in L1 while they are written.
-const TILE: usize = 32;
+/// Side of the square tiles, in bytes of one tile row: the tile's input
+/// lines and output rows stay in L2 while it is written.
+const TILE_BYTES: usize = 1024;
+
+/// Side of the blocks a tile is copied by, in bytes of one block row: a
+/// block is read as whole runs of its input lines into registers and
+/// written as whole runs of its output rows.
+const BLOCK_BYTES: usize = 32;
+
+/// The shortest axes the tiles take: below, blocks of short axes.
+const TILE_MIN: usize = 8;
 
 /// Elements a block's group of short axes gathers at least: the output's
 /// trailing axes (so each block writes runs of at least this many) and the
@@ -62,7 +74,7 @@ pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T
         }
         return out;
     }
-    let plan = Plan::new(&axes, parallel);
+    let plan = Plan::new(&axes, parallel, std::mem::size_of::<T>());
     // The slabs: the output along its leading axes that no block spans.
     let slab: usize = plan.axes[plan.lead..].iter().map(|a| a.extent).product();
     let slabs_per_task = TASK.div_ceil(slab);
@@ -132,8 +144,9 @@ enum Walk {
     /// Each position copies `len` contiguous elements.
     Rows { len: usize },
     /// Each position copies the `rows × cols` matrix of output axes `c`
-    /// (the input's contiguous one) and the last, in square tiles.
-    Tiles { c: usize },
+    /// (the input's contiguous one) and the last, in square tiles of
+    /// `tile` elements a side.
+    Tiles { c: usize, tile: usize },
     /// Each position copies a block: for each `(src, dst)` of `inner` (the
     /// input's fastest axes), `out_src.len()` contiguous output elements
     /// (the output's trailing axes) read at `src + out_src[j]`.
@@ -144,9 +157,10 @@ enum Walk {
 }
 
 impl Plan {
-    /// The plan for the fused `axes`; `split`: the work will be shared
-    /// over the pool, so the output must have slabs to share.
-    fn new(axes: &[Axis], split: bool) -> Plan {
+    /// The plan for the fused `axes` of elements of `size` bytes; `split`:
+    /// the work will be shared over the pool, so the output must have
+    /// slabs to share.
+    fn new(axes: &[Axis], split: bool, size: usize) -> Plan {
         let rank = axes.len();
         let dst = out_strides(axes);
         let last = rank - 1;
@@ -160,8 +174,9 @@ impl Plan {
                 },
                 vec![last],
             ),
-            Some(c) if c != last && axes[c].extent >= TILE && axes[last].extent >= TILE => {
-                (Walk::Tiles { c }, vec![c, last])
+            Some(c) if c != last && axes[c].extent >= TILE_MIN && axes[last].extent >= TILE_MIN => {
+                let tile = (TILE_BYTES / size.max(1)).max(TILE_MIN);
+                (Walk::Tiles { c, tile }, vec![c, last])
             }
             _ => {
                 // The output's trailing axes, then the input's fastest of
@@ -203,7 +218,7 @@ impl Plan {
             }
         };
         match walk {
-            Walk::Tiles { c } => Plan::tiles(axes.to_vec(), c),
+            Walk::Tiles { c, tile } => Plan::tiles(axes.to_vec(), c, tile),
             walk => Plan::build(axes.to_vec(), walk, &inner_axes),
         }
     }
@@ -223,18 +238,19 @@ impl Plan {
         }
     }
 
-    /// The plan of square tiles over output axes `c` and the last. Their
-    /// slabs are the axes before `c`, none for a matrix transpose: so `c`
-    /// is cut into an axis of blocks and the blocks' rows (a divisor of
-    /// its extent near TILE), and the blocks are slabs the pool shares.
-    fn tiles(mut axes: Vec<Axis>, c: usize) -> Plan {
+    /// The plan of square tiles of side `tile` over output axes `c` and
+    /// the last. Their slabs are the axes before `c`, none for a matrix
+    /// transpose: so `c` is cut into an axis of bands and the bands' rows
+    /// (a divisor of its extent near `tile`), and the bands are slabs the
+    /// pool shares.
+    fn tiles(mut axes: Vec<Axis>, c: usize, tile: usize) -> Plan {
         let last = axes.len() - 1;
         let extent = axes[c].extent;
-        let rows = (TILE / 2..=TILE * 2)
+        let rows = (tile / 2..=tile * 2)
             .filter(|d| extent.is_multiple_of(*d) && extent > *d)
-            .min_by_key(|d| d.abs_diff(TILE));
+            .min_by_key(|d| d.abs_diff(tile));
         let Some(rows) = rows else {
-            return Plan::build(axes, Walk::Tiles { c }, &[c, last]);
+            return Plan::build(axes, Walk::Tiles { c, tile }, &[c, last]);
         };
         let stride = axes[c].stride;
         axes[c].extent = rows;
@@ -245,7 +261,7 @@ impl Plan {
                 stride: stride * rows,
             },
         );
-        Plan::build(axes, Walk::Tiles { c: c + 1 }, &[c + 1, last + 1])
+        Plan::build(axes, Walk::Tiles { c: c + 1, tile }, &[c + 1, last + 1])
     }
 
     /// Copies the slabs from `first` on into `out` (whole slabs, every
@@ -273,26 +289,20 @@ impl Plan {
                 Walk::Rows { len } => {
                     out[at..at + len].copy_from_slice(&src[s..s + len]);
                 }
-                Walk::Tiles { c } => {
+                &Walk::Tiles { c, tile } => {
                     let last = axes.len() - 1;
-                    let (rows, cols) = (axes[*c].extent, axes[last].extent);
-                    let (row_step, col_step) = (self.dst[*c], axes[last].stride);
-                    for i0 in (0..rows).step_by(TILE) {
-                        for j0 in (0..cols).step_by(TILE) {
-                            for i in i0..rows.min(i0 + TILE) {
-                                let (o, f) = (at + i * row_step, s + i);
-                                let row = &mut out[o + j0..o + cols.min(j0 + TILE)];
-                                for (j, x) in (j0..).zip(row) {
-                                    *x = src[f + j * col_step];
-                                }
-                            }
-                        }
-                    }
+                    let matrix = Matrix {
+                        rows: axes[c].extent,
+                        cols: axes[last].extent,
+                        row_step: self.dst[c],
+                        col_step: axes[last].stride,
+                    };
+                    transpose(src, s, &mut out[at..], &matrix, tile);
                 }
                 Walk::Blocks { out_src, inner } => {
-                    // TILE output columns at a time, so that the input
+                    // GROUP output columns at a time, so that the input
                     // lines they read stay in cache across every row.
-                    for (j0, cols) in (0..).step_by(TILE).zip(out_src.chunks(TILE)) {
+                    for (j0, cols) in (0..).step_by(GROUP).zip(out_src.chunks(GROUP)) {
                         for &(fs, fd) in inner {
                             let at = at + fd + j0;
                             let row = &mut out[at..at + cols.len()];
@@ -320,6 +330,113 @@ impl Plan {
                 d -= self.dst[a] * axes[a].extent;
                 index[k] = 0;
             }
+        }
+    }
+}
+
+/// A matrix a tile walk copies: output element `(i, j)`, at
+/// `i · row_step + j`, is input element `i + j · col_step`.
+struct Matrix {
+    rows: usize,
+    cols: usize,
+    row_step: usize,
+    col_step: usize,
+}
+
+/// Copies `m` from `src` at `s` into `out` in square tiles of side
+/// `tile`, each by blocks of [`BLOCK_BYTES`] a side (the block's side a
+/// compile-time constant, so that its loads and stores are whole runs).
+fn transpose<T: Copy>(src: &[T], s: usize, out: &mut [T], m: &Matrix, tile: usize) {
+    match BLOCK_BYTES / std::mem::size_of::<T>().max(1) {
+        0 | 1 => transpose_by::<T, 1>(src, s, out, m, tile),
+        2 | 3 => transpose_by::<T, 2>(src, s, out, m, tile),
+        4..=7 => transpose_by::<T, 4>(src, s, out, m, tile),
+        8..=15 => transpose_by::<T, 8>(src, s, out, m, tile),
+        _ => transpose_by::<T, 16>(src, s, out, m, tile),
+    }
+}
+
+/// [`transpose`] by blocks of `B × B`; what is left at the matrix's
+/// edges (rows or columns past the last whole block) element by element.
+fn transpose_by<T: Copy, const B: usize>(
+    src: &[T],
+    s: usize,
+    out: &mut [T],
+    m: &Matrix,
+    tile: usize,
+) {
+    let tile = tile.next_multiple_of(B);
+    let (whole_rows, whole_cols) = (m.rows - m.rows % B, m.cols - m.cols % B);
+    let one =
+        |out: &mut [T], i: usize, j: usize| out[i * m.row_step + j] = src[s + i + j * m.col_step];
+    let block_at = |out: &mut [T], i: usize, j: usize| {
+        let (from, to) = (s + i + j * m.col_step, i * m.row_step + j);
+        block::<T, B>(src, from, m.col_step, out, to, m.row_step);
+    };
+    // A block reads half of each input line it touches (or a part) and
+    // writes part of each output row: the next block along the side whose
+    // lines lie further apart (more of them in one cache set) takes the
+    // rest of its lines at once, the other side's stay in cache meanwhile.
+    let rows_inside = m.col_step > m.row_step;
+    for i0 in (0..m.rows).step_by(tile) {
+        let i1 = m.rows.min(i0 + tile);
+        let ie = i1.min(whole_rows).max(i0);
+        for j0 in (0..m.cols).step_by(tile) {
+            let j1 = m.cols.min(j0 + tile);
+            let je = j1.min(whole_cols).max(j0);
+            if rows_inside {
+                for j in (j0..je).step_by(B) {
+                    for i in (i0..ie).step_by(B) {
+                        block_at(out, i, j);
+                    }
+                }
+            } else {
+                for i in (i0..ie).step_by(B) {
+                    for j in (j0..je).step_by(B) {
+                        block_at(out, i, j);
+                    }
+                }
+            }
+            // The edges, element by element: the columns past the last
+            // whole block, then the rows.
+            for i in i0..ie {
+                for j in je..j1 {
+                    one(out, i, j);
+                }
+            }
+            for i in ie..i1 {
+                for j in j0..j1 {
+                    one(out, i, j);
+                }
+            }
+        }
+    }
+}
+
+/// Copies one `B × B` block: `B` input lines of `B` elements from `s`,
+/// `col_step` apart, into `B` output rows of `B` elements from `o`,
+/// `row_step` apart, transposed.
+#[inline(always)]
+fn block<T: Copy, const B: usize>(
+    src: &[T],
+    s: usize,
+    col_step: usize,
+    out: &mut [T],
+    o: usize,
+    row_step: usize,
+) {
+    let mut lines = [[src[s]; B]; B];
+    for (j, line) in lines.iter_mut().enumerate() {
+        let at = s + j * col_step;
+        line.copy_from_slice(&src[at..at + B]);
+    }
+    for i in 0..B {
+        let at = o + i * row_step;
+        let row: &mut [T; B] = (&mut out[at..at + B])
+            .try_into()
+            .expect("a block row is B elements");
+        for (x, line) in row.iter_mut().zip(&lines) {
+            *x = line[i];
         }
     }
 }
@@ -352,11 +469,12 @@ fn offsets(axes: &[Axis], group: &[usize], weight: impl Fn(usize) -> usize) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_core::c64;
     use weft_core::layout::row_major;
     use weft_core::ops::permute_view;
 
     /// The permutation by the element walk, for reference.
-    fn walk(src: &[i32], v: &View) -> Vec<i32> {
+    fn walk<T: Element>(src: &[T], v: &View) -> Vec<T> {
         let mut out = Vec::new();
         v.for_each_offset(|o| out.push(src[o]));
         out
@@ -410,17 +528,44 @@ mod tests {
             (vec![2, 3, 4, 5, 6, 7], vec![5, 3, 1, 4, 2, 0]),
             // One run: an extent-1 axis moved, long enough to share.
             (vec![4, 1, 9000], vec![1, 0, 2]),
+            // Tiles with edges: neither side a whole number of blocks or
+            // tiles, short sides, and a batch of them.
+            (vec![300, 131], vec![1, 0]),
+            (vec![9, 517], vec![1, 0]),
+            (vec![3, 37, 70], vec![0, 2, 1]),
+            (vec![16, 32, 16, 32], vec![2, 0, 3, 1]),
         ];
         for (shape, perm) in cases {
             let n: usize = shape.iter().product();
-            let src: Vec<i32> = (0..n as i32).collect();
             let v = permute_view(&shape, &perm).unwrap();
-            let want = walk(&src, &v);
             assert_eq!(v.strides.len(), row_major(&shape).len());
-            for parallel in [false, true] {
-                let got = pool.install(|| permuted(&src, &v, parallel));
-                assert_eq!(got, want, "{shape:?} {perm:?} parallel {parallel}");
-            }
+            let check = |label: &str, run: &dyn Fn(bool) -> bool| {
+                for parallel in [false, true] {
+                    assert!(
+                        run(parallel),
+                        "{label} {shape:?} {perm:?} parallel {parallel}"
+                    );
+                }
+            };
+            // Each element size: the blocks' side is 32 bytes.
+            let ints: Vec<i32> = (0..n as i32).collect();
+            let want = walk(&ints, &v);
+            check("i32", &|p| pool.install(|| permuted(&ints, &v, p)) == want);
+            let floats: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            let want = walk(&floats, &v);
+            check("f64", &|p| {
+                pool.install(|| permuted(&floats, &v, p)) == want
+            });
+            let complexes: Vec<c64> = (0..n).map(|i| c64::new(i as f64, -(i as f64))).collect();
+            let want = walk(&complexes, &v);
+            check("c64", &|p| {
+                pool.install(|| permuted(&complexes, &v, p)) == want
+            });
+            let bools: Vec<bool> = (0..n).map(|i| (i * 7 + i / 3) % 5 < 2).collect();
+            let want = walk(&bools, &v);
+            check("bool", &|p| {
+                pool.install(|| permuted(&bools, &v, p)) == want
+            });
         }
     }
 
@@ -428,13 +573,19 @@ mod tests {
     fn plans_pick_the_walk_the_axes_call_for() {
         let plan = |shape: &[usize], perm: &[usize]| {
             let v = permute_view(shape, perm).unwrap();
-            Plan::new(&fuse(&v.shape, &v.strides), false).walk
+            Plan::new(&fuse(&v.shape, &v.strides), false, 8).walk
         };
         assert!(matches!(plan(&[8, 300], &[0, 1]), Walk::Rows { len: 2400 }));
         // A transpose: its rows cut into blocks of 32 (the blocks, axis 0, are
         // the slabs).
-        assert!(matches!(plan(&[64, 64], &[1, 0]), Walk::Tiles { c: 1 }));
-        assert!(matches!(plan(&[64, 67], &[1, 0]), Walk::Tiles { c: 0 }));
+        assert!(matches!(
+            plan(&[512, 512], &[1, 0]),
+            Walk::Tiles { c: 1, tile: 128 }
+        ));
+        assert!(matches!(
+            plan(&[64, 67], &[1, 0]),
+            Walk::Tiles { c: 0, tile: 128 }
+        ));
         let reversed: Vec<usize> = (0..24).rev().collect();
         match plan(&[2; 24], &reversed) {
             Walk::Blocks { out_src, inner } => assert_eq!((out_src.len(), inner.len()), (32, 32)),
