@@ -50,6 +50,10 @@ const GROUP: usize = 32;
 /// Output elements one parallel task writes, at least.
 const TASK: usize = 1 << 14;
 
+/// Output elements, at most, over which the slabs are walked in the
+/// input's order rather than the output's (see [`Plan::walked`]).
+const REORDER: usize = 1 << 18;
+
 /// The elements of `v`, a permutation's view of `src` (strides not
 /// negative, no extent 0), in row-major order.
 pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T> {
@@ -77,7 +81,7 @@ pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T
     let plan = Plan::new(&axes, parallel, std::mem::size_of::<T>());
     // The slabs: the output along its leading axes that no block spans.
     let slab: usize = plan.axes[plan.lead..].iter().map(|a| a.extent).product();
-    let slabs_per_task = TASK.div_ceil(slab);
+    let slabs_per_task = TASK.div_ceil(slab).next_multiple_of(plan.group());
     let run = |first_slab: usize, chunk: &mut [T]| plan.copy(src, base, first_slab, chunk);
     if parallel && n > slab {
         out.par_chunks_mut(slabs_per_task * slab)
@@ -134,6 +138,15 @@ struct Plan {
     dst: Vec<usize>,
     /// The leading axes that no block spans: the slabs.
     lead: usize,
+    /// The order the odometer walks the leading axes in, the last fastest:
+    /// the output's, but for the last few, which go by their input strides
+    /// (the smallest fastest), so that consecutive slabs read neighbouring
+    /// input where the output's order would jump (a 6-D rotation's slabs
+    /// read 256 bytes 128 MiB apart, then their neighbours only 16 slabs
+    /// later). Those are the leading axes from `regrouped` on; their slabs
+    /// are a group, which no parallel task starts inside of.
+    walked: Vec<usize>,
+    regrouped: usize,
     /// The axes walked by the odometer within a slab (output order).
     outer: Vec<usize>,
     walk: Walk,
@@ -223,16 +236,36 @@ impl Plan {
         }
     }
 
+    /// The slabs of one group (see [`Plan::walked`]).
+    fn group(&self) -> usize {
+        let regrouped = &self.axes[self.regrouped..self.lead];
+        regrouped.iter().map(|a| a.extent).product()
+    }
+
     /// The plan of `walk`, whose blocks span `inner` axes.
     fn build(axes: Vec<Axis>, walk: Walk, inner: &[usize]) -> Plan {
         let rank = axes.len();
         let dst = out_strides(&axes);
         let lead = inner.iter().copied().min().unwrap_or(0);
         let outer = (lead..rank).filter(|a| !inner.contains(a)).collect();
+        // The trailing leading axes whose slabs together hold at most
+        // REORDER elements, and a sixteenth of the output (tasks enough
+        // to share): walked by input stride.
+        let n: usize = axes.iter().map(|a| a.extent).product();
+        let slab: usize = axes[lead..].iter().map(|a| a.extent).product();
+        let (mut k, mut group) = (lead, 1usize);
+        while k > 0 && slab * group * axes[k - 1].extent <= REORDER.min(n / 16) {
+            k -= 1;
+            group *= axes[k].extent;
+        }
+        let mut walked: Vec<usize> = (0..lead).collect();
+        walked[k..].sort_by_key(|&a| std::cmp::Reverse(axes[a].stride));
         Plan {
             axes,
             dst,
             lead,
+            walked,
+            regrouped: k,
             outer,
             walk,
         }
@@ -271,16 +304,20 @@ impl Plan {
         // The odometer: the leading axes, then the outer axes within a
         // slab; the input and output offsets of its position (`out` starts
         // at output offset `start`).
-        let walked: Vec<usize> = (0..self.lead).chain(self.outer.iter().copied()).collect();
+        let walked: Vec<usize> = self.walked.iter().chain(&self.outer).copied().collect();
         let mut index = vec![0usize; walked.len()];
         let slab: usize = axes[self.lead..].iter().map(|a| a.extent).product();
         let start = first * slab;
         let (mut s, mut d) = (base, start);
-        let mut rest = first;
-        for k in (0..self.lead).rev() {
-            index[k] = rest % axes[k].extent;
-            rest /= axes[k].extent;
-            s += index[k] * axes[k].stride;
+        // `first` starts a group: the axes before the group's (walked in
+        // output order) give its position; the group's own start at 0.
+        let group = self.group();
+        debug_assert!(first.is_multiple_of(group));
+        let mut rest = first / group;
+        for p in (0..self.regrouped).rev() {
+            index[p] = rest % axes[p].extent;
+            rest /= axes[p].extent;
+            s += index[p] * axes[p].stride;
         }
         let per_slab: usize = self.outer.iter().map(|&a| axes[a].extent).product();
         for _ in 0..out.len() / slab * per_slab {
@@ -534,6 +571,8 @@ mod tests {
             (vec![9, 517], vec![1, 0]),
             (vec![3, 37, 70], vec![0, 2, 1]),
             (vec![16, 32, 16, 32], vec![2, 0, 3, 1]),
+            // A rotation whose slabs are walked in the input's order.
+            (vec![8, 6, 8, 8, 8, 16], vec![3, 2, 4, 1, 5, 0]),
         ];
         for (shape, perm) in cases {
             let n: usize = shape.iter().product();
@@ -586,6 +625,12 @@ mod tests {
             plan(&[64, 67], &[1, 0]),
             Walk::Tiles { c: 0, tile: 128 }
         ));
+        // The rotation above: tiles of 16 × 8; its last two leading axes
+        // (input strides 8 192 and 16) walked the smallest stride fastest.
+        let v = permute_view(&[8, 6, 8, 8, 8, 16], &[3, 2, 4, 1, 5, 0]).unwrap();
+        let rotation = Plan::new(&fuse(&v.shape, &v.strides), true, 8);
+        assert!(matches!(rotation.walk, Walk::Tiles { c: 4, .. }));
+        assert_eq!((rotation.walked, rotation.regrouped), (vec![0, 1, 3, 2], 2));
         let reversed: Vec<usize> = (0..24).rev().collect();
         match plan(&[2; 24], &reversed) {
             Walk::Blocks { out_src, inner } => assert_eq!((out_src.len(), inner.len()), (32, 32)),
