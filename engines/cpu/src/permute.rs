@@ -20,8 +20,10 @@
 //! Every other axis is walked by an odometer that carries, O(1) per block.
 //! The output is cut into slabs along its leading axes that no block
 //! spans; slabs are written in parallel when the pool may be used (a
-//! transpose's rows are cut into blocks to make slabs of them, and a
-//! block leaves the first output axis out to make slabs of it).
+//! transpose's rows are cut into bands to make slabs of them, and a
+//! block leaves the first output axis out to make slabs of it). The
+//! slabs' last few leading axes are walked by input stride, not output
+//! order, so that consecutive slabs read neighbouring input.
 
 use rayon::prelude::*;
 
