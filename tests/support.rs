@@ -248,6 +248,27 @@ pub fn own_threads(prefixes: &[&str]) -> usize {
         .count()
 }
 
+/// [`own_threads`] once it holds still: read until three reads in a row,
+/// 10 ms apart, agree (two seconds at most). A thread that has just been
+/// joined can stay listed a moment: the kernel wakes its joiner before the
+/// thread has left `/proc`, so a count taken right after a join, or right
+/// after the test before this one, may hold it.
+pub fn own_threads_settled(prefixes: &[&str]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut last = own_threads(prefixes);
+    let mut agreeing = 0;
+    while agreeing < 3 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+        let now = own_threads(prefixes);
+        if now == last {
+            agreeing += 1;
+        } else {
+            (last, agreeing) = (now, 0);
+        }
+    }
+    last
+}
+
 struct ThreadWaker(Thread);
 
 impl Wake for ThreadWaker {
