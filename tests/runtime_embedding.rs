@@ -15,7 +15,7 @@ use weft::{
     topology::CpuSet,
     BuildError, Runtime,
 };
-use weft_tests::{own_threads_settled, status_bytes, threads_named, wait_ok};
+use weft_tests::{own_threads, status_bytes, threads_named, wait_ok};
 
 /// The threads a check here counts: weft's (default names), the
 /// application's (named `app-`), and the test's own.
@@ -464,13 +464,13 @@ fn a_callers_rayon_pool_runs_the_vocabulary_with_no_thread_of_weft() {
             .build()
             .unwrap(),
     );
-    let before = own_threads_settled(NAMES);
+    let before = own_threads(NAMES);
     let rt = Runtime::builder()
         .split(1)
         .host_pool(pool.clone())
         .build()
         .unwrap();
-    assert_eq!(own_threads_settled(NAMES), before, "weft started no thread");
+    assert_eq!(own_threads(NAMES), before, "weft started no thread");
     let report = &rt.threads()[0];
     assert!(report.hosted);
     assert_eq!(report.threads, 3);
@@ -498,7 +498,7 @@ fn a_callers_rayon_pool_runs_the_vocabulary_with_no_thread_of_weft() {
     rt.shutdown().unwrap();
     // The actor's job has returned: its worker is the pool's again.
     assert_eq!(pool.broadcast(|_| 1).len(), 3);
-    assert_eq!(own_threads_settled(NAMES), before);
+    assert_eq!(own_threads(NAMES), before);
 }
 
 #[test]
@@ -507,7 +507,7 @@ fn callers_threads_host_the_actors_and_get_them_back() {
     let want = workload(&whole());
     let threads = std::sync::Arc::new(Mutex::new(Vec::new()));
     let started = threads.clone();
-    let before = own_threads_settled(NAMES);
+    let before = own_threads(NAMES);
     let rt = Runtime::builder()
         .split(1)
         .threads_per_domain(1)
@@ -522,7 +522,7 @@ fn callers_threads_host_the_actors_and_get_them_back() {
         .build()
         .unwrap();
     assert_eq!(
-        own_threads_settled(NAMES),
+        own_threads(NAMES),
         before + 1,
         "only the application's thread"
     );
@@ -533,7 +533,7 @@ fn callers_threads_host_the_actors_and_get_them_back() {
     for thread in threads.lock().unwrap().drain(..) {
         thread.join().expect("the job returned");
     }
-    assert_eq!(own_threads_settled(NAMES), before);
+    assert_eq!(own_threads(NAMES), before);
 }
 
 #[test]

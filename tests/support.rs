@@ -235,7 +235,30 @@ pub fn threads_named(prefix: &str) -> usize {
 /// or a library it calls starts, which inherit its name) and those whose
 /// names begin with one of `prefixes`. Unlike [`thread_count`], the harness
 /// starting or retiring other tests' threads does not change it.
+///
+/// Read until three reads in a row, 10 ms apart, agree (two seconds at
+/// most): a thread that has just been joined can stay listed a moment, as
+/// the kernel wakes its joiner before the thread has left `/proc`, so a
+/// count taken right after a join, or right after the test before this
+/// one, may hold it.
 pub fn own_threads(prefixes: &[&str]) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut last = listed_threads(prefixes);
+    let mut agreeing = 0;
+    while agreeing < 3 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+        let now = listed_threads(prefixes);
+        if now == last {
+            agreeing += 1;
+        } else {
+            (last, agreeing) = (now, 0);
+        }
+    }
+    last
+}
+
+/// One read of [`own_threads`]'s count.
+fn listed_threads(prefixes: &[&str]) -> usize {
     let name = |path: &std::path::Path| fs::read_to_string(path.join("comm")).unwrap_or_default();
     let me = name(std::path::Path::new("/proc/thread-self"));
     let Ok(tasks) = fs::read_dir("/proc/self/task") else {
@@ -246,27 +269,6 @@ pub fn own_threads(prefixes: &[&str]) -> usize {
         .map(|t| name(&t.path()))
         .filter(|n| *n == me || prefixes.iter().any(|p| n.starts_with(p)))
         .count()
-}
-
-/// [`own_threads`] once it holds still: read until three reads in a row,
-/// 10 ms apart, agree (two seconds at most). A thread that has just been
-/// joined can stay listed a moment: the kernel wakes its joiner before the
-/// thread has left `/proc`, so a count taken right after a join, or right
-/// after the test before this one, may hold it.
-pub fn own_threads_settled(prefixes: &[&str]) -> usize {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut last = own_threads(prefixes);
-    let mut agreeing = 0;
-    while agreeing < 3 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(10));
-        let now = own_threads(prefixes);
-        if now == last {
-            agreeing += 1;
-        } else {
-            (last, agreeing) = (now, 0);
-        }
-    }
-    last
 }
 
 struct ThreadWaker(Thread);

@@ -82,7 +82,7 @@ pub(super) fn permuted<T: Element>(src: &[T], v: &View, parallel: bool) -> Vec<T
     }
     let plan = Plan::new(&axes, parallel, std::mem::size_of::<T>());
     // The slabs: the output along its leading axes that no block spans.
-    let slab: usize = plan.axes[plan.lead..].iter().map(|a| a.extent).product();
+    let slab = plan.slab();
     let slabs_per_task = TASK.div_ceil(slab).next_multiple_of(plan.group());
     let run = |first_slab: usize, chunk: &mut [T]| plan.copy(src, base, first_slab, chunk);
     if parallel && n > slab {
@@ -238,6 +238,11 @@ impl Plan {
         }
     }
 
+    /// The output elements of one slab.
+    fn slab(&self) -> usize {
+        self.axes[self.lead..].iter().map(|a| a.extent).product()
+    }
+
     /// The slabs of one group (see [`Plan::walked`]).
     fn group(&self) -> usize {
         let regrouped = &self.axes[self.regrouped..self.lead];
@@ -308,7 +313,7 @@ impl Plan {
         // at output offset `start`).
         let walked: Vec<usize> = self.walked.iter().chain(&self.outer).copied().collect();
         let mut index = vec![0usize; walked.len()];
-        let slab: usize = axes[self.lead..].iter().map(|a| a.extent).product();
+        let slab = self.slab();
         let start = first * slab;
         let (mut s, mut d) = (base, start);
         // `first` starts a group: the axes before the group's (walked in
