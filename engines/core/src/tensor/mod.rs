@@ -322,12 +322,14 @@ fn for_each_offset(shape: &[usize], strides: &[usize], mut f: impl FnMut(usize))
                 return;
             }
             axis -= 1;
-            index[axis] += 1;
-            offset += strides[axis];
-            if index[axis] < shape[axis] {
+            // Never a step past an axis's end: an extent-1 axis may have
+            // any stride, which no offset can add.
+            if index[axis] + 1 < shape[axis] {
+                index[axis] += 1;
+                offset += strides[axis];
                 break;
             }
-            offset -= strides[axis] * shape[axis];
+            offset -= strides[axis] * index[axis];
             index[axis] = 0;
         }
     }
@@ -468,6 +470,14 @@ mod tests {
         assert!(matches!(err, TensorError::Strides { .. }), "{err}");
         let err = Tensor::from_vec_col_major(vec![0i32; 5], &[2, 3]).unwrap_err();
         assert!(matches!(err, TensorError::ElementCount { .. }), "{err}");
+        // An extent-1 axis may have any stride, however large.
+        let odd = Tensor::from_strided(vec![1.0f64, 2.0], &[2, 1], &[1, usize::MAX]).unwrap();
+        assert_eq!(odd.as_slice::<f64>().unwrap(), [1.0, 2.0]);
+        let odd = Tensor::from_strided(vec![1.0f64, 2.0, 3.0], &[1, 3], &[usize::MAX, 1]).unwrap();
+        assert_eq!(odd.as_slice::<f64>().unwrap(), [1.0, 2.0, 3.0]);
+        let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 1, 2]).unwrap();
+        let strides = [1, usize::MAX, 2];
+        assert_eq!(t.to_strided::<f64>(&strides).unwrap(), [1.0, 3.0, 2.0, 4.0]);
         assert!(Tensor::from_strided(Vec::<f64>::new(), &[0, 3], &[7, 7])
             .unwrap()
             .is_empty());
