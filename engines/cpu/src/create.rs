@@ -4,13 +4,19 @@ use super::buffer;
 use weft_core::ops::Scalar;
 use weft_core::{element_count, DType, Data, Element, Tensor, TensorError};
 
-/// `len` copies of `value` as element type `dtype`, in a pooled buffer.
+/// `len` copies of `value` (argument `value` of `op`) as element type
+/// `dtype`, in a pooled buffer.
 ///
 /// # Errors
 ///
 /// As [`Scalar::check`].
-pub(super) fn filled_data(value: Scalar, dtype: DType, len: usize) -> Result<Data, TensorError> {
-    value.check(dtype)?;
+pub(super) fn filled_data(
+    op: &'static str,
+    value: Scalar,
+    dtype: DType,
+    len: usize,
+) -> Result<Data, TensorError> {
+    value.check(op, "value", dtype)?;
     Ok(for_dtype!(dtype, |T| T::wrap(buffer::filled(
         len,
         T::from_scalar(value)
@@ -26,7 +32,7 @@ pub(super) fn full(dtype: DType, shape: &[usize], value: Scalar) -> Result<Tenso
     let n = element_count(shape).ok_or_else(|| TensorError::TooLarge {
         shape: shape.to_vec(),
     })?;
-    Tensor::from_data(filled_data(value, dtype, n)?, shape)
+    Tensor::from_data(filled_data("full", value, dtype, n)?, shape)
 }
 
 /// The `rows × cols` matrix with ones on the diagonal.
@@ -43,7 +49,7 @@ pub(super) fn eye(dtype: DType, rows: usize, cols: usize) -> Result<Tensor, Tens
             v[k] = T::ONE;
         }
     }
-    let mut data = filled_data(Scalar::Real(0.0), dtype, n)?;
+    let mut data = filled_data("eye", Scalar::Real(0.0), dtype, n)?;
     with_data!(&mut data, |v| ones_on_diagonal(v, rows, cols));
     Tensor::from_data(data, &[rows, cols])
 }

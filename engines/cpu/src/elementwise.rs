@@ -122,8 +122,8 @@ pub(super) fn axpby_in_place(
         }
         Ok(())
     }
-    alpha.check(y.dtype())?;
-    beta.check(y.dtype())?;
+    alpha.check("axpby", "alpha", y.dtype())?;
+    beta.check("axpby", "beta", y.dtype())?;
     let refused = TensorError::Unsupported {
         op: "axpby",
         dtype: y.dtype(),

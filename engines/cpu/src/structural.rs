@@ -309,7 +309,7 @@ pub(super) fn pad(
         .map(|(&n, &(b, a))| n + b + a)
         .collect();
     let n = element_count(&out).ok_or(TensorError::TooLarge { shape: out.clone() })?;
-    let mut result = filled_data(value, input.dtype(), n)?;
+    let mut result = filled_data("pad", value, input.dtype(), n)?;
     let out_strides = row_major(&out);
     let offset: isize = widths
         .iter()

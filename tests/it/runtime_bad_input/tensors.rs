@@ -233,12 +233,13 @@ pub(super) fn dtypes(fx: &Fx) -> Vec<Row<'_>> {
         ),
         row(
             "complex fill of a real tensor",
-            "f32",
+            "0+1i",
             |r| {
                 matches!(
                     r,
-                    R::Op(OpError::Tensor(T::Unsupported {
-                        dtype: DType::F32,
+                    R::Op(OpError::Tensor(T::Argument {
+                        op: "full",
+                        argument: "value",
                         ..
                     }))
                 )

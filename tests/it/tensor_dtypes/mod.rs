@@ -6,7 +6,7 @@
 use weft::{
     c64,
     error::TensorError,
-    ops::{ArgOp, BinaryOp, CmpOp, Distribution, HostRun, ReduceOp, TensorOp, UnaryOp},
+    ops::{ArgOp, BinaryOp, CmpOp, Distribution, HostRun, MatOp, ReduceOp, TensorOp, UnaryOp},
     tensor::Element,
     DType, Scalar, Tensor,
 };
@@ -139,7 +139,7 @@ fn scalar_arguments_are_never_rounded_into_their_type() {
     let err = full(DType::I32, Scalar::Real(1.5)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "a scalar: value is 1.5, which must be a whole number in i32's range"
+        "full: value is 1.5, which must be a whole number in i32's range"
     );
     let err = full(DType::I32, Scalar::Int(1 << 40)).unwrap_err();
     assert!(matches!(err, TensorError::Argument { .. }), "{err}");
@@ -148,12 +148,25 @@ fn scalar_arguments_are_never_rounded_into_their_type() {
     let err = full(DType::Bool, Scalar::Int(2)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "a scalar: value is 2, which must be true, false, 0 or 1"
+        "full: value is 2, which must be true, false, 0 or 1"
     );
     let err = full(DType::I64, Scalar::Complex(c64::new(1.0, 1.0))).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "a complex scalar is not defined for i64 tensors"
+        "full: value is 1+1i, which must be a whole number in i64's range"
+    );
+    // Every op's scalar is named with its value, and the argument it is.
+    let gemm = TensorOp::Gemm {
+        alpha: Scalar::Complex(c64::new(0.5, -2.0)),
+        beta: Scalar::Real(0.0),
+        a: MatOp::NONE,
+        b: MatOp::NONE,
+    };
+    let m = Tensor::from_vec(vec![1.0f64; 4], &[2, 2]).unwrap();
+    let err = gemm.run(&[&m, &m, &m], 1).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "gemm: alpha is 0.5-2i, which must be real, for f64 tensors"
     );
     let t = full(DType::F64, Scalar::Bool(true)).unwrap().remove(0);
     assert_eq!(values::<f64>(&t), [1.0]);
@@ -191,7 +204,7 @@ fn integer_ranges_and_random_integers() {
     let err = arange(DType::I32, 0.0, 0.5, 3).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "arange: step is 0.5, which must be a whole number in the integer type's range"
+        "arange: step is 0.5, which must be a whole number in i32's range"
     );
     let err = arange(DType::I32, 2147483000.0, 1000.0, 2).unwrap_err();
     assert_eq!(

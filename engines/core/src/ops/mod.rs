@@ -462,8 +462,8 @@ impl TensorOp {
                         });
                     }
                 }
-                alpha.check(x.dtype)?;
-                beta.check(x.dtype)?;
+                alpha.check("gemm", "alpha", x.dtype)?;
+                beta.check("gemm", "beta", x.dtype)?;
                 let shape = matmul_shape(&a.shape(&x.shape), &b.shape(&y.shape))?;
                 if c.shape != shape {
                     return Err(TensorError::MatmulShapes {
@@ -476,8 +476,8 @@ impl TensorOp {
             }
             TensorOp::Axpby { alpha, beta } => {
                 let (x, y) = (&inputs[0], &inputs[1]);
-                alpha.check(x.dtype)?;
-                beta.check(x.dtype)?;
+                alpha.check("axpby", "alpha", x.dtype)?;
+                beta.check("axpby", "beta", x.dtype)?;
                 if x.dtype != y.dtype {
                     return Err(TensorError::MixedDTypes {
                         op: "axpby",
@@ -524,7 +524,7 @@ impl TensorOp {
                 value,
             } => {
                 // Refuse a complex value for a real type here, not on the actor.
-                value.check(*dtype)?;
+                value.check("full", "value", *dtype)?;
                 created(*dtype, shape.clone())
             }
             TensorOp::Eye { dtype, rows, cols } => created(*dtype, vec![*rows, *cols]),
@@ -631,7 +631,7 @@ impl TensorOp {
                         dtype: a.dtype,
                     });
                 }
-                value.check(a.dtype)?;
+                value.check(op.name(), "scalar", a.dtype)?;
                 Ok(a.clone())
             }
             TensorOp::Cast(dtype) => Ok(Meta {
@@ -680,7 +680,7 @@ impl TensorOp {
             }
             TensorOp::Pad { widths, value } => {
                 let a = &inputs[0];
-                value.check(a.dtype)?;
+                value.check("pad", "value", a.dtype)?;
                 if widths.len() != a.shape.len() {
                     return Err(TensorError::Slice {
                         op: "pad",
@@ -823,14 +823,8 @@ pub fn integer_range(
 ) -> Result<(i64, i64), TensorError> {
     let whole = |argument: &'static str, value: f64| {
         Scalar::Real(value)
-            .check(dtype)
+            .check("arange", argument, dtype)
             .map(|()| value as i64)
-            .map_err(|_| TensorError::Argument {
-                op: "arange",
-                argument,
-                value: value.to_string(),
-                must: "a whole number in the integer type's range",
-            })
     };
     let (first, by) = (whole("start", start)?, whole("step", step)?);
     let last = i128::from(by)

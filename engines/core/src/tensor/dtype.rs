@@ -406,32 +406,41 @@ impl Scalar {
         }
     }
 
-    /// Checks that the value is one of element type `dtype`, exactly: an
-    /// argument is never rounded, wrapped or truncated into its type.
+    /// Checks that the value is one of element type `dtype`, exactly, as
+    /// `argument` of `op` (the names its error gives): an argument is never
+    /// rounded, wrapped or truncated into its type.
     ///
     /// # Errors
     ///
-    /// [`TensorError::Unsupported`] for a complex value with a nonzero
-    /// imaginary part and a type that is not complex;
-    /// [`TensorError::Argument`] for a value an integer type cannot hold
-    /// (not a whole number, or out of its range) and for a `bool` of
-    /// another value than 0 or 1.
-    pub fn check(self, dtype: DType) -> Result<(), TensorError> {
+    /// [`TensorError::Argument`], naming the op, the argument and the
+    /// value, for a complex value with a nonzero imaginary part and a type
+    /// that is not complex, a value an integer type cannot hold (not a
+    /// whole number, or out of its range) and a `bool` of another value
+    /// than 0 or 1.
+    pub fn check(
+        self,
+        op: &'static str,
+        argument: &'static str,
+        dtype: DType,
+    ) -> Result<(), TensorError> {
         let (re, im) = self.parts();
-        if !dtype.is_complex() && im != 0.0 {
-            return Err(TensorError::Unsupported {
-                op: "a complex scalar",
-                dtype,
-            });
-        }
         let refuse = |must: &'static str| {
             Err(TensorError::Argument {
-                op: "a scalar",
-                argument: "value",
+                op,
+                argument,
                 value: self.to_string(),
                 must,
             })
         };
+        if !dtype.is_complex() && im != 0.0 {
+            return refuse(match dtype {
+                DType::F32 => "real, for f32 tensors",
+                DType::F64 => "real, for f64 tensors",
+                DType::I32 => "a whole number in i32's range",
+                DType::I64 => "a whole number in i64's range",
+                _ => "true, false, 0 or 1",
+            });
+        }
         match dtype {
             DType::I32 | DType::I64 => {
                 let (lo, hi) = if dtype == DType::I32 {
