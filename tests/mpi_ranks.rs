@@ -547,13 +547,30 @@ fn disagreeing_ranks_all_fail_and_the_next_collective_works() -> Result<(), Stri
     match download(&lane, &bad) {
         Ok(t) => return Err(format!("a disagreeing allreduce gave {t:?}")),
         Err(e) => check(
-            e.contains("disagree") && e.contains(&format!("[{}]", rank + 1)),
+            e.contains("disagree on the shape") && e.contains(&format!("[{}]", rank + 1)),
             format!("error: {e}"),
         )?,
     }
     let (_, v) = values::<f64>(&lane, &good)?;
     let n = rt().ranks() as f64;
-    check(v == [n, n], format!("the next allreduce gave {v:?}"))
+    check(v == [n, n], format!("the next allreduce gave {v:?}"))?;
+    // Rank 0 sums where the others take the maximum: every rank is told
+    // which reductions the ranks asked for.
+    let reduction = if rank == 0 {
+        Reduction::Sum
+    } else {
+        Reduction::Max
+    };
+    let mixed = lane
+        .allreduce(&even, reduction)
+        .map_err(|e| e.to_string())?;
+    match download(&lane, &mixed) {
+        Ok(t) => Err(format!("allreduces of sum and max gave {t:?}")),
+        Err(e) => check(
+            e.contains("disagree on the reduction (from sum to max over the ranks)"),
+            format!("error: {e}"),
+        ),
+    }
 }
 
 fn a_received_tensor_feeds_the_domain_ops() -> Result<(), String> {

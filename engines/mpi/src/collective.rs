@@ -130,8 +130,11 @@ impl Collective {
         Ok(Some(out))
     }
 
-    /// The words that every rank's call must agree on.
-    pub(crate) fn signature(self, input: Option<(DType, &[usize])>) -> u64 {
+    /// The words that every rank's call must agree on, one per thing a
+    /// call can disagree on, in the order [`disagreement`] names them: the
+    /// collective, its argument (reduction or root), the element type (0
+    /// for none) and a hash of the shape (0 for none).
+    pub(crate) fn signature(self, input: Option<(DType, &[usize])>) -> [u64; SIGNATURE_WORDS] {
         let (kind, arg) = match self {
             Collective::Allreduce(r) => (1, r as u64),
             Collective::Broadcast { root } => (2, root as u64),
@@ -139,21 +142,83 @@ impl Collective {
             Collective::ReduceScatter(r) => (4, r as u64),
             Collective::Barrier => (5, 0),
         };
-        let mut words = vec![kind, arg];
-        if let Some((dtype, shape)) = input {
-            words.push(dtype_code(dtype));
-            words.push(shape.len() as u64);
-            words.extend(shape.iter().map(|&d| d as u64));
-        }
-        // FNV-1a over the words: the same in every process of the job.
-        words
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
+        let Some((dtype, shape)) = input else {
+            return [kind, arg, 0, 0];
+        };
+        // FNV-1a over the rank and extents: the same in every process of
+        // the job, and never 0 (which stands for no tensor) but by chance.
+        let shape_hash = std::iter::once(shape.len())
+            .chain(shape.iter().copied())
+            .flat_map(|w| (w as u64).to_le_bytes())
             .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
                 (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            })
+            });
+        [kind, arg, dtype_code(dtype) + 1, shape_hash]
     }
 }
+
+/// The words of a signature.
+pub(crate) const SIGNATURE_WORDS: usize = 4;
+
+/// What the ranks disagree on, from this rank's signature `mine` and the
+/// maxima over the ranks of each word (`max`) and of each word's
+/// complement (`max_not`, whose complement is the minimum): `None` when
+/// every rank gave `mine`. Names the first word that differs, with the
+/// least and the greatest value the ranks gave for it (for two ranks,
+/// both calls).
+pub(crate) fn disagreement(
+    mine: &[u64; SIGNATURE_WORDS],
+    max: &[u64],
+    max_not: &[u64],
+) -> Option<String> {
+    let word = (0..SIGNATURE_WORDS).find(|&i| max[i] != mine[i] || max_not[i] != !mine[i])?;
+    // A reduction's collectives (codes 1 and 4) have a reduction for an
+    // argument; a broadcast, a root.
+    let reduces = matches!(mine[0], 1 | 4);
+    let what = match word {
+        0 => "the collective",
+        1 if reduces => "the reduction",
+        1 => "the root",
+        2 => "the element type",
+        _ => return Some("the shape".into()),
+    };
+    let label = |code: u64| -> String {
+        let nth = |i: u64| usize::try_from(i).unwrap_or(usize::MAX);
+        let named = match word {
+            0 => KINDS
+                .get(nth(code.wrapping_sub(1)))
+                .map(|k| (*k).to_string()),
+            1 if reduces => REDUCTIONS.get(nth(code)).map(Reduction::to_string),
+            1 => Some(code.to_string()),
+            _ if code == 0 => Some("no tensor".into()),
+            _ => DType::ALL.get(nth(code - 1)).map(DType::to_string),
+        };
+        named.unwrap_or_else(|| format!("code {code}"))
+    };
+    let (lo, hi) = (!max_not[word], max[word]);
+    Some(format!(
+        "{what} (from {} to {} over the ranks)",
+        label(lo),
+        label(hi)
+    ))
+}
+
+/// The collectives' names by their signature's code, less 1.
+const KINDS: [&str; 5] = [
+    "allreduce",
+    "broadcast",
+    "allgather",
+    "reduce_scatter",
+    "barrier",
+];
+
+/// The reductions by their signature's code.
+const REDUCTIONS: [Reduction; 4] = [
+    Reduction::Sum,
+    Reduction::Prod,
+    Reduction::Max,
+    Reduction::Min,
+];
 
 /// MPI's reduction for `r` over `dtype`, or why there is none.
 pub(crate) fn mpi_op(op: &'static str, r: Reduction, dtype: DType) -> Result<MpiOp, MpiError> {
@@ -220,6 +285,51 @@ mod tests {
         assert_ne!(
             sum.signature(Some((DType::F32, &[2]))),
             sum.signature(Some((DType::F64, &[2])))
+        );
+    }
+
+    /// The maxima an allreduce of `[s, !s]` gives over the ranks' `sigs`.
+    fn exchanged(sigs: &[[u64; SIGNATURE_WORDS]]) -> (Vec<u64>, Vec<u64>) {
+        let max = |f: &dyn Fn(u64) -> u64| -> Vec<u64> {
+            (0..SIGNATURE_WORDS)
+                .map(|i| sigs.iter().map(|s| f(s[i])).max().unwrap())
+                .collect()
+        };
+        (max(&|w| w), max(&|w| !w))
+    }
+
+    #[test]
+    fn a_disagreement_names_what_differs_and_the_calls() {
+        let f64s = |c: Collective, s: &[usize]| c.signature(Some((DType::F64, s)));
+        let sum = f64s(Collective::Allreduce(Reduction::Sum), &[2]);
+        let named = |sigs: &[[u64; SIGNATURE_WORDS]]| {
+            let (max, max_not) = exchanged(sigs);
+            disagreement(&sigs[0], &max, &max_not)
+        };
+        assert_eq!(named(&[sum, sum, sum]), None);
+        let max = f64s(Collective::Allreduce(Reduction::Max), &[2]);
+        assert_eq!(
+            named(&[sum, max]).unwrap(),
+            "the reduction (from sum to max over the ranks)"
+        );
+        let f32s = Collective::Allreduce(Reduction::Sum).signature(Some((DType::F32, &[2])));
+        assert_eq!(
+            named(&[sum, f32s, sum]).unwrap(),
+            "the element type (from f32 to f64 over the ranks)"
+        );
+        assert_eq!(
+            named(&[sum, f64s(Collective::Allreduce(Reduction::Sum), &[3])]).unwrap(),
+            "the shape"
+        );
+        let barrier = Collective::Barrier.signature(None);
+        assert_eq!(
+            named(&[barrier, sum]).unwrap(),
+            "the collective (from allreduce to barrier over the ranks)"
+        );
+        let root = |r| f64s(Collective::Broadcast { root: r }, &[2]);
+        assert_eq!(
+            named(&[root(1), root(0), root(3)]).unwrap(),
+            "the root (from 0 to 3 over the ranks)"
         );
     }
 }

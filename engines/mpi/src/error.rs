@@ -69,7 +69,7 @@ pub enum MpiError {
     /// The ranks did not all call the same collective with the same
     /// arguments.
     #[error(
-        "{op} ({this}): the ranks disagree on this collective; every rank must call the \
+        "{op} ({this}): the ranks disagree on {differs}; every rank must call the \
          same collectives in the same order, with tensors of one type and shape"
     )]
     Disagree {
@@ -77,6 +77,10 @@ pub enum MpiError {
         op: &'static str,
         /// This rank's call.
         this: String,
+        /// What differs: the collective, its reduction or root, the
+        /// element type (with the least and greatest the ranks gave) or the
+        /// shape.
+        differs: String,
     },
     /// A reduction not defined for the element type.
     #[error("{op} with {reduction} is not defined for {dtype} tensors")]

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use weft_core::{element_count, DType, Data, Tensor};
 
-use crate::collective::mpi_op;
+use crate::collective::{disagreement, mpi_op, SIGNATURE_WORDS};
 use crate::error::describe;
 use crate::wire::{header, parse_header, HEADER_WORDS};
 use crate::{
@@ -77,7 +77,7 @@ struct Queued {
     /// A buffer for the result, if one was given.
     buffer: Option<Data>,
     out: Option<Vec<usize>>,
-    signature: u64,
+    signature: [u64; SIGNATURE_WORDS],
     done: Done,
 }
 
@@ -323,9 +323,10 @@ impl<T: Transport> Exchange<T> {
                 };
                 let posted = self.session().and_then(|s| {
                     let sig = next.signature;
+                    let words = sig.iter().copied().chain(sig.iter().map(|w| !w));
                     s.iallreduce(
-                        Buf::Words(vec![sig, !sig].into()),
-                        Buf::Words(vec![0, 0].into()),
+                        Buf::Words(words.collect()),
+                        Buf::Words(vec![0; 2 * SIGNATURE_WORDS].into()),
                         MpiOp::Max,
                     )
                 });
@@ -376,9 +377,14 @@ impl<T: Transport> Exchange<T> {
             }
             // The signature exchange is in: the data phase, if the ranks
             // agree.
-            let sig = queued.signature;
-            let agreed = matches!(bufs.pop(), Some(Buf::Words(w)) if *w == [sig, !sig]);
-            if !agreed {
+            let differs = match bufs.pop() {
+                Some(Buf::Words(w)) if w.len() == 2 * SIGNATURE_WORDS => {
+                    let (max, max_not) = w.split_at(SIGNATURE_WORDS);
+                    disagreement(&queued.signature, max, max_not)
+                }
+                _ => Some("a signature MPI did not return whole".into()),
+            };
+            if let Some(differs) = differs {
                 let this = match &queued.input {
                     Some(t) => describe(t.dtype(), t.shape()),
                     None => "no tensor".into(),
@@ -386,6 +392,7 @@ impl<T: Transport> Exchange<T> {
                 (queued.done)(Err(MpiError::Disagree {
                     op: queued.what.name(),
                     this,
+                    differs,
                 }));
                 continue;
             }

@@ -26,11 +26,13 @@
 //!
 //! Collectives run one at a time, in the order the actor takes them, so
 //! every rank posts them to MPI in the same order. Each is preceded by a
-//! signature exchange, a maximum over `[s, !s]` of a hash `s` of the
-//! collective's kind, reduction, root, element type and shape: the two
-//! maxima are `s` and `!s` on every rank only if every rank gave the same
-//! `s`. Ranks that disagree all fail that collective with
-//! [`MpiError::Disagree`] instead of reducing mismatched buffers.
+//! signature exchange, a maximum over `[s, !s]` of the words `s` of the
+//! collective's kind, its reduction or root, its element type and a hash
+//! of its shape: the maxima are `s` and `!s` on every rank only if every
+//! rank gave the same `s`, and otherwise give, for each word, the least
+//! and the greatest value the ranks gave. Ranks that disagree all fail
+//! that collective with [`MpiError::Disagree`], naming what differs,
+//! instead of reducing mismatched buffers.
 //!
 //! # Failure
 //!
