@@ -777,6 +777,18 @@ fn bad_arguments_are_typed_errors_at_the_call() -> Result<(), String> {
         matches!(e, OpError::Mpi(MpiError::Tag { .. })),
         format!("{e}"),
     )?;
+    // A shape no message carries is refused before its buffer is taken
+    // (8 TiB of f64: an allocation that would abort the process).
+    let e = lane.recv(0, 5, DType::F64, &[1 << 40]).unwrap_err();
+    check(
+        matches!(e, OpError::Mpi(MpiError::TooLarge { op: "recv", count }) if count == 8 << 40),
+        format!("{e}"),
+    )?;
+    let e = lane.recv(0, 5, DType::F64, &[1; 33]).unwrap_err();
+    check(
+        matches!(e, OpError::Mpi(MpiError::TooManyAxes { axes: 33, .. })),
+        format!("{e}"),
+    )?;
     let e = lane.reduce_scatter(&x, Reduction::Sum).unwrap_err();
     check(
         ranks == 3 || matches!(e, OpError::Mpi(MpiError::Indivisible { .. })),

@@ -13,8 +13,8 @@ use crate::collective::{disagreement, mpi_op, SIGNATURE_WORDS};
 use crate::error::describe;
 use crate::wire::{header, parse_header, HEADER_WORDS};
 use crate::{
-    check_peer, Buf, Collective, Done, Finished, Grace, MpiError, MpiOp, Request, Transport,
-    MAX_AXES,
+    check_message, check_peer, Buf, Collective, Done, Finished, Grace, MpiError, MpiOp, Request,
+    Transport,
 };
 #[cfg(feature = "mpi")]
 use crate::{launched, MpiSession};
@@ -167,12 +167,7 @@ impl<T: Transport> Exchange<T> {
 
     fn post_send(&self, tensor: Tensor, to: usize, tag: u32) -> Posting<T::Request> {
         check_peer(to, tag, self.ranks)?;
-        if tensor.shape().len() > MAX_AXES {
-            return Err(MpiError::TooManyAxes {
-                op: "send",
-                axes: tensor.shape().len(),
-            });
-        }
+        check_message("send", tensor.dtype(), tensor.shape())?;
         let header = header(tensor.dtype(), tensor.shape());
         let session = self.session()?;
         let (_, data) = tensor.into_parts();
@@ -210,21 +205,7 @@ impl<T: Transport> Exchange<T> {
 
     fn post_recv(&self, expect: &Expect, buffer: Option<Data>) -> Posting<T::Request> {
         check_peer(expect.from, expect.tag, self.ranks)?;
-        let axes = expect.shape.len();
-        if axes > MAX_AXES {
-            return Err(MpiError::TooManyAxes { op: "recv", axes });
-        }
-        let n = element_count(&expect.shape).ok_or(MpiError::TooLarge {
-            op: "recv",
-            count: usize::MAX,
-        })?;
-        let bytes = n.saturating_mul(expect.dtype.size());
-        if i32::try_from(bytes).is_err() {
-            return Err(MpiError::TooLarge {
-                op: "recv",
-                count: bytes,
-            });
-        }
+        let n = check_message("recv", expect.dtype, &expect.shape)?;
         let session = self.session()?;
         let header = Buf::Words(vec![0u64; HEADER_WORDS].into());
         let first = session.irecv(header, expect.from, 2 * expect.tag)?;

@@ -84,7 +84,7 @@ pub use exchange::MpiEngine;
 pub use ffi::{Posted as MpiRequest, Session as MpiSession};
 pub use transport::{Buf, Grace, MpiOp, Request, Transport};
 
-use weft_core::{Data, Tensor};
+use weft_core::{DType, Data, Tensor};
 
 /// The largest message tag weft takes (each tag is two of MPI's, and MPI
 /// guarantees tags up to 32767).
@@ -136,6 +136,33 @@ pub fn launched() -> Result<(), MpiError> {
             LAUNCHER_ENV.join(", ")
         ),
     })
+}
+
+/// Checks that one message carries a tensor of `dtype` and `shape` (for
+/// `op`, the name its errors give); its element count. A receive checks
+/// this before its buffer is taken, so that a shape no message can carry
+/// is an error, not an allocation the machine cannot make.
+///
+/// # Errors
+///
+/// [`MpiError::TooManyAxes`]; [`MpiError::TooLarge`] for more bytes than
+/// one MPI call carries.
+pub fn check_message(op: &'static str, dtype: DType, shape: &[usize]) -> Result<usize, MpiError> {
+    if shape.len() > MAX_AXES {
+        return Err(MpiError::TooManyAxes {
+            op,
+            axes: shape.len(),
+        });
+    }
+    let n = weft_core::element_count(shape).ok_or(MpiError::TooLarge {
+        op,
+        count: usize::MAX,
+    })?;
+    let bytes = n.saturating_mul(dtype.size());
+    if i32::try_from(bytes).is_err() {
+        return Err(MpiError::TooLarge { op, count: bytes });
+    }
+    Ok(n)
 }
 
 /// Checks a peer rank of a job of `ranks` and a message tag.

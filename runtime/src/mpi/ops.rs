@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use weft_actors::{Event, EventState, Flow, Op, Promise, Ticket};
 use weft_core::{DType, Data, Meta, Tensor, TensorEngine};
 use weft_cpu::CpuEngine;
-use weft_mpi::{check_peer, Collective, Done, MpiEngine, MpiError, Reduction};
+use weft_mpi::{check_message, check_peer, Collective, Done, MpiEngine, MpiError, Reduction};
 
 use super::actor::MpiActor;
 use crate::domain::DomainTable;
@@ -404,7 +404,8 @@ impl Lane {
     ///
     /// # Errors
     ///
-    /// As [`Lane::send`], and a shape whose size overflows.
+    /// As [`Lane::send`], and [`MpiError::TooManyAxes`] or [`MpiError::TooLarge`] for a
+    /// shape one message cannot carry (refused before any buffer is taken).
     pub fn recv(
         &self,
         from: usize,
@@ -414,10 +415,9 @@ impl Lane {
     ) -> Result<TensorHandle, OpError> {
         self.mpi_actor(|mpi| {
             check_peer(from, tag, mpi.ranks)?;
-            weft_core::element_count(shape).ok_or(MpiError::TooLarge {
-                op: "recv",
-                count: usize::MAX,
-            })?;
+            // Before the buffer is taken: a shape no message carries is
+            // refused here, not allocated.
+            check_message("recv", dtype, shape)?;
             let meta = Meta {
                 dtype,
                 shape: shape.to_vec(),
