@@ -487,6 +487,18 @@ fn selection_and_indexing() {
             &[x, i, u],
         )
     });
+    // Index 2 is written twice: the second update wins, and only it is
+    // credited with the cotangent there.
+    index_case("scatter (set), a duplicate index", &|p, x, i, _| {
+        let u = p.scale(x, 2.0)?;
+        p.apply(
+            TensorOp::Scatter {
+                axis: 0,
+                mode: ScatterMode::Set,
+            },
+            &[x, i, u],
+        )
+    });
     index_case("dynamic_update_slice", &|p, x, _, s| {
         let u = p.apply(TensorOp::DynamicSlice { sizes: vec![2, 2] }, &[x, s])?;
         let u = p.unary(UnaryOp::Sin, u)?;

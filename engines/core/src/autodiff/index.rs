@@ -1,7 +1,7 @@
 //! The rules of the indexing ops.
 
-use super::{Derivation, Pullback};
-use crate::ops::{Scalar, ScatterMode, TensorOp};
+use super::{Derivation, Missing, Pullback};
+use crate::ops::{CmpOp, Scalar, ScatterMode, TensorOp};
 use crate::program::Value;
 use crate::tensor::DType;
 
@@ -45,9 +45,30 @@ impl Derivation<'_> {
                         )?
                     }
                 };
-                let du = need[2]
-                    .then(|| self.op(TensorOp::Gather { axis: *axis }, &[g, idx]))
-                    .transpose()?;
+                let du = if need[2] {
+                    let taken = self.op(TensorOp::Gather { axis: *axis }, &[g, idx])?;
+                    Some(match mode {
+                        ScatterMode::Add => taken,
+                        // An update another one overwrote reached nothing.
+                        ScatterMode::Set => {
+                            let extent = shape(self, 0)[*axis];
+                            let won = self.last_writers(idx, extent)?;
+                            let shape = self.meta(taken).shape;
+                            let rank = self.meta(idx).shape.len();
+                            let won = self.op(
+                                TensorOp::BroadcastInDim {
+                                    shape,
+                                    dims: (*axis..*axis + rank).collect(),
+                                },
+                                &[won],
+                            )?;
+                            let zeros = self.zeros_like(taken)?;
+                            self.op(TensorOp::Select, &[won, taken, zeros])?
+                        }
+                    })
+                } else {
+                    None
+                };
                 vec![Some(dx), None, du]
             }
             TensorOp::DynamicSlice { .. } => {
@@ -99,5 +120,34 @@ impl Derivation<'_> {
             }
             _ => unreachable!("pullback dispatches only the indexing ops here"),
         })
+    }
+
+    /// Which entries of the index tensor `idx` (along an axis of `extent`)
+    /// write last to their position in a scatter that sets, the last in
+    /// row-major order winning: a `bool` tensor of `idx`'s shape. Each
+    /// entry's number is set at its position; an entry won if its
+    /// position holds its number afterwards.
+    fn last_writers(&mut self, idx: Value, extent: usize) -> Result<Value, Missing> {
+        let shape = self.meta(idx).shape;
+        let numbers = self.op(
+            TensorOp::Arange {
+                dtype: DType::I64,
+                start: 0.0,
+                step: 1.0,
+                len: shape.iter().product(),
+            },
+            &[],
+        )?;
+        let numbers = self.op(TensorOp::Reshape(shape), &[numbers])?;
+        let unset = self.full(DType::I64, vec![extent], Scalar::Int(-1))?;
+        let last = self.op(
+            TensorOp::Scatter {
+                axis: 0,
+                mode: ScatterMode::Set,
+            },
+            &[unset, idx, numbers],
+        )?;
+        let at = self.op(TensorOp::Gather { axis: 0 }, &[last, idx])?;
+        self.op(TensorOp::Compare(CmpOp::Eq), &[at, numbers])
     }
 }
