@@ -488,8 +488,21 @@ impl Program {
         Program::finish(recorder, None)
     }
 
+    /// The most distinct texts [`Program::trace_label`] keeps in a
+    /// process.
+    pub const MAX_TRACE_LABELS: usize = 4096;
+
+    /// The trace label of a program whose own would be past
+    /// [`Program::MAX_TRACE_LABELS`].
+    pub const UNKEPT_LABEL: &'static str = "program (a label past the 4096 kept)";
+
     /// The same program under a label, shown in its stats, traces and
-    /// errors.
+    /// errors. Stats and traces name a program by a text kept for the
+    /// life of the process, one per distinct label and length: past
+    /// [`Program::MAX_TRACE_LABELS`] of them (a label made of a loop
+    /// counter, say), a new one is shown there as
+    /// [`Program::UNKEPT_LABEL`] (its errors and [`Program::label`] still
+    /// give the label itself).
     pub fn labelled(self, label: impl Into<String>) -> Program {
         let body = &*self.inner;
         let label = Some(label.into());
@@ -602,7 +615,8 @@ impl Program {
 }
 
 /// The trace label of a program, interned: one allocation per distinct
-/// label for the life of the process, however many programs carry it.
+/// label for the life of the process, however many programs carry it, and
+/// at most [`Program::MAX_TRACE_LABELS`] of them.
 fn trace_label(label: Option<&str>, steps: usize) -> &'static str {
     static INTERNED: OnceLock<Mutex<std::collections::HashSet<&'static str>>> = OnceLock::new();
     let text = match label {
@@ -615,6 +629,9 @@ fn trace_label(label: Option<&str>, steps: usize) -> &'static str {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(&known) = set.get(text.as_str()) {
         return known;
+    }
+    if set.len() >= Program::MAX_TRACE_LABELS {
+        return Program::UNKEPT_LABEL;
     }
     let leaked: &'static str = Box::leak(text.into_boxed_str());
     set.insert(leaked);
@@ -776,5 +793,28 @@ mod tests {
         );
         assert!(text.ends_with("return %2, %1, %3"), "{text}");
         assert!(Program::record(|_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn trace_labels_are_kept_up_to_their_bound() {
+        let program = Program::record(|p| {
+            let a = p.input(DType::F64, &[3]);
+            p.output(a)
+        })
+        .unwrap();
+        let first = program.clone().labelled("kept from the start");
+        assert_eq!(first.trace_label(), "program kept from the start (1 ops)");
+        // More distinct labels than are kept (whatever other tests of this
+        // process interned): the last ones are shown as unkept, the first
+        // still as itself, and the label itself is never lost.
+        let mut last = first.clone();
+        for i in 0..Program::MAX_TRACE_LABELS {
+            last = program.clone().labelled(format!("step {i}"));
+        }
+        assert_eq!(last.trace_label(), Program::UNKEPT_LABEL);
+        assert_eq!(last.label(), Some("step 4095"));
+        assert!(Program::UNKEPT_LABEL.contains(&Program::MAX_TRACE_LABELS.to_string()));
+        let again = program.labelled("kept from the start");
+        assert_eq!(again.trace_label(), "program kept from the start (1 ops)");
     }
 }
