@@ -25,6 +25,8 @@ struct Stage {
     run: StageFn,
 }
 
+/// Results set aside before a run starts, at most.
+const RESERVED_RESULTS: usize = 1024;
 /// Stages, each bound to a CPU domain; each item is produced by the source
 /// on the first stage's domain, moved to each stage's domain (a transfer
 /// when it differs) and handed to the stage, which submits ops and returns
@@ -190,7 +192,10 @@ impl Pipeline {
         }
         let start = Instant::now();
         let mut pending: VecDeque<InFlight> = VecDeque::new();
-        let mut outputs = Vec::with_capacity(items);
+        // The results grow as items finish, never reserved for all
+        // `items` at once: a count past what memory holds is a long run,
+        // not an abort.
+        let mut outputs = Vec::with_capacity(items.min(RESERVED_RESULTS));
         let mut peak = 0;
         for i in 0..items {
             if pending.len() == self.in_flight {

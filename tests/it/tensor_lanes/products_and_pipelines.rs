@@ -90,6 +90,30 @@ fn pipeline_items_refused_at_the_call_site_are_named_and_the_rest_kept() {
 }
 
 #[test]
+fn a_pipeline_of_more_items_than_memory_holds_runs_them_as_they_come() {
+    use weft::runtime::Pipeline;
+    let rt = weft_tests::unpinned_pair().build().expect("runtime");
+    // The source stops the run by panicking at item 3: the run got that
+    // far, with nothing set aside for the items it never reached.
+    for items in [1usize << 40, usize::MAX / 64] {
+        let pipeline = Pipeline::new(&rt, "make", 0, |lane, i| {
+            if i == 3 {
+                std::panic::panic_any("enough items");
+            }
+            lane.full(weft::DType::F64, &[2], weft::Scalar::Real(i as f64))
+        });
+        let stopped =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pipeline.run(items)))
+                .expect_err("the source stops the run");
+        assert_eq!(
+            stopped.downcast_ref::<&str>(),
+            Some(&"enough items"),
+            "{items} items"
+        );
+    }
+}
+
+#[test]
 fn pipeline_stages_may_hand_on_a_tensor_of_another_domain() {
     use weft::runtime::Pipeline;
     let rt = weft_tests::unpinned_pair().build().expect("runtime");
