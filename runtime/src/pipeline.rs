@@ -27,6 +27,7 @@ struct Stage {
 
 /// Results set aside before a run starts, at most.
 const RESERVED_RESULTS: usize = 1024;
+
 /// Stages, each bound to a CPU domain; each item is produced by the source
 /// on the first stage's domain, moved to each stage's domain (a transfer
 /// when it differs) and handed to the stage, which submits ops and returns
