@@ -396,6 +396,47 @@ fn gemm_into_at_beta_zero_does_not_read_c_and_a_kept_c_stays() {
     assert_ne!(address(&lane, &r), address(&lane, &kept));
 }
 
+/// One rule for every accumulating op: β = 0 does not read the
+/// accumulator, so its NaNs never reach the result (fresh or in place,
+/// with `x` broadcast or not).
+#[test]
+fn axpby_and_dot_general_at_beta_zero_do_not_read_y() {
+    let rt = runtime(1);
+    let lane = rt.lane(0).unwrap();
+    let nan = |shape: &[usize]| {
+        lane.full(DType::F64, shape, Scalar::Real(f64::NAN))
+            .unwrap()
+    };
+    let (two, zero) = (Scalar::Real(2.0), Scalar::Real(0.0));
+    let row = lane
+        .upload(Tensor::from_vec(vec![1.0, 2.0, 3.0], &[1, 3]).unwrap())
+        .unwrap();
+    let doubled_rows = [2.0, 4.0, 6.0].repeat(2);
+    let fresh = lane.axpby(two, &row, zero, &nan(&[2, 3])).unwrap();
+    assert_eq!(f64s(&lane, &fresh), doubled_rows);
+    let into = lane.axpby_into(two, &row, zero, nan(&[2, 3])).unwrap();
+    assert_eq!(f64s(&lane, &into), doubled_rows);
+    let same = lane.axpby(two, &row, zero, &nan(&[1, 3])).unwrap();
+    assert_eq!(f64s(&lane, &same), [2.0, 4.0, 6.0]);
+    // [2, 3] · [3] contracted: [14, 32], doubled.
+    let m = lane
+        .upload(Tensor::from_vec((1..=6).map(f64::from).collect(), &[2, 3]).unwrap())
+        .unwrap();
+    let v = lane
+        .upload(Tensor::from_vec(vec![1.0, 2.0, 3.0], &[3]).unwrap())
+        .unwrap();
+    let dims = DotGeneral {
+        batch: Vec::new(),
+        contract: vec![(1, 0)],
+        conj_lhs: false,
+        conj_rhs: false,
+    };
+    let r = lane
+        .dot_general_into(two, &m, &v, &dims, zero, nan(&[2]))
+        .unwrap();
+    assert_eq!(f64s(&lane, &r), [28.0, 64.0]);
+}
+
 #[test]
 fn axpby_into_accumulates_a_broadcast_x_and_refuses_a_y_it_would_grow() {
     let rt = runtime(1);

@@ -108,16 +108,25 @@ pub(super) fn axpby_in_place(
         [alpha, beta]: [Scalar; 2],
     ) -> Result<(), TensorError> {
         let xs = x.as_slice::<T>()?;
+        // β = 0 does not read `y` (its NaNs stay out), as BLAS.
+        let reads_y = !beta.is_zero();
         let (alpha, beta) = (T::from_scalar(alpha), T::from_scalar(beta));
+        let f = |u: T, v: T| {
+            if reads_y {
+                u * alpha + v * beta
+            } else {
+                u * alpha
+            }
+        };
         if xs.len() == y.len() {
             for (v, &u) in y.iter_mut().zip(xs) {
-                *v = u * alpha + *v * beta;
+                *v = f(u, *v);
             }
         } else {
             let mut at = y.iter_mut();
             weft_core::ops::broadcast_view(x.shape(), out)?.for_each_offset(|o| {
                 let v = at.next().expect("one output element per offset");
-                *v = xs[o] * alpha + *v * beta;
+                *v = f(xs[o], *v);
             });
         }
         Ok(())

@@ -88,7 +88,14 @@ fn kernel(
         }
         TensorOp::Axpby { alpha, beta } => {
             let scaled = |x, s| elementwise::with_scalar(BinaryOp::Mul, x, s, false, parallel);
-            let (x, y) = (scaled(inputs[0], *alpha)?, scaled(inputs[1], *beta)?);
+            let x = scaled(inputs[0], *alpha)?;
+            if beta.is_zero() {
+                // β = 0 does not read `y` (its NaNs stay out), as BLAS.
+                let shape =
+                    weft_core::layout::broadcast_shapes("axpby", x.shape(), inputs[1].shape())?;
+                return one(structural::broadcast_to(&x, &shape));
+            }
+            let y = scaled(inputs[1], *beta)?;
             one(elementwise::binary(BinaryOp::Add, &x, &y, parallel))
         }
         TensorOp::Reduce {

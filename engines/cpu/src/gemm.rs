@@ -93,7 +93,7 @@ pub(super) fn accumulate(
     } else {
         scale(&product, alpha)?
     };
-    if beta.parts() == (0.0, 0.0) {
+    if beta.is_zero() {
         return Ok(scaled);
     }
     elementwise::binary(BinaryOp::Add, &scaled, &scale(inputs[2], beta)?, parallel)

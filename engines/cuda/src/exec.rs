@@ -522,7 +522,7 @@ impl Exec<'_> {
         } else {
             self.binary_scalar(BinaryOp::Mul, &product, alpha, false)?
         };
-        if beta.parts() == (0.0, 0.0) {
+        if beta.is_zero() {
             return Ok(scaled);
         }
         let c = self.binary_scalar(BinaryOp::Mul, c, beta, false)?;
@@ -537,6 +537,14 @@ impl Exec<'_> {
         out_shape: &[usize],
     ) -> Result<DeviceTensor, ExecError> {
         let ax = self.binary_scalar(BinaryOp::Mul, x, alpha, false)?;
+        if beta.is_zero() {
+            // β = 0 does not read `y` (its NaNs stay out), as BLAS.
+            if ax.shape == out_shape {
+                return Ok(ax);
+            }
+            let view = weft_core::ops::broadcast_view(&ax.shape, out_shape)?;
+            return self.gather(&ax, &view);
+        }
         let by = self.binary_scalar(BinaryOp::Mul, y, beta, false)?;
         self.binary(BinaryOp::Add, &ax, &by, out_shape)
     }

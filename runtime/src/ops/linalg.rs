@@ -200,7 +200,9 @@ impl<E: TensorEngine> Lane<E> {
         self.axpby_into(alpha, &product, beta, c)
     }
 
-    /// `alpha · x + beta · y`, broadcast.
+    /// `alpha · x + beta · y`, broadcast. As every accumulating op here
+    /// (`gemm`, `axpby`, their `_into` forms and `dot_general_into`), a
+    /// `beta` of 0 does not read `y`: its NaNs do not reach the result.
     ///
     /// # Errors
     ///

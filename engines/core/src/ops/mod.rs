@@ -76,7 +76,9 @@ pub enum TensorOp {
         /// How `b` is read.
         b: MatOp,
     },
-    /// `alpha · x + beta · y`, broadcast (floats and complexes).
+    /// `alpha · x + beta · y`, broadcast (floats and complexes); `y` is
+    /// not read when `beta` is 0 (its NaNs do not reach the result), as
+    /// [`TensorOp::Gemm`]'s `c`.
     Axpby {
         /// `x`'s scale.
         alpha: Scalar,

@@ -406,6 +406,12 @@ impl Scalar {
         }
     }
 
+    /// Whether the value is zero (either sign): a `beta` of zero means its
+    /// operand is not read.
+    pub fn is_zero(self) -> bool {
+        self.parts() == (0.0, 0.0)
+    }
+
     /// Checks that the value is one of element type `dtype`, exactly, as
     /// `argument` of `op` (the names its error gives): an argument is never
     /// rounded, wrapped or truncated into its type.
