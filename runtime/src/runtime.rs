@@ -13,7 +13,7 @@ pub use crate::scope::Scope;
 
 use std::error::Error;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,6 +64,9 @@ pub(crate) struct Inner {
     /// actor, else when this is dropped. Declared after `table`, so that
     /// the domains' threads are joined first.
     claim: Mutex<Option<Claim>>,
+    /// Set once the trace file holds every op (a shutdown that stopped
+    /// every actor wrote it): the drop does not write it again.
+    trace_written: AtomicBool,
 }
 
 /// The actors users host with [`Runtime::spawn_actor`].
@@ -139,6 +142,7 @@ impl Runtime {
             cpus,
             threads,
             claim: Mutex::new(None),
+            trace_written: AtomicBool::new(false),
         });
         if let Some(claim) = claim {
             claim.attach(inner.clone());
@@ -365,7 +369,9 @@ impl Runtime {
                 Err(other) => return Err(other),
             }
         }
-        self.inner.write_trace();
+        // With an actor stuck, the drop writes the trace again (its op
+        // may end by then).
+        self.inner.write_trace(stuck.is_empty());
         if stuck.is_empty() {
             self.inner.release_claim();
             Ok(RuntimeReport { actors: reports })
@@ -376,7 +382,7 @@ impl Runtime {
 
     fn stop(&self, how: Stop) -> Result<RuntimeReport, ShutdownError> {
         let results = self.stop_each(|| how);
-        self.inner.write_trace();
+        self.inner.write_trace(results.iter().all(Result::is_ok));
         let actors = results.into_iter().collect::<Result<_, _>>()?;
         self.inner.release_claim();
         Ok(RuntimeReport { actors })
@@ -436,9 +442,19 @@ impl Inner {
         drop(claim);
     }
 
-    /// Writes the trace to its file, if the runtime is traced. A failure is
-    /// reported on stderr: it happens at shutdown, with nobody to return to.
-    fn write_trace(&self) {
+    /// Writes the trace to its file, if the runtime is traced and no
+    /// whole trace was written yet; `whole`: it holds every op the runtime
+    /// will run. A failure is reported on stderr: it happens at shutdown,
+    /// with nobody to return to.
+    fn write_trace(&self, whole: bool) {
+        let written = if whole {
+            self.trace_written.swap(true, Ordering::AcqRel)
+        } else {
+            self.trace_written.load(Ordering::Acquire)
+        };
+        if written {
+            return;
+        }
         if let (Some(trace), Some(path)) = (&self.config.trace, &self.config.trace_path) {
             if let Err(e) = TraceView::from_trace(trace).write(path) {
                 eprintln!("weft: writing the trace to {}: {e}", path.display());
@@ -457,7 +473,7 @@ impl Drop for Inner {
             for hosted in &self.hosted.get_mut().actors {
                 let _ = hosted.stop(Stop::Drain);
             }
-            self.write_trace();
+            self.write_trace(true);
         }
     }
 }

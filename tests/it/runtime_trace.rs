@@ -107,6 +107,32 @@ fn a_traced_runtime_writes_valid_trace_events() {
 }
 
 #[test]
+fn the_trace_file_is_written_once() {
+    let path = temp_path("written-once");
+    let traced = || {
+        Runtime::builder()
+            .overlap(weft::runtime::Overlap::Allow)
+            .split(1)
+            .trace(&path)
+            .build()
+            .expect("runtime")
+    };
+    // Shut down: written then, and the drop leaves it alone (the file
+    // taken away stays away).
+    let rt = traced();
+    wait_ok(rt.lane(0).unwrap().run(|_| 1).unwrap());
+    rt.shutdown().expect("shut down");
+    std::fs::remove_file(&path).expect("the shutdown wrote the trace");
+    drop(rt);
+    assert!(!path.exists(), "the drop wrote the trace a second time");
+    // Dropped without a shutdown: written by the drop.
+    let rt = traced();
+    wait_ok(rt.lane(0).unwrap().run(|_| 1).unwrap());
+    drop(rt);
+    std::fs::remove_file(&path).expect("the drop wrote the trace");
+}
+
+#[test]
 fn the_ring_buffer_bounds_the_trace() {
     let path = temp_path("ring");
     let rt = Runtime::builder()
