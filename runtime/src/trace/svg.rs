@@ -47,10 +47,28 @@ impl TraceView {
     /// bytes per op, so a full ring buffer (65 536 ops per actor) draws as
     /// some 20 MB per actor; a smaller `trace_capacity` keeps it light.
     pub fn to_svg(&self) -> String {
-        let (from, to) = self.span_us().unwrap_or((0.0, 1.0));
-        let span = (to - from).max(1e-3);
+        // The span of the finite times (a view built by hand or read back
+        // may hold any), halved so that no difference overflows; a time
+        // outside it (or none at all) is drawn at the plot's edge.
+        let finite = self.ops().flat_map(|(_, o)| [o.submitted_us(), o.end_us()]);
+        let (from, to) = finite
+            .filter(|t| t.is_finite())
+            .fold(None, |span, t| {
+                let (from, to) = span.unwrap_or((t, t));
+                Some((t.min(from), t.max(to)))
+            })
+            .unwrap_or((0.0, 1.0));
+        let half = (to / 2.0 - from / 2.0).max(5e-4);
+        let span = (2.0 * half).min(f64::MAX);
         let plot = WIDTH - GUTTER - RIGHT;
-        let x = |t: f64| GUTTER + (t - from) / span * plot;
+        let x = |t: f64| {
+            let at = GUTTER + (t / 2.0 - from / 2.0) / half * plot;
+            if at.is_nan() {
+                GUTTER
+            } else {
+                at.clamp(GUTTER, WIDTH - RIGHT)
+            }
+        };
 
         // Rows: where each actor's name and each of its lanes go.
         let mut y = ROWS_Y;
@@ -141,7 +159,7 @@ impl TraceView {
         // built by hand with infinite times from looping here.
         for k in 0..=10u32 {
             let t = f64::from(k) * step;
-            if t.is_nan() || t > span * (1.0 + 1e-9) {
+            if !t.is_finite() || t > span * (1.0 + 1e-9) {
                 break;
             }
             let at = x(from + t);
@@ -291,6 +309,9 @@ fn unit(us: f64) -> (&'static str, f64) {
 
 /// A duration in the unit that reads best.
 fn duration(us: f64) -> String {
+    if !us.is_finite() {
+        return "an unknown time".into();
+    }
     let (name, scale) = unit(us);
     let decimals = if scale == 1.0 { 1 } else { 3 };
     format!("{:.decimals$} {name}", us / scale)
@@ -411,6 +432,38 @@ mod tests {
             }],
         };
         assert!(endless.to_svg().contains("class=\"op completed\""));
+    }
+
+    #[test]
+    fn times_past_every_scale_still_draw_in_the_plot() {
+        let op = |start_us: f64, run_us: f64| super::super::OpView {
+            lane: 0,
+            label: "op".to_owned(),
+            start_us,
+            run_us,
+            queued_us: 0.0,
+            outcome: Outcome::Completed,
+            flow: None,
+        };
+        for ops in [
+            vec![op(0.0, 1.0), op(1e308, 1e308)],
+            vec![op(-1e308, 1.0), op(1e308, 1.0)],
+            vec![op(f64::NAN, 1.0), op(0.0, f64::NAN)],
+        ] {
+            let view = TraceView {
+                actors: vec![super::super::ActorView {
+                    name: "a".to_owned(),
+                    ops,
+                    dropped: 0,
+                }],
+            };
+            let svg = view.to_svg();
+            for bad in ["inf", "NaN"] {
+                assert!(!svg.contains(bad), "{bad} in {svg}");
+            }
+            // Two bars, and the legend's.
+            assert_eq!(svg.matches("class=\"op completed\"").count(), 3, "{svg}");
+        }
     }
 
     #[test]
