@@ -104,7 +104,12 @@ impl DomainTable {
             .iter()
             .map(|domain| {
                 let place = Place::Cpu(domain.index());
-                let (freed, housekeeping) = housekeeping(config.idle_trim);
+                let (freed, mut housekeeping) = housekeeping(config.idle_trim);
+                // The jobs a one-thread pool would leave queued, run first.
+                let housekeeping = move |engine: &mut CpuEngine, idle| {
+                    engine.run_spawned_jobs();
+                    housekeeping.tidy(engine, idle)
+                };
                 let (actor, readback) = start_cpu(domain, config, housekeeping)?;
                 let tensors =
                     DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);

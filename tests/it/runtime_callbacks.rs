@@ -195,6 +195,43 @@ fn shutdown_timeout_names_the_stuck_domain_and_a_later_shutdown_joins_it() {
 }
 
 #[test]
+fn a_job_spawned_on_a_one_thread_pool_runs() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    // One thread per domain: the actor is its pool's only worker.
+    let rt = unpinned_pair()
+        .threads_per_domain(1)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).unwrap();
+    let (ran, runs) = bounded::<usize>(1);
+    wait_ok(
+        lane.run(move |engine: &mut CpuEngine| {
+            engine.pool().spawn(move || ran.send(7).unwrap());
+        })
+        .unwrap(),
+    );
+    assert_eq!(runs.recv_timeout(LIMIT), Ok(7), "the spawned job ran");
+    // Spawned just before the shutdown: run before it returns.
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    wait_ok(
+        lane.run(move |engine: &mut CpuEngine| {
+            for _ in 0..3 {
+                let counted = counted.clone();
+                engine.pool().spawn(move || {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        })
+        .unwrap(),
+    );
+    drop(lane);
+    bounded_call("shutdown", move || rt.shutdown()).expect("shut down");
+    assert_eq!(count.load(Ordering::SeqCst), 3);
+}
+
+#[test]
 fn a_pool_job_that_outlives_its_op_is_joined_or_named() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;

@@ -65,6 +65,14 @@ struct Exits {
     changed: Condvar,
 }
 
+impl Drop for PinnedPool {
+    fn drop(&mut self) {
+        // Before the workers are told to go: a one-thread pool's queued
+        // jobs run on the actor, which drops its engine here.
+        self.run_spawned_jobs();
+    }
+}
+
 /// Waits for the pool's workers when dropped.
 struct ExitWait(Arc<Exits>);
 
@@ -75,6 +83,15 @@ impl Drop for ExitWait {
 }
 
 impl PinnedPool {
+    /// See [`CpuEngine::run_spawned_jobs`](super::CpuEngine::run_spawned_jobs).
+    pub(super) fn run_spawned_jobs(&self) {
+        #[cfg(not(weft_loom))]
+        if self.rayon.current_num_threads() == 1 {
+            // `None` off the pool's threads; `Idle` once nothing is queued.
+            while let Some(rayon::Yield::Executed) = self.rayon.yield_now() {}
+        }
+    }
+
     /// Builds the pool on the calling thread, which becomes worker 0.
     ///
     /// # Errors
