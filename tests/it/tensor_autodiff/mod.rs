@@ -477,28 +477,17 @@ fn selection_and_indexing() {
     index_case("dynamic_slice", &|p, x, _, s| {
         p.apply(TensorOp::DynamicSlice { sizes: vec![2, 2] }, &[x, s])
     });
-    index_case("scatter_add", &|p, x, i, _| {
-        let u = p.scale(x, 2.0)?;
-        p.apply(
-            TensorOp::Scatter {
-                axis: 0,
-                mode: ScatterMode::Add,
-            },
-            &[x, i, u],
-        )
-    });
-    // Index 2 is written twice: the second update wins, and only it is
-    // credited with the cotangent there.
-    index_case("scatter (set), a duplicate index", &|p, x, i, _| {
-        let u = p.scale(x, 2.0)?;
-        p.apply(
-            TensorOp::Scatter {
-                axis: 0,
-                mode: ScatterMode::Set,
-            },
-            &[x, i, u],
-        )
-    });
+    // Index 2 is written twice: added twice, or set by the second update,
+    // which alone is credited with the cotangent there.
+    for (name, mode) in [
+        ("scatter_add", ScatterMode::Add),
+        ("scatter (set), a duplicate index", ScatterMode::Set),
+    ] {
+        index_case(name, &move |p, x, i, _| {
+            let u = p.scale(x, 2.0)?;
+            p.apply(TensorOp::Scatter { axis: 0, mode }, &[x, i, u])
+        });
+    }
     index_case("dynamic_update_slice", &|p, x, _, s| {
         let u = p.apply(TensorOp::DynamicSlice { sizes: vec![2, 2] }, &[x, s])?;
         let u = p.unary(UnaryOp::Sin, u)?;
