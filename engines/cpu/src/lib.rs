@@ -335,10 +335,11 @@ impl CpuEngine {
     /// Runs the jobs spawned on the domain's pool that no other thread
     /// would: in a pool of one thread, the actor is the only worker, and
     /// rayon runs queued jobs only on a worker inside its loop, which the
-    /// actor enters only for a parallel call. The runtime calls this
-    /// between ops and before the actor parks; the engine's drop calls it
-    /// too. Nothing for a pool of more threads (its other workers take
-    /// the jobs), or one the actor is no worker of.
+    /// actor enters only for a parallel call. The runtime calls this in
+    /// the domain's housekeeping (before the actor parks, and between ops
+    /// when it is nudged); the engine's drop calls it too. Nothing for a
+    /// pool of more threads (its other workers take the jobs), or one the
+    /// actor is no worker of.
     pub fn run_spawned_jobs(&self) {
         self.pool.run_spawned_jobs();
     }
