@@ -94,8 +94,17 @@ fn bad_input_catalog() {
         (
             "complex scalar for a real tensor",
             Box::new(|| lane.binary_scalar(BinaryOp::Add, &a, Scalar::Complex(c64::new(0.0, 1.0)))),
-            |e| matches!(e, OpError::Tensor(T::Unsupported { .. })),
-            "complex scalar",
+            |e| {
+                matches!(
+                    e,
+                    OpError::Tensor(T::Argument {
+                        op: "add",
+                        argument: "scalar",
+                        ..
+                    })
+                )
+            },
+            "scalar is 0+1i, which must be real",
         ),
         (
             "reduce axis out of range",
