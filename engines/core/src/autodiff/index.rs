@@ -97,16 +97,7 @@ impl Derivation<'_> {
                 // and the cotangent added there.
                 let from = shape(self, 0);
                 let total: usize = from.iter().product();
-                let numbers = self.op(
-                    TensorOp::Arange {
-                        dtype: DType::I64,
-                        start: 0.0,
-                        step: 1.0,
-                        len: total,
-                    },
-                    &[],
-                )?;
-                let numbers = self.op(TensorOp::Reshape(from.clone()), &[numbers])?;
+                let numbers = self.numbers(from.clone())?;
                 let taken = self.op(TensorOp::Compress { len: *len }, &[numbers, args[1]])?;
                 let zeros = self.full(dtype, vec![total], Scalar::Real(0.0))?;
                 let added = self.op(
@@ -122,23 +113,29 @@ impl Derivation<'_> {
         })
     }
 
+    /// The row-major numbers of the elements of `shape` (`i64`, in that
+    /// shape).
+    fn numbers(&mut self, shape: Vec<usize>) -> Result<Value, Missing> {
+        let len = shape.iter().product();
+        let numbers = self.op(
+            TensorOp::Arange {
+                dtype: DType::I64,
+                start: 0.0,
+                step: 1.0,
+                len,
+            },
+            &[],
+        )?;
+        self.op(TensorOp::Reshape(shape), &[numbers])
+    }
+
     /// Which entries of the index tensor `idx` (along an axis of `extent`)
     /// write last to their position in a scatter that sets, the last in
     /// row-major order winning: a `bool` tensor of `idx`'s shape. Each
     /// entry's number is set at its position; an entry won if its
     /// position holds its number afterwards.
     fn last_writers(&mut self, idx: Value, extent: usize) -> Result<Value, Missing> {
-        let shape = self.meta(idx).shape;
-        let numbers = self.op(
-            TensorOp::Arange {
-                dtype: DType::I64,
-                start: 0.0,
-                step: 1.0,
-                len: shape.iter().product(),
-            },
-            &[],
-        )?;
-        let numbers = self.op(TensorOp::Reshape(shape), &[numbers])?;
+        let numbers = self.numbers(self.meta(idx).shape)?;
         let unset = self.full(DType::I64, vec![extent], Scalar::Int(-1))?;
         let last = self.op(
             TensorOp::Scatter {

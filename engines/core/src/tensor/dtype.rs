@@ -438,14 +438,13 @@ impl Scalar {
                 must,
             })
         };
-        if !dtype.is_complex() && im != 0.0 {
-            return refuse(match dtype {
-                DType::F32 => "real, for f32 tensors",
-                DType::F64 => "real, for f64 tensors",
-                DType::I32 => "a whole number in i32's range",
-                DType::I64 => "a whole number in i64's range",
-                _ => "true, false, 0 or 1",
-            });
+        // An imaginary part only a complex type holds: for the others, the
+        // value fits as its real part would, if there is no imaginary part.
+        let real = im == 0.0;
+        match dtype {
+            DType::F32 if !real => return refuse("real, for f32 tensors"),
+            DType::F64 if !real => return refuse("real, for f64 tensors"),
+            _ => {}
         }
         match dtype {
             DType::I32 | DType::I64 => {
@@ -459,7 +458,11 @@ impl Scalar {
                     Scalar::Bool(b) => Some(i64::from(b)),
                     // 2^63 is the first float past i64: below it, a whole
                     // float converts exactly.
-                    _ if re.fract() == 0.0 && re >= -(2f64.powi(63)) && re < 2f64.powi(63) => {
+                    _ if real
+                        && re.fract() == 0.0
+                        && re >= -(2f64.powi(63))
+                        && re < 2f64.powi(63) =>
+                    {
                         Some(re as i64)
                     }
                     _ => None,
@@ -472,7 +475,7 @@ impl Scalar {
             }
             DType::Bool => match self {
                 Scalar::Bool(_) => Ok(()),
-                _ if re == 0.0 || re == 1.0 => Ok(()),
+                _ if real && (re == 0.0 || re == 1.0) => Ok(()),
                 _ => refuse("true, false, 0 or 1"),
             },
             _ => Ok(()),
