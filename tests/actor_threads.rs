@@ -7,7 +7,6 @@ use weft_tests::{eventually, thread_count, wait_ok};
 
 fn busy_runtime() -> Runtime {
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .threads_per_domain(3)
         .build()

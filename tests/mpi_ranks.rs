@@ -125,11 +125,7 @@ fn a_shared_build_without_mpi_is_refused_when_mpi_was_asked_for() -> Result<(), 
 type Check = fn() -> Result<(), String>;
 
 fn rank_main() -> ExitCode {
-    let built = Runtime::builder()
-        .split(1)
-        .overlap(Overlap::Allow)
-        .mpi()
-        .build();
+    let built = Runtime::builder().split(1).mpi().build();
     match built {
         Ok(rt) => {
             let _ = RT.set(rt);
@@ -267,11 +263,7 @@ fn rank_main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     // MPI is finalised: it cannot come back in this process.
-    let again = Runtime::builder()
-        .split(1)
-        .overlap(Overlap::Allow)
-        .mpi()
-        .build();
+    let again = Runtime::builder().split(1).mpi().build();
     let finalised = matches!(&again, Err(BuildError::Mpi(MpiError::Unavailable { reason })) if reason.contains("finalised"));
     if rank == 0 {
         let passed = checks.len() as i64 * rt().ranks() as i64 - total;
@@ -808,12 +800,7 @@ fn bad_arguments_are_typed_errors_at_the_call() -> Result<(), String> {
 }
 
 fn a_second_mpi_runtime_is_refused() -> Result<(), String> {
-    let e = Runtime::builder()
-        .split(1)
-        .overlap(Overlap::Allow)
-        .mpi()
-        .build()
-        .unwrap_err();
+    let e = Runtime::builder().split(1).mpi().build().unwrap_err();
     check(
         matches!(&e, BuildError::Mpi(MpiError::Unavailable { reason }) if reason.contains("already running")),
         format!("{e}"),

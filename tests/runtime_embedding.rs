@@ -36,7 +36,12 @@ fn allowed() -> CpuSet {
 
 /// A one-domain runtime on every allowed CPU, refusing overlaps.
 fn whole() -> Runtime {
-    Runtime::builder().split(1).build().expect("a runtime")
+    refusing().build().expect("a runtime")
+}
+
+/// A one-domain layout on every allowed CPU that refuses overlaps.
+fn refusing() -> weft::Builder {
+    Runtime::builder().split(1).overlap(Overlap::Refuse)
 }
 
 /// The runtime answers: an op runs on its first domain.
@@ -49,7 +54,7 @@ fn answers(rt: &Runtime) -> bool {
 fn an_overlapping_build_is_refused_naming_the_cpus_and_the_runtime() {
     let _serial = serial();
     let first = whole();
-    let err = Runtime::builder().split(1).build().unwrap_err();
+    let err = refusing().build().unwrap_err();
     let BuildError::Overlap {
         cpus,
         runtime,
@@ -105,7 +110,7 @@ fn a_shared_build_returns_the_live_runtime() {
     drop((first, t));
     // The shared handle keeps the runtime: a refusing build still sees it.
     assert!(matches!(
-        Runtime::builder().split(1).build(),
+        refusing().build(),
         Err(BuildError::Overlap { runtime, .. }) if runtime == shared.id()
     ));
     drop(shared);
@@ -119,14 +124,10 @@ fn a_shared_build_returns_the_live_runtime() {
 }
 
 #[test]
-fn an_allowed_overlap_is_reported_by_both_runtimes() {
+fn an_overlap_is_allowed_by_default_and_reported_by_both_runtimes() {
     let _serial = serial();
     let first = whole();
-    let beside = Runtime::builder()
-        .split(1)
-        .overlap(Overlap::Allow)
-        .build()
-        .expect("allowed");
+    let beside = Runtime::builder().split(1).build().expect("allowed");
     assert_ne!(beside.id(), first.id());
     let seen_by_first = first.overlaps();
     assert_eq!(seen_by_first.len(), 1);
@@ -172,7 +173,11 @@ fn disjoint_layouts_live_side_by_side() {
     assert!(left.overlaps().is_empty() && right.overlaps().is_empty());
     // A third over both is refused, naming the first it meets.
     let both = format!("{},{}", cpus[0], cpus[1]);
-    match Runtime::builder().cpulists(&both).build() {
+    match Runtime::builder()
+        .cpulists(&both)
+        .overlap(Overlap::Refuse)
+        .build()
+    {
         Err(BuildError::Overlap { cpus: shared, .. }) => assert_eq!(shared.len(), 1),
         other => panic!("expected an overlap, got {other:?}"),
     }
@@ -200,7 +205,7 @@ fn the_global_runtime_is_built_once_for_every_thread() {
     assert!(ids.windows(2).all(|w| w[0] == w[1]), "{ids:?}");
     // It holds its CPUs like any runtime.
     assert!(matches!(
-        Runtime::builder().split(1).build(),
+        refusing().build(),
         Err(BuildError::Overlap { runtime, .. }) if runtime == ids[0]
     ));
     let report = Runtime::shutdown_global()
@@ -591,6 +596,7 @@ fn a_callers_pool_too_small_for_its_domains_is_refused() {
         Err(BuildError::HostPool {
             domains: 1,
             workers: 0,
+            held: 0,
         }) => {}
         other => panic!("expected HostPool, got {other:?}"),
     }
@@ -609,7 +615,8 @@ fn a_callers_pool_too_small_for_its_domains_is_refused() {
                 err,
                 BuildError::HostPool {
                     domains: 2,
-                    workers: 1
+                    workers: 1,
+                    held: 0,
                 }
             ),
             "{err}"

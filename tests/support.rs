@@ -350,9 +350,7 @@ impl Drop for FakeSysfs {
 pub fn domains_builder(max: usize) -> weft::Builder {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed CPUs");
     if allowed.len() >= 2 {
-        weft::Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
-            .split(allowed.len().min(max))
+        weft::Runtime::builder().split(allowed.len().min(max))
     } else {
         unpinned_pair()
     }
@@ -367,7 +365,6 @@ pub fn unpinned_pair() -> weft::Builder {
         .build()
         .expect("layout");
     weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .topology(layout)
         .pinning(weft::engine::Pinning::None)
 }

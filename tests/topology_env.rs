@@ -15,10 +15,7 @@ fn env_layout_overrides_discovery() {
     let t = Topology::discover().expect("env layout");
     assert_eq!(t.source(), LayoutSource::Environment);
     assert_eq!(t.domains()[0].cpus(), &CpuSet::single(first));
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .build()
-        .expect("runtime from env layout");
+    let rt = Runtime::builder().build().expect("runtime from env layout");
     assert_eq!(rt.domains().len(), 1);
     drop(rt);
 

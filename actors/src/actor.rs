@@ -8,8 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::context::{current_actor, mark_current_thread, ActorId};
-use crate::fault::take_message;
+use crate::context::{current_actor, mark_current_thread_for, ActorId};
+use crate::fault::{drop_isolated, take_message};
 use crate::housekeeping::{Housekeeping, Nudge};
 use crate::lane::Lane;
 use crate::scheduler::Core;
@@ -17,7 +17,7 @@ use crate::shared::{Message, Shared};
 use crate::shutdown::{ShutdownError, ShutdownMode, ShutdownReport, Stuck};
 use crate::stats::ActorStats;
 use crate::sync::channel::{self, RecvTimeoutError};
-use crate::sync::{thread, Mutex};
+use crate::sync::{thread, AtomicUsize, Mutex, Ordering};
 use crate::trace::Trace;
 
 /// Configures and starts an actor.
@@ -31,6 +31,8 @@ pub struct ActorBuilder {
     trace: Option<Trace>,
     /// Where the actor's loop runs, if not on a thread of its own.
     host: Option<Host>,
+    /// How long `spawn` waits for a host to begin the actor's job.
+    host_timeout: Duration,
 }
 
 /// Default number of ops one lane holds before `submit` waits.
@@ -44,6 +46,9 @@ pub const MAX_LANE_CAPACITY: usize = u32::MAX as usize;
 pub const DEFAULT_IDLE_SPIN: Duration = Duration::from_micros(50);
 /// Default time `Ticket::wait` spins before it parks.
 pub const DEFAULT_WAIT_SPIN: Duration = Duration::from_micros(20);
+/// Default time `spawn` waits for a host to begin an actor's job
+/// ([`ActorBuilder::host_timeout`]).
+pub const DEFAULT_HOST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An actor could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +94,19 @@ pub enum SpawnError {
         /// Why.
         source: Box<dyn Error + Send + Sync>,
     },
+    /// The host of [`ActorBuilder::host`] took the actor's job but did not
+    /// begin it within [`ActorBuilder::host_timeout`]: the job does nothing
+    /// if it is run later.
+    #[error(
+        "the host of actor `{name}` did not begin its job within {timeout:?} \
+         (a host must run the job it takes; see ActorBuilder::host_timeout)"
+    )]
+    HostTimedOut {
+        /// The actor's name.
+        name: String,
+        /// How long the spawn waited.
+        timeout: Duration,
+    },
     /// The engine factory panicked.
     #[error("the engine factory of actor `{name}` panicked: {message}")]
     FactoryPanicked {
@@ -110,6 +128,7 @@ impl ActorBuilder {
             stack_size: None,
             trace: None,
             host: None,
+            host_timeout: DEFAULT_HOST_TIMEOUT,
         }
     }
 
@@ -182,6 +201,17 @@ impl ActorBuilder {
         self
     }
 
+    /// How long `spawn` waits for a host ([`ActorBuilder::host`]) to begin
+    /// the job it took (default [`DEFAULT_HOST_TIMEOUT`], 10 s;
+    /// `Duration::MAX`: for ever). Past it, `spawn` fails with
+    /// [`SpawnError::HostTimedOut`] and the job, if it is run later,
+    /// returns at once. Only the start is timed: once begun, the engine is
+    /// built in its own time.
+    pub fn host_timeout(mut self, timeout: Duration) -> Self {
+        self.host_timeout = timeout;
+        self
+    }
+
     /// Starts the actor thread, builds the engine there with `factory`, and
     /// returns once the engine is built.
     ///
@@ -248,7 +278,8 @@ impl ActorBuilder {
         let (exit_tx, exited) = channel::bounded::<()>(1);
         let body = move || {
             let _exit = exit_tx;
-            mark_current_thread(thread_shared.id);
+            // A caller's thread is given back unmarked when the actor ends.
+            let _mark = mark_current_thread_for(thread_shared.id);
             #[cfg(feature = "tracing")]
             let _span =
                 tracing::info_span!("weft_actor", name = %name, id = %thread_shared.id).entered();
@@ -292,11 +323,27 @@ impl ActorBuilder {
                 })?;
                 Running::Thread(thread)
             }
-            Some(host) => host.launch(&self.name, Box::new(body))?,
+            Some(host) => host.launch(&self.name, shared.id, Box::new(body))?,
         };
-        let started = started_rx.recv();
+        let started = match &running {
+            Running::Hosted { start, .. } if cfg!(not(weft_loom)) => {
+                match started_rx.recv_timeout(self.host_timeout) {
+                    // The host kept the job without running it: the job is
+                    // abandoned before it can begin, or it has just begun.
+                    Err(RecvTimeoutError::Timeout) if start.abandon() => {
+                        return Err(SpawnError::HostTimedOut {
+                            name: self.name,
+                            timeout: self.host_timeout,
+                        });
+                    }
+                    Err(RecvTimeoutError::Timeout) => started_rx.recv().ok(),
+                    started => started.ok(),
+                }
+            }
+            _ => started_rx.recv().ok(),
+        };
         match started {
-            Ok(Ok(())) => Ok(Actor {
+            Some(Ok(())) => Ok(Actor {
                 owner: Arc::new(Owner {
                     shared,
                     thread: Mutex::new(Some(running)),
@@ -304,11 +351,11 @@ impl ActorBuilder {
                     exited,
                 }),
             }),
-            Ok(Err(error)) => {
+            Some(Err(error)) => {
                 let _ = running.finish();
                 Err(error)
             }
-            Err(_) => match running.finish() {
+            None => match running.finish() {
                 Err(Ended::Refused(source)) => Err(SpawnError::Launch {
                     name: self.name,
                     source,
@@ -346,12 +393,20 @@ std::thread_local! {
 
 impl Host {
     /// Hands the actor's life, `body`, to the host.
-    fn launch(&self, name: &str, body: Box<dyn FnOnce() + Send>) -> Result<Running, SpawnError> {
+    fn launch(
+        &self,
+        name: &str,
+        actor: ActorId,
+        body: Box<dyn FnOnce() + Send>,
+    ) -> Result<Running, SpawnError> {
         let (ended_tx, ended) = channel::bounded::<Ended>(1);
+        let start = Arc::new(JobStart(AtomicUsize::new(JobStart::WAITING)));
         let job = ActorJob {
             name: name.to_owned(),
+            actor,
             body: Some(body),
             ended: ended_tx,
+            start: start.clone(),
         };
         LAUNCHING.with(|l| l.set(true));
         let launched = catch_unwind(AssertUnwindSafe(|| (self.0)(job)));
@@ -361,7 +416,7 @@ impl Host {
             source,
         };
         match launched {
-            Ok(Ok(())) => Ok(Running::Hosted(ended)),
+            Ok(Ok(())) => Ok(Running::Hosted { ended, start }),
             Ok(Err(source)) => Err(refused(source)),
             Err(payload) => Err(refused(
                 format!("the host panicked: {}", take_message(payload)).into(),
@@ -374,8 +429,37 @@ impl Host {
 /// ([`ActorBuilder::host`]).
 pub struct ActorJob {
     name: String,
+    actor: ActorId,
     body: Option<Box<dyn FnOnce() + Send>>,
     ended: channel::Sender<Ended>,
+    start: Arc<JobStart>,
+}
+
+/// Whether a hosted job has begun, or the spawn waiting for it has given
+/// up: whichever of the two steps first decides.
+struct JobStart(AtomicUsize);
+
+impl JobStart {
+    const WAITING: usize = 0;
+    const BEGUN: usize = 1;
+    const ABANDONED: usize = 2;
+
+    /// The job begins, unless it was abandoned.
+    fn begin(&self) -> bool {
+        self.decide(JobStart::BEGUN)
+    }
+
+    /// The spawn gives up on the job, unless it has begun.
+    fn abandon(&self) -> bool {
+        self.decide(JobStart::ABANDONED)
+    }
+
+    fn decide(&self, to: usize) -> bool {
+        let from = JobStart::WAITING;
+        (self.0)
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
 }
 
 impl fmt::Debug for ActorJob {
@@ -392,6 +476,12 @@ impl ActorJob {
         &self.name
     }
 
+    /// The actor's id: what its thread is marked as while the job runs
+    /// ([`crate::current_actor`]).
+    pub fn actor(&self) -> ActorId {
+        self.actor
+    }
+
     /// Runs the actor on the calling thread: builds its engine, serves its
     /// lanes and returns once it has shut down and dropped its engine. A
     /// panic of the actor's own machinery is caught and reported to the
@@ -400,6 +490,12 @@ impl ActorJob {
         let Some(body) = self.body.take() else {
             return;
         };
+        if !self.start.begin() {
+            // The spawn gave up waiting ([`SpawnError::HostTimedOut`]): the
+            // actor was never handed out, and its engine is not built.
+            drop_isolated(body);
+            return;
+        }
         if LAUNCHING.with(std::cell::Cell::get) {
             let _ = self.ended.send(Ended::Refused(
                 "the job was run on the thread that is spawning the actor, which waits for it: \
@@ -421,7 +517,10 @@ enum Running {
     /// A thread of its own, joined.
     Thread(thread::JoinHandle<()>),
     /// A caller's thread: the job says when it has ended.
-    Hosted(channel::Receiver<Ended>),
+    Hosted {
+        ended: channel::Receiver<Ended>,
+        start: Arc<JobStart>,
+    },
 }
 
 /// How a hosted job ended, when it did not simply return.
@@ -449,7 +548,7 @@ impl Running {
             Running::Thread(thread) => thread
                 .join()
                 .map_err(|payload| Ended::Panicked(take_message(payload))),
-            Running::Hosted(ended) => match ended.recv() {
+            Running::Hosted { ended, .. } => match ended.recv() {
                 Ok(Ended::Returned) => Ok(()),
                 Ok(other) => Err(other),
                 Err(_) => Err(Ended::Panicked(

@@ -48,10 +48,12 @@ mod ticket;
 mod trace;
 
 pub use actor::{
-    Actor, ActorBuilder, ActorClosed, ActorJob, SpawnError, DEFAULT_IDLE_SPIN,
-    DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
+    Actor, ActorBuilder, ActorClosed, ActorJob, SpawnError, DEFAULT_HOST_TIMEOUT,
+    DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY, DEFAULT_WAIT_SPIN, MAX_LANE_CAPACITY,
 };
 pub use context::{current_actor, mark_current_thread, ActorId};
+#[cfg(not(weft_loom))]
+pub use context::{lend_workers, LentWorkers};
 pub use event::{Event, EventState, Failure, FailureCause};
 pub use housekeeping::{Housekeeping, Nudge};
 pub use lane::{Lane, SubmitError, SubmitTimeoutError, TicketFor, TrySubmitError};

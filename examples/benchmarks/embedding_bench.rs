@@ -1,8 +1,8 @@
 //! Two libraries in one process, each running the same tensor work at the
 //! same time: sharing one runtime (`Runtime::global`, a lane each) against
-//! each building its own over the same CPUs (`Overlap::Allow`: two full
-//! sets of pinned threads on the same cores, what the ledger refuses by
-//! default). Then one library on the application's rayon pool
+//! each building its own over the same CPUs (`Overlap::Allow`, the
+//! default: two full sets of pinned threads on the same cores, which the
+//! ledger reports). Then one library on the application's rayon pool
 //! (`Builder::host_pool`) against weft's own threads.
 //!
 //! `cargo run --release -p weft-examples --example embedding_bench`
@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use weft::{runtime::Overlap, Runtime, Tensor, TensorHandle};
+use weft::{Runtime, Tensor, TensorHandle};
 use weft_examples::{print_row, random, BoxError};
 
 const ROUNDS: usize = 7;
@@ -40,10 +40,7 @@ fn main() -> Result<(), BoxError> {
     Runtime::shutdown_global()?;
     let overlapped = median(|| {
         let first = Runtime::builder().split(1).build()?;
-        let second = Runtime::builder()
-            .split(1)
-            .overlap(Overlap::Allow)
-            .build()?;
+        let second = Runtime::builder().split(1).build()?;
         side_by_side(&first, &second)
     })?;
     println!("one library alone: {:.1} ms", ms(alone));

@@ -36,7 +36,6 @@ fn main() -> Result<(), BoxError> {
         .threads_per_domain(1)
         .idle_spin(Duration::ZERO)
         .wait_spin(Duration::ZERO)
-        .overlap(weft::runtime::Overlap::Allow)
         .mpi()
         .build()?;
     if rt.ranks() != 2 {

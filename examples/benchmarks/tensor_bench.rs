@@ -75,11 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // The same with the buffer pool off: every output is fresh memory.
         // A second runtime on the same CPUs, measured while the first
         // idles: the overlap is on purpose.
-        let no_pool = Runtime::builder()
-            .split(1)
-            .buffer_cap(0)
-            .overlap(weft::runtime::Overlap::Allow)
-            .build()?;
+        let no_pool = Runtime::builder().split(1).buffer_cap(0).build()?;
         print!("buffer pool off: ");
         add(&no_pool.lane(0)?, &direct_pool)?;
         let memory = lane.memory()?.wait()?;

@@ -15,6 +15,8 @@ use crate::config::{Config, Hosting};
 use crate::domain::DomainTable;
 use crate::error::BuildError;
 use crate::handle::RuntimeId;
+use crate::hosting;
+use crate::ledger;
 use crate::runtime::{claimed_cpus, Runtime};
 
 // What a model (`--cfg weft_loom`) does without: caller-hosted actors, the
@@ -22,7 +24,7 @@ use crate::runtime::{claimed_cpus, Runtime};
 #[cfg(not(weft_loom))]
 use {
     crate::config::Overlap,
-    crate::ledger::{self, Claimed},
+    crate::ledger::Claimed,
     crate::runtime::RuntimeReport,
     parking_lot::Mutex,
     std::error::Error,
@@ -226,20 +228,19 @@ impl Builder {
     }
 
     /// What the build does when its CPUs overlap those of a live runtime
-    /// of this process (default [`Overlap::Refuse`]; see [`Overlap`] for
-    /// why). A test suite whose tests each build a runtime, run in
-    /// parallel, allows the overlap.
+    /// of this process (default [`Overlap::Allow`], reported; see
+    /// [`Overlap`] for why).
     ///
     /// ```
     /// use weft::{BuildError, Runtime, runtime::Overlap};
     ///
     /// let first = Runtime::builder().split(1).build()?;
-    /// let refused = Runtime::builder().split(1).build();
-    /// assert!(matches!(refused, Err(BuildError::Overlap { runtime, .. }) if runtime == first.id()));
+    /// let beside = Runtime::builder().split(1).build()?;
+    /// assert_eq!(beside.overlaps()[0].runtime, first.id());
     /// let shared = Runtime::builder().split(1).overlap(Overlap::Share).build()?;
     /// assert_eq!(shared.id(), first.id());
-    /// let beside = Runtime::builder().split(1).overlap(Overlap::Allow).build()?;
-    /// assert_eq!(beside.overlaps()[0].runtime, first.id());
+    /// let refused = Runtime::builder().split(1).overlap(Overlap::Refuse).build();
+    /// assert!(matches!(refused, Err(BuildError::Overlap { runtime, .. }) if runtime == first.id()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[cfg(not(weft_loom))]
@@ -300,7 +301,15 @@ impl Builder {
     /// one worker per domain to the actors, so it needs more workers than
     /// domains for other work to go on (fewer free workers than domains:
     /// [`BuildError::HostPool`]), and the build waits for a worker to take
-    /// each job. `threads_per_domain`, `pinning` and `stack_size` do not
+    /// each job ([`Builder::host_timeout`]). The count is the process's: a
+    /// pool lent to several runtimes has as many fewer workers free as
+    /// actors of theirs hold. While the runtime runs, every worker of the
+    /// pool is the domain's, as weft's own workers are: a blocking wait on
+    /// an unfinished op from one of them (from an op's parallel loop, or
+    /// from the application's own tasks on the pool) is refused with
+    /// `WouldDeadlock` instead of holding a worker the domain's kernels
+    /// may need; the application waits from another thread, or chains
+    /// with `then`. `threads_per_domain`, `pinning` and `stack_size` do not
     /// apply to it.
     ///
     /// ```
@@ -317,6 +326,19 @@ impl Builder {
     #[cfg(not(weft_loom))]
     pub fn host_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Self {
         self.config.host = Some(Hosting::Pool(pool));
+        self
+    }
+
+    /// How long the build waits for a host ([`Builder::host`],
+    /// [`Builder::host_pool`]) to begin each domain's job (default
+    /// [`weft_actors::DEFAULT_HOST_TIMEOUT`], 10 s; `Duration::MAX`: for
+    /// ever). A host that keeps a job to run later, or a pool whose
+    /// workers stay busy, fails the build with [`BuildError::Actor`]
+    /// ([`weft_actors::SpawnError::HostTimedOut`]) instead of holding it;
+    /// a job run after that returns at once.
+    #[cfg(not(weft_loom))]
+    pub fn host_timeout(mut self, timeout: Duration) -> Self {
+        self.config.host_timeout = timeout;
         self
     }
 
@@ -368,16 +390,12 @@ impl Builder {
             Some(topology) => topology,
             None => self.topology.build()?,
         };
-        if let Some(Hosting::Pool(pool)) = &config.host {
-            // Each actor takes a worker for good: with fewer free workers
-            // than domains, a domain's job would never start.
-            let building_on_it = usize::from(pool.current_thread_index().is_some());
-            let workers = pool.current_num_threads() - building_on_it;
-            let domains = topology.domains().len();
-            if workers < domains {
-                return Err(BuildError::HostPool { domains, workers });
-            }
-        }
+        // Each actor takes a worker of a caller's pool for good: with fewer
+        // free workers than domains, a domain's job would never start.
+        let seats = match &config.host {
+            Some(Hosting::Pool(pool)) => hosting::reserve(pool, topology.domains().len())?,
+            _ => Vec::new(),
+        };
         let id = RuntimeId::next();
         let cpus = claimed_cpus(&topology);
         #[cfg(not(weft_loom))]
@@ -409,14 +427,21 @@ impl Builder {
         #[cfg(weft_loom)]
         let claim = None;
         // A failed start drops the claim: the CPUs are free again.
-        let table = DomainTable::start(&topology, &config, id)?;
-        Ok(Runtime::from_parts(
-            id,
-            topology,
-            table,
-            config,
-            (cpus, claim),
-        ))
+        let table = {
+            let _building = ledger::building(id);
+            DomainTable::start(&topology, &config, id, seats)?
+        };
+        let runtime = Runtime::from_parts(id, topology, table, config, (cpus, claim));
+        #[cfg(feature = "tracing")]
+        for overlap in runtime.overlaps() {
+            tracing::warn!(
+                runtime = %id,
+                %overlap,
+                "a weft runtime was built on CPUs another live runtime of this process runs \
+                 (Overlap::Allow): their threads share those cores"
+            );
+        }
+        Ok(runtime)
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weft_actors::{
-    ActorBuilder, ActorJob, Trace, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
+    ActorBuilder, ActorJob, Trace, DEFAULT_HOST_TIMEOUT, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
     DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
 use weft_cpu::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
@@ -64,6 +64,8 @@ pub(crate) struct Config {
     pub(crate) overlap: Overlap,
     /// Whose threads the CPU domains' actors run on, if not their own.
     pub(crate) host: Option<Hosting>,
+    /// How long a build waits for a host to begin a domain's job.
+    pub(crate) host_timeout: Duration,
     /// What every thread name of the runtime begins with.
     pub(crate) name: String,
     /// The CUDA devices to run: none, every one, or these ordinals.
@@ -91,6 +93,7 @@ impl Default for Config {
             stack_size: None,
             overlap: Overlap::default(),
             host: None,
+            host_timeout: DEFAULT_HOST_TIMEOUT,
             name: DEFAULT_THREAD_NAMES.to_owned(),
             #[cfg(feature = "cuda")]
             cuda: None,
@@ -112,7 +115,8 @@ impl Config {
         let mut builder = ActorBuilder::new(name)
             .lane_capacity(self.lane_capacity)
             .idle_spin(self.idle_spin)
-            .wait_spin(self.wait_spin);
+            .wait_spin(self.wait_spin)
+            .host_timeout(self.host_timeout);
         if let Some(bytes) = self.stack_size {
             builder = builder.stack_size(bytes);
         }
@@ -126,24 +130,34 @@ impl Config {
 /// What a build does when its CPUs overlap those of a live runtime of the
 /// process ([`crate::Builder::overlap`]).
 ///
-/// The default, [`Overlap::Refuse`], is the one that is never wrong
-/// silently: sharing would ignore the second builder's layout and settings
-/// and tie its shutdown to another's, and allowing would double the threads
-/// on those cores, the oversubscription the ledger exists to prevent. A
-/// library that wants a runtime without knowing whether its application
-/// has one calls [`Runtime::global`](crate::Runtime::global), which shares by construction.
+/// The default, [`Overlap::Allow`], builds what was asked for and makes
+/// the overlap visible instead of failing on it: both runtimes list it in
+/// [`Runtime::overlaps`](crate::Runtime::overlaps) and
+/// [`RuntimeStats`](crate::runtime::RuntimeStats) (whose table prints it),
+/// and with the `tracing` feature the build emits a warning naming the
+/// CPUs and the other runtime. Why not refuse by default: a test suite
+/// whose tests each call `Runtime::new()` runs them on parallel threads,
+/// and every test but the first would fail for a reason that is not its
+/// own, while two runtimes on one core are slower, never wrong. Why not
+/// share by default: sharing ignores the second builder's layout and
+/// settings and ties its shutdown to another's (a test that shuts its
+/// runtime down would close its neighbours'). A library that must not
+/// oversubscribe builds with [`Overlap::Refuse`]; one that wants a runtime
+/// without knowing whether its application has one calls
+/// [`Runtime::global`](crate::Runtime::global), which shares by construction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Overlap {
     /// The build fails with [`BuildError::Overlap`](crate::BuildError::Overlap), naming the CPUs and
     /// the runtime that runs them.
-    #[default]
     Refuse,
     /// The build returns a handle to the live runtime whose CPUs overlap
-    /// (the first one claimed): its actors, layout and settings, not the
-    /// builder's. Without an overlap it builds a new runtime.
+    /// (the first one claimed that is not shutting down): its actors,
+    /// layout and settings, not the builder's. Without one it builds a new
+    /// runtime.
     Share,
     /// The build goes ahead; both runtimes report the overlap in
     /// [`crate::runtime::RuntimeStats::overlaps`] and [`Runtime::overlaps`](crate::Runtime::overlaps).
+    #[default]
     Allow,
 }

@@ -21,6 +21,7 @@ use weft_topology::{CpuDomain, CpuSet, Topology};
 use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
 use crate::handle::{actor_name, DomainTensors, RuntimeId, Spent};
+use crate::hosting::Seat;
 #[cfg(feature = "cuda")]
 use weft_cuda::{CudaEngine, CudaEngineConfig};
 
@@ -92,13 +93,17 @@ pub(crate) struct DomainTable {
 impl DomainTable {
     /// Starts one actor per CPU domain of `topology`, then one per CUDA
     /// device `config` asks for. Tensor ids are unique in the runtime.
+    /// `seats`: one per CPU domain on a caller's pool
+    /// ([`crate::Builder::host_pool`]), none otherwise.
     pub(crate) fn start(
         topology: &Topology,
         config: &Config,
         runtime: RuntimeId,
+        seats: Vec<Seat>,
     ) -> Result<DomainTable, BuildError> {
         let next_id = Arc::new(AtomicU64::new(0));
         let prefix: Arc<str> = config.name.as_str().into();
+        let mut seats = seats.into_iter();
         let cpu = topology
             .domains()
             .iter()
@@ -110,7 +115,7 @@ impl DomainTable {
                     engine.run_spawned_jobs();
                     housekeeping.tidy(engine, idle)
                 };
-                let (actor, readback) = start_cpu(domain, config, housekeeping)?;
+                let (actor, readback) = start_cpu(domain, config, seats.next(), housekeeping)?;
                 let tensors =
                     DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);
                 Ok(Domain {
@@ -283,6 +288,7 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
 fn start_cpu(
     domain: &CpuDomain,
     config: &Config,
+    seat: Option<Seat>,
     housekeeping: impl Housekeeping<CpuEngine>,
 ) -> Result<(Actor<CpuEngine>, Readback), BuildError> {
     let index = domain.index();
@@ -310,9 +316,14 @@ fn start_cpu(
         }
         Some(Hosting::Pool(pool)) => {
             engine_config.pool = Some(pool.clone());
-            let pool = pool.clone();
+            // Launched once: the seat goes with the job.
+            let seat = parking_lot::Mutex::new(seat);
             actor = actor.host(move |job| {
-                pool.spawn(move || job.run());
+                let seat = seat
+                    .lock()
+                    .take()
+                    .ok_or("no worker of the pool was reserved")?;
+                seat.launch(job);
                 Ok(())
             });
         }

@@ -59,8 +59,7 @@ pub enum BuildError {
         capacity: usize,
     },
     /// The layout's CPUs overlap those of a live runtime of the process
-    /// and the builder refuses overlaps ([`crate::runtime::Overlap::Refuse`], the
-    /// default).
+    /// and the builder refuses overlaps ([`crate::runtime::Overlap::Refuse`]).
     #[error(
         "CPUs {cpus} are already run by weft {runtime} (on CPUs {runtime_cpus}): share it \
          (`Runtime::global()` or `Overlap::Share`), build on other CPUs, or allow the \
@@ -74,17 +73,37 @@ pub enum BuildError {
         /// All of its CPUs.
         runtime_cpus: CpuSet,
     },
+    /// A build that would share ([`crate::runtime::Overlap::Share`], as
+    /// [`crate::Runtime::global`] does) a runtime that this very thread is
+    /// building: from a host's launcher ([`crate::Builder::host`]), which
+    /// the build waits for. Sharing it would wait for itself.
+    #[error(
+        "CPUs {cpus} belong to weft {runtime}, which this thread is building (its host's \
+         launcher runs here) and which cannot be shared before its build returns: call \
+         `Runtime::global()` after the build, or build this runtime on other CPUs or with \
+         `Overlap::Allow`"
+    )]
+    SharesOwnBuild {
+        /// The runtime being built.
+        runtime: RuntimeId,
+        /// The CPUs both would run on.
+        cpus: CpuSet,
+    },
     /// The pool of [`crate::Builder::host_pool`] has fewer workers free
     /// than there are domains, each of whose actors needs one for good.
     #[error(
         "a caller's pool with {workers} free worker(s) cannot host {domains} CPU domain(s): \
-         each domain's actor takes a worker for as long as the runtime runs"
+         each domain's actor takes a worker for as long as the runtime runs \
+         ({held} of its workers already run actors of live runtimes)"
     )]
     HostPool {
         /// The CPU domains to host.
         domains: usize,
-        /// The pool's workers, less the building thread if it is one.
+        /// The pool's free workers: less the building thread if it is
+        /// one, and less those the actors of live runtimes hold.
         workers: usize,
+        /// The pool's workers that actors of live runtimes hold.
+        held: usize,
     },
     /// An environment variable that sets a default holds a value that
     /// cannot be used.

@@ -7,7 +7,9 @@
 //! runtime's is refused, shares that runtime, or is allowed and reported,
 //! as its [`Overlap`] says. A claim lasts until the runtime's threads are
 //! joined: at a shutdown that joins them all, or when its last handle is
-//! dropped.
+//! dropped. A runtime whose shutdown has begun (or whose last handle is
+//! gone) keeps its claim until then but is never shared: a build that
+//! would share it builds beside it instead.
 
 use std::any::Any;
 use std::fmt;
@@ -41,6 +43,9 @@ struct Entry {
     cpus: CpuSet,
     /// `None` while the runtime is being built.
     runtime: Option<Weak<dyn Any + Send + Sync>>,
+    /// Set once its shutdown has begun: its threads still run its CPUs,
+    /// but it takes no more work.
+    closing: bool,
 }
 
 /// Every live claim of the process, in the order they were made.
@@ -74,24 +79,46 @@ pub(crate) struct Claim {
 pub(crate) fn claim(id: RuntimeId, cpus: &CpuSet, policy: Overlap) -> Result<Claimed, BuildError> {
     let mut ledger = LEDGER.lock();
     loop {
-        let other = ledger.iter().find(|e| !e.cpus.is_disjoint(cpus));
-        match (policy, other) {
-            (Overlap::Allow, _) | (_, None) => break,
-            (Overlap::Refuse, Some(other)) => {
-                return Err(BuildError::Overlap {
-                    cpus: other.cpus.intersection(cpus),
-                    runtime: other.id,
-                    runtime_cpus: other.cpus.clone(),
-                })
-            }
-            (Overlap::Share, Some(other)) => {
-                if let Some(inner) = other.runtime.as_ref().and_then(Weak::upgrade) {
-                    return Ok(Claimed::Shared(inner));
+        let mut overlapping = ledger.iter().filter(|e| !e.cpus.is_disjoint(cpus));
+        match policy {
+            Overlap::Allow => break,
+            Overlap::Refuse => match overlapping.next() {
+                None => break,
+                Some(other) => {
+                    return Err(BuildError::Overlap {
+                        cpus: other.cpus.intersection(cpus),
+                        runtime: other.id,
+                        runtime_cpus: other.cpus.clone(),
+                    })
                 }
-                // Still being built, or its last handle is gone and its
-                // threads are being joined: its claim is attached or
-                // released soon, and then there is something to share or
-                // the CPUs are free.
+            },
+            Overlap::Share => {
+                let mut being_built = false;
+                for other in overlapping.filter(|e| !e.closing) {
+                    match &other.runtime {
+                        // Its last handle may be gone, its threads being
+                        // joined: closing, though not marked yet.
+                        Some(runtime) => match runtime.upgrade() {
+                            Some(inner) => return Ok(Claimed::Shared(inner)),
+                            None => continue,
+                        },
+                        None if BUILDING.get() == Some(other.id) => {
+                            return Err(BuildError::SharesOwnBuild {
+                                runtime: other.id,
+                                cpus: other.cpus.intersection(cpus),
+                            })
+                        }
+                        None => being_built = true,
+                    }
+                }
+                if !being_built {
+                    // Nothing live overlaps (closing runtimes, if any, are
+                    // built beside and reported as overlaps).
+                    break;
+                }
+                // Still being built by another thread: its claim is
+                // attached or released soon, and then there is something
+                // to share or the CPUs are free.
                 CHANGED.wait(&mut ledger);
             }
         }
@@ -100,6 +127,7 @@ pub(crate) fn claim(id: RuntimeId, cpus: &CpuSet, policy: Overlap) -> Result<Cla
         id,
         cpus: cpus.clone(),
         runtime: None,
+        closing: false,
     });
     Ok(Claimed::New(Claim { id }))
 }
@@ -112,6 +140,42 @@ impl Claim {
             entry.runtime = Some(Arc::downgrade(&runtime));
         }
         CHANGED.notify_all();
+    }
+}
+
+/// Runtime `id` has begun to shut down (or its last handle is gone): it
+/// is not shared any more.
+pub(crate) fn closing(id: RuntimeId) {
+    let mut ledger = LEDGER.lock();
+    if let Some(entry) = ledger.iter_mut().find(|e| e.id == id) {
+        entry.closing = true;
+    }
+    CHANGED.notify_all();
+}
+
+std::thread_local! {
+    /// The runtime this thread is building, if any: a build that would
+    /// share it from here (a host's launcher calling
+    /// [`crate::Runtime::global`]) would wait for itself.
+    static BUILDING: std::cell::Cell<Option<RuntimeId>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks the current thread as building runtime `id` until the guard is
+/// dropped.
+pub(crate) fn building(id: RuntimeId) -> Building {
+    Building {
+        previous: BUILDING.replace(Some(id)),
+    }
+}
+
+/// Restores what the current thread was building ([`building`]).
+pub(crate) struct Building {
+    previous: Option<RuntimeId>,
+}
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        BUILDING.set(self.previous);
     }
 }
 

@@ -66,6 +66,7 @@ mod config;
 mod domain;
 pub mod error;
 mod handle;
+mod hosting;
 mod lane;
 mod ledger;
 #[cfg(feature = "mpi")]

@@ -399,6 +399,8 @@ impl Runtime {
             hosted.closed = true;
             hosted.actors.clone()
         };
+        // Never shared from here on (`Runtime::global`, `Overlap::Share`).
+        ledger::closing(self.inner.id);
         (self.inner.table.actors())
             .chain(hosted.iter().map(|h| &**h))
             .map(|a| a.stop(how()))
@@ -465,6 +467,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        ledger::closing(self.id);
         if self.config.trace.is_some() {
             // Drain first, so that the trace holds every op.
             for actor in self.table.actors() {

@@ -70,7 +70,6 @@ fn kernels_compile() -> Result<Outcome, String> {
 /// panic; a lane into a device the runtime does not run names the ones it does.
 fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .build()
         .map_err(|e| e.to_string())?;
@@ -86,12 +85,7 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
     }
     let present = weft::topology::cuda_devices().map(|d| d.len()).unwrap_or(0);
     let wanted = present + 7;
-    match Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .cuda_devices([wanted])
-        .build()
-    {
+    match Runtime::builder().split(1).cuda_devices([wanted]).build() {
         Err(BuildError::Cuda(reason)) => {
             let typed = matches!(
                 reason,
@@ -108,12 +102,7 @@ fn missing_devices_are_typed_errors() -> Result<Outcome, String> {
         other => return Err(format!("device {wanted}: {other:?}")),
     }
     if present == 0 {
-        match Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
-            .split(1)
-            .cuda()
-            .build()
-        {
+        match Runtime::builder().split(1).cuda().build() {
             Err(BuildError::Cuda(_)) => {}
             other => return Err(format!("cuda() without a device: {other:?}")),
         }
@@ -129,7 +118,6 @@ fn gpu_runtime() -> Result<Result<Runtime, String>, String> {
         Ok(_) => {}
     }
     Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .cuda_devices([0])
         .build()

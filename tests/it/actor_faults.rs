@@ -77,11 +77,7 @@ fn check_cause(seq: u64, cause: &FailureCause) {
 fn hosted_engine_survives_panics_errors_and_sleeps_on_many_lanes() {
     let _watchdog = watchdog("actor_faults", Duration::from_secs(120));
     quiet_panics("injected panic");
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let constant: Vec<u64> = (1..=10).collect();
     let c = constant.clone();
     let actor = rt

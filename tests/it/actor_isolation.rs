@@ -233,7 +233,6 @@ fn polling_inside_an_op_refuses_as_waiting_does() {
 fn a_panicking_job_spawned_on_a_domains_pool_is_counted_not_fatal() {
     quiet_panics(MARKER);
     let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .threads_per_domain(2)
         .pinning(weft::engine::Pinning::None)

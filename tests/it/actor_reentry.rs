@@ -30,7 +30,6 @@ fn runtime(domains: usize, lane_capacity: usize) -> Runtime {
         .build()
         .expect("layout");
     Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .topology(layout)
         .pinning(Pinning::None)
         .threads_per_domain(WORKERS)

@@ -7,8 +7,9 @@
 //! assert on what belongs to the whole process (its thread count, its RSS,
 //! its environment, its global runtime, the ledger's refusals): those live
 //! in binaries of their own (see `tests/Cargo.toml`). Every runtime built
-//! here allows overlaps (`Overlap::Allow`), and the thread counts taken here
-//! count only threads of names no other test uses.
+//! here overlaps others (the default, `Overlap::Allow`, builds them side by
+//! side), and the thread counts taken here count only threads of names no
+//! other test uses.
 //!
 //! Run one area or one file's tests by filter:
 //! `cargo test -p weft-tests --test it -- tensor_lanes::`.

@@ -12,14 +12,10 @@ use weft_tests::{eventually, wait_ok};
 fn two_domains() -> Runtime {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed");
     let builder = if allowed.len() >= 2 {
-        Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
-            .split(2)
+        Runtime::builder().split(2)
     } else {
         // One CPU: two domains cannot be disjoint; use one.
-        Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
-            .split(1)
+        Runtime::builder().split(1)
     };
     builder.threads_per_domain(2).build().expect("runtime")
 }
@@ -110,11 +106,7 @@ fn hosted_engine_may_be_non_send() {
     struct Counter {
         hits: Rc<RefCell<u32>>,
     }
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let actor = rt
         .spawn_actor(0, || {
             Ok::<_, String>(Counter {
@@ -174,11 +166,7 @@ fn actors_submit_to_each_other_without_waiting() {
 
 #[test]
 fn stats_count_per_actor_and_lane() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let other = rt.lane(0).expect("lane");
     for _ in 0..40 {
@@ -213,36 +201,22 @@ fn stats_count_per_actor_and_lane() {
 #[test]
 fn bad_configuration_and_requests_are_typed_errors() {
     let err = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .threads_per_domain(0)
         .build()
         .unwrap_err();
     assert!(matches!(err, BuildError::ZeroThreads), "{err}");
-    let err = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .lane_capacity(0)
-        .build()
-        .unwrap_err();
+    let err = Runtime::builder().lane_capacity(0).build().unwrap_err();
     assert!(matches!(err, BuildError::ZeroLaneCapacity), "{err}");
-    let err = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .cpulists("0;0")
-        .build()
-        .unwrap_err();
+    let err = Runtime::builder().cpulists("0;0").build().unwrap_err();
     assert!(
         err.to_string()
             .contains("CPU 0 is in both domain 0 and domain 1"),
         "{err}"
     );
-    let err = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(100_000)
-        .build()
-        .unwrap_err();
+    let err = Runtime::builder().split(100_000).build().unwrap_err();
     assert!(matches!(err, BuildError::Topology(_)), "{err}");
 
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .pinning(Pinning::None)
         .build()

@@ -17,7 +17,6 @@ fn temp_path(name: &str) -> PathBuf {
 fn a_traced_runtime_writes_valid_trace_events() {
     let path = temp_path("trace");
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .trace(&path)
         .build()
@@ -111,7 +110,6 @@ fn the_trace_file_is_written_once() {
     let path = temp_path("written-once");
     let traced = || {
         Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
             .split(1)
             .trace(&path)
             .build()
@@ -136,7 +134,6 @@ fn the_trace_file_is_written_once() {
 fn the_ring_buffer_bounds_the_trace() {
     let path = temp_path("ring");
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .trace(&path)
         .trace_capacity(100)
@@ -170,11 +167,7 @@ fn the_ring_buffer_bounds_the_trace() {
 
 #[test]
 fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     assert!(rt.trace().is_none() || std::env::var_os(weft::runtime::TRACE_ENV).is_some());
     let lane = rt.lane(0).unwrap();
     for i in 0..64u32 {
@@ -194,11 +187,7 @@ fn an_untraced_runtime_has_no_trace_and_prints_a_stats_table() {
 
 #[test]
 fn actor_counts_include_ops_queued_on_closed_lanes() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let keep = rt.lane(0).unwrap();
     let hold = weft_tests::Hold::on(&keep);
     let dropped = rt.lane(0).unwrap();
@@ -333,7 +322,6 @@ fn expected(json: &str) -> Drawn {
 /// panicking op, an op whose dependency failed.
 fn traced_run(path: &std::path::Path) {
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(2)
         .trace(path)
         .build()

@@ -12,11 +12,7 @@ use weft::{
 use weft_tests::{wait, wait_ok, Hold};
 
 fn runtime(domains: usize) -> weft::Runtime {
-    weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(domains)
-        .build()
-        .unwrap()
+    weft::Runtime::builder().split(domains).build().unwrap()
 }
 
 /// Where the tensor's elements live (read on the actor).

@@ -130,11 +130,7 @@ const CASES: &[(&str, &[&[usize]])] = &[
 
 #[test]
 fn ellipses_and_extent_one_axes_broadcast_as_numpy() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = weft::Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     for (k, &(spec, shapes)) in CASES.iter().enumerate() {
         let tensors: Vec<Tensor> = shapes

@@ -19,16 +19,8 @@ type Case<'a> = (
 
 #[test]
 fn bad_input_catalog() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
-    let other = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
+    let other = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let a0 = Tensor::from_vec((0..6).map(f64::from).collect::<Vec<_>>(), &[2, 3]).unwrap();
     let a = lane.upload(a0.clone()).unwrap();
@@ -336,11 +328,7 @@ fn bad_input_catalog() {
 
 #[test]
 fn clamp_keeps_nan_as_numpy_does() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     for dtype in [DType::F32, DType::F64] {
         let x64 = lane
@@ -372,11 +360,7 @@ fn clamp_keeps_nan_as_numpy_does() {
 
 #[test]
 fn a_whole_network_is_one_einsum_with_or_without_its_path() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     // 100 copies of one vector, elementwise: past NumPy's 64 operands.
     let x = lane
@@ -446,11 +430,7 @@ fn a_whole_network_is_one_einsum_with_or_without_its_path() {
 #[test]
 fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
     use weft::ops::SliceAxis;
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let big = 1usize << 62;
     // No element, whatever the other extents and their order.
@@ -497,11 +477,7 @@ fn shape_arithmetic_is_checked_and_empty_shapes_are_never_too_large() {
 
 #[test]
 fn an_intermediate_too_large_to_allocate_is_refused_and_loses_nothing() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let n = 1usize << 21;
     let v = lane

@@ -300,11 +300,7 @@ fn compress_keeps_the_masked_elements_and_checks_their_count() {
 
 #[test]
 fn a_bad_index_fails_the_op_on_the_actor_and_loses_nothing() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = weft::Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane.upload(x()).unwrap();
     let good = lane
@@ -449,11 +445,7 @@ fn diagonals_of_every_axis_pair_and_their_embeddings() {
 
 #[test]
 fn lane_diagonals_default_to_the_last_axes() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .unwrap();
+    let rt = weft::Runtime::builder().split(1).build().unwrap();
     let lane = rt.lane(0).unwrap();
     let x = lane.upload(x()).unwrap();
     let last = wait_ok(lane.download(&lane.diagonal(&x).unwrap()).unwrap());

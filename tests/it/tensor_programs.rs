@@ -18,11 +18,7 @@ use weft::{
 use weft_tests::{wait, wait_ok};
 
 fn runtime() -> Runtime {
-    Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime")
+    Runtime::builder().split(1).build().expect("runtime")
 }
 
 /// A tiny deterministic generator (xorshift), so a failing seed replays.

@@ -271,7 +271,6 @@ fn finished_tickets_can_be_waited_from_an_actor() {
 #[test]
 fn would_deadlock_from_a_pool_worker() {
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .threads_per_domain(2)
         .build()

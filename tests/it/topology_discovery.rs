@@ -218,7 +218,6 @@ fn workers_are_pinned_as_assigned() {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed");
     let n = allowed.len();
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .domains([allowed.clone()])
         .threads_per_domain(n + 1)
         .build()
@@ -239,7 +238,6 @@ fn workers_are_pinned_as_assigned() {
     assert_eq!(live, expected);
 
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .domains([allowed.clone()])
         .pinning(Pinning::Domain)
         .build()

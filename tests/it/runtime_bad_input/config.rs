@@ -189,10 +189,7 @@ pub(super) fn topology(fx: &Fx) -> Vec<Row<'_>> {
                 )
             },
             move || {
-                Runtime::builder()
-                    .overlap(weft::runtime::Overlap::Allow)
-                    .cpulists(&outside.to_string())
-                    .build()?;
+                Runtime::builder().cpulists(&outside.to_string()).build()?;
                 Ok(())
             },
         ),
@@ -209,11 +206,7 @@ pub(super) fn configuration(fx: &Fx) -> Vec<Row<'_>> {
             "got 0",
             |r| matches!(r, R::Build(BuildError::ZeroThreads)),
             move || {
-                Runtime::builder()
-                    .overlap(weft::runtime::Overlap::Allow)
-                    .split(1)
-                    .threads_per_domain(0)
-                    .build()?;
+                Runtime::builder().split(1).threads_per_domain(0).build()?;
                 Ok(())
             },
         ),
@@ -222,11 +215,7 @@ pub(super) fn configuration(fx: &Fx) -> Vec<Row<'_>> {
             "got 0",
             |r| matches!(r, R::Build(BuildError::ZeroLaneCapacity)),
             move || {
-                Runtime::builder()
-                    .overlap(weft::runtime::Overlap::Allow)
-                    .split(1)
-                    .lane_capacity(0)
-                    .build()?;
+                Runtime::builder().split(1).lane_capacity(0).build()?;
                 Ok(())
             },
         ),
@@ -235,11 +224,7 @@ pub(super) fn configuration(fx: &Fx) -> Vec<Row<'_>> {
             "1099511627776 is above the largest, 4294967295",
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             move || {
-                Runtime::builder()
-                    .overlap(weft::runtime::Overlap::Allow)
-                    .split(1)
-                    .lane_capacity(1 << 40)
-                    .build()?;
+                Runtime::builder().split(1).lane_capacity(1 << 40).build()?;
                 Ok(())
             },
         ),
@@ -249,7 +234,6 @@ pub(super) fn configuration(fx: &Fx) -> Vec<Row<'_>> {
             |r| matches!(r, R::Build(BuildError::LaneCapacity { .. })),
             move || {
                 Runtime::builder()
-                    .overlap(weft::runtime::Overlap::Allow)
                     .split(1)
                     .lane_capacity(usize::MAX)
                     .build()?;

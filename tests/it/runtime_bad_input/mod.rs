@@ -330,7 +330,6 @@ fn bad_input_catalog() {
 fn timeouts_too_long_for_the_clock_wait_instead_of_panicking() {
     let _watchdog = watchdog("bad_input", Duration::from_secs(120));
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .pinning(Pinning::None)
         .build()

@@ -756,11 +756,7 @@ fn the_gradient_program_runs_on_a_lane_as_one_message() {
         p.unary(UnaryOp::Tanh, y)
     });
     let g = p.gradient(0, &[0, 1]).unwrap();
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .unwrap();
+    let rt = weft::Runtime::builder().split(1).build().unwrap();
     let lane = rt.lane(0).unwrap();
     let handles: Vec<_> = inputs
         .iter()

@@ -4,11 +4,7 @@ use super::*;
 
 #[test]
 fn a_tape_records_eager_ops_programs_and_writes_into() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(2)
-        .build()
-        .unwrap();
+    let rt = weft::Runtime::builder().split(2).build().unwrap();
     let lane = rt.lane(0).unwrap();
     let (av, xv) = (random(F, &[4, 3], 60), random(F, &[3], 61));
     let a = lane.upload(av.clone()).unwrap();
@@ -102,11 +98,7 @@ fn values(lane: &weft::Lane, h: &weft::TensorHandle) -> Vec<f64> {
 
 #[test]
 fn gradients_cross_places_through_reverse_transfers() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(2)
-        .build()
-        .unwrap();
+    let rt = weft::Runtime::builder().split(2).build().unwrap();
     let (a, b) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
     let (xv, wv) = (random(F, &[5], 70), random(F, &[5], 71));
     let (x, w) = (a.upload(xv.clone()).unwrap(), b.upload(wv.clone()).unwrap());

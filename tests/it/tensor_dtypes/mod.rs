@@ -78,11 +78,7 @@ fn py_divmod(a: i64, b: i64) -> (i128, i128) {
 
 #[test]
 fn integer_and_bool_tensors_round_trip_through_a_lane() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = weft::Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let ints = Tensor::from_vec(vec![i32::MIN, -1, 0, 7, i32::MAX, 3], &[2, 3]).unwrap();
     let longs = Tensor::from_vec(vec![i64::MIN, i64::MAX, 1 << 60], &[3]).unwrap();
@@ -617,11 +613,7 @@ fn integer_refusals_are_typed_and_name_the_value() {
 
 #[test]
 fn an_integer_division_by_zero_fails_the_op_on_the_actor_and_loses_nothing() {
-    let rt = weft::Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime");
+    let rt = weft::Runtime::builder().split(1).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let a = lane
         .upload(Tensor::from_vec(vec![7i32, -7, 9], &[3]).unwrap())

@@ -9,11 +9,7 @@ use weft::{
 use weft_tests::{wait, wait_ok, Hold};
 
 fn one_domain() -> Runtime {
-    Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(1)
-        .build()
-        .expect("runtime")
+    Runtime::builder().split(1).build().expect("runtime")
 }
 
 fn matrix(rows: usize, cols: usize, seed: f64) -> Tensor {
@@ -258,7 +254,6 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
     // neither the store nor the pool grows with the length of the stream.
     let cap = 1 << 20;
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(cap)
         .build()
@@ -299,7 +294,6 @@ fn freed_buffers_are_reused_and_memory_stays_bounded() {
 #[test]
 fn a_zero_buffer_cap_keeps_nothing() {
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(0)
         .build()
@@ -333,7 +327,6 @@ fn engine_view(lane: &weft::Lane) -> (usize, usize) {
 fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
     // Larger than the pool's cap: freeing it gives its memory back.
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .buffer_cap(1 << 20)
         .build()
@@ -359,7 +352,6 @@ fn a_tensor_dropped_on_an_idle_domain_is_freed_without_a_tensor_op() {
 fn an_idle_domain_lets_its_buffer_pool_go() {
     use std::time::{Duration, Instant};
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::from_millis(100))
         .build()
@@ -392,7 +384,6 @@ fn an_idle_domain_lets_its_buffer_pool_go() {
 
     // Never, when asked so.
     let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
         .split(1)
         .idle_trim(Duration::MAX)
         .build()

@@ -155,11 +155,7 @@ fn transfers_from_one_lane_reuse_one_lane_into_the_destination() {
 
 #[test]
 fn sync_waits_for_a_tensor_without_downloading_it() {
-    let rt = Runtime::builder()
-        .overlap(weft::runtime::Overlap::Allow)
-        .split(2)
-        .build()
-        .expect("runtime");
+    let rt = Runtime::builder().split(2).build().expect("runtime");
     let lane = rt.lane(0).expect("lane");
     let x = lane.upload(matrix(64, 64, 0.25)).unwrap();
     let hold = Hold::on(&lane);
@@ -204,7 +200,6 @@ fn each_cpu_provider_computes_the_products_of_its_runtime() {
     ];
     for provider in providers {
         let rt = Runtime::builder()
-            .overlap(weft::runtime::Overlap::Allow)
             .split(1)
             .cpu_provider(provider)
             .build()
