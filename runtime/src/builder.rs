@@ -573,13 +573,22 @@ impl Runtime {
     #[cfg(not(weft_loom))]
     pub fn global() -> Result<Runtime, BuildError> {
         let mut global = GLOBAL.lock();
-        if let Some(rt) = global.as_ref().filter(|rt| !rt.is_closed()) {
+        if let Some(rt) = global.current.as_ref().filter(|rt| !rt.is_closed()) {
             return Ok(rt.clone());
         }
+        // A closed runtime is not dropped here: with an op still running
+        // (a shutdown that timed out), its last handle's drop would wait
+        // for that op. It is kept until its threads are joined, which a
+        // shutdown that waits for nothing finds out.
+        let closed = global.current.take();
+        global.retired.extend(closed);
+        global
+            .retired
+            .retain(|rt| rt.shutdown_timeout(Duration::ZERO).is_err());
         // Built under the lock: callers racing to the first use wait for
         // one build instead of each starting one.
         let rt = Builder::default().overlap(Overlap::Share).build()?;
-        *global = Some(rt.clone());
+        global.current = Some(rt.clone());
         Ok(rt)
     }
 
@@ -593,18 +602,42 @@ impl Runtime {
     pub fn shutdown_global() -> Result<Option<RuntimeReport>, ShutdownError> {
         // Cloned, not taken, under the lock: the shutdown (which joins
         // threads) runs without it, and a refused one leaves it in place.
-        let Some(rt) = GLOBAL.lock().clone() else {
-            return Ok(None);
+        let (current, retired) = {
+            let global = GLOBAL.lock();
+            (global.current.clone(), global.retired.clone())
         };
-        let report = rt.shutdown()?;
-        let mut global = GLOBAL.lock();
-        if global.as_ref().is_some_and(|g| g.id() == rt.id()) {
-            *global = None;
+        let report = match &current {
+            Some(rt) => Some(rt.shutdown()?),
+            None => None,
+        };
+        // Earlier global runtimes whose shutdown had not finished: joined
+        // too, as a shutdown of the process's runtime promises.
+        for rt in &retired {
+            rt.shutdown()?;
         }
-        Ok(Some(report))
+        let mut global = GLOBAL.lock();
+        let ours = |rt: &Runtime| retired.iter().chain(&current).any(|r| r.id() == rt.id());
+        global.retired.retain(|rt| !ours(rt));
+        if global.current.as_ref().is_some_and(ours) {
+            global.current = None;
+        }
+        Ok(report)
     }
+}
+
+/// The process's runtime ([`Runtime::global`]), and earlier ones closed
+/// while an op of theirs still ran.
+#[cfg(not(weft_loom))]
+struct Global {
+    current: Option<Runtime>,
+    /// Dropped once their threads are joined (by a later
+    /// [`Runtime::global`] or [`Runtime::shutdown_global`]).
+    retired: Vec<Runtime>,
 }
 
 /// The process's runtime ([`Runtime::global`]).
 #[cfg(not(weft_loom))]
-static GLOBAL: Mutex<Option<Runtime>> = Mutex::new(None);
+static GLOBAL: Mutex<Global> = Mutex::new(Global {
+    current: None,
+    retired: Vec::new(),
+});

@@ -186,6 +186,34 @@ impl Drop for Claim {
     }
 }
 
+/// A runtime of the process whose threads are not all joined yet, as the
+/// ledger holds it ([`live_runtimes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveRuntime {
+    /// The runtime.
+    pub runtime: RuntimeId,
+    /// Its CPU domains' CPUs.
+    pub cpus: CpuSet,
+    /// Whether its shutdown has begun (or its last handle is gone): it
+    /// takes no more work and is not shared.
+    pub closing: bool,
+}
+
+/// Every runtime of the process whose threads are not all joined yet
+/// (being built, running, or shutting down), in the order they were
+/// built: what the process's CPUs are claimed by. A runtime leaves the
+/// list when a shutdown joins all its threads, its last handle is
+/// dropped, or its build fails.
+pub fn live_runtimes() -> Vec<LiveRuntime> {
+    (LEDGER.lock().iter())
+        .map(|e| LiveRuntime {
+            runtime: e.id,
+            cpus: e.cpus.clone(),
+            closing: e.closing,
+        })
+        .collect()
+}
+
 /// The live runtimes other than `id` whose CPUs overlap `cpus`.
 pub(crate) fn overlaps(id: RuntimeId, cpus: &CpuSet) -> Vec<Overlapping> {
     LEDGER

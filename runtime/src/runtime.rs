@@ -6,7 +6,7 @@ pub use crate::builder::{Builder, RAYON_THREADS_ENV, THREADS_ENV, TRACE_ENV};
 pub use crate::config::{Overlap, DEFAULT_IDLE_TRIM, DEFAULT_THREAD_NAMES};
 pub use crate::domain::{Affinity, DomainThreads};
 pub use crate::handle::RuntimeId;
-pub use crate::ledger::Overlapping;
+pub use crate::ledger::{live_runtimes, LiveRuntime, Overlapping};
 pub use crate::pipeline::{Pipeline, PipelineRun};
 #[cfg(not(weft_loom))]
 pub use crate::scope::Scope;
@@ -205,13 +205,13 @@ impl Runtime {
         Ok(Lane::open(table.cpu(domain)?, table)?)
     }
 
-    /// Whether a shutdown has begun.
     /// The runtime's domains.
     #[cfg(feature = "mpi")]
     pub(crate) fn table(&self) -> &DomainTable {
         &self.inner.table
     }
 
+    /// Whether a shutdown has begun.
     pub(crate) fn is_closed(&self) -> bool {
         self.inner.hosted.lock().closed
     }
