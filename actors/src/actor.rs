@@ -407,6 +407,7 @@ impl Host {
             body: Some(body),
             ended: ended_tx,
             start: start.clone(),
+            held: Vec::new(),
         };
         LAUNCHING.with(|l| l.set(true));
         let launched = catch_unwind(AssertUnwindSafe(|| (self.0)(job)));
@@ -433,6 +434,8 @@ pub struct ActorJob {
     body: Option<Box<dyn FnOnce() + Send>>,
     ended: channel::Sender<Ended>,
     start: Arc<JobStart>,
+    /// What the host lends the actor for its life ([`ActorJob::hold`]).
+    held: Vec<Box<dyn std::any::Any + Send>>,
 }
 
 /// Whether a hosted job has begun, or the spawn waiting for it has given
@@ -482,6 +485,16 @@ impl ActorJob {
         self.actor
     }
 
+    /// Keeps `value` for as long as the actor runs: it is dropped on the
+    /// job's thread once the actor has ended, before a shutdown that waits
+    /// for the actor returns (or with the job, if the job never runs). For
+    /// what a host lends the actor for its life, such as a mark on the
+    /// workers of its pool ([`crate::lend_workers`]).
+    pub fn hold(mut self, value: impl Send + 'static) -> Self {
+        self.held.push(Box::new(value));
+        self
+    }
+
     /// Runs the actor on the calling thread: builds its engine, serves its
     /// lanes and returns once it has shut down and dropped its engine. A
     /// panic of the actor's own machinery is caught and reported to the
@@ -490,13 +503,15 @@ impl ActorJob {
         let Some(body) = self.body.take() else {
             return;
         };
+        let held = std::mem::take(&mut self.held);
         if !self.start.begin() {
             // The spawn gave up waiting ([`SpawnError::HostTimedOut`]): the
             // actor was never handed out, and its engine is not built.
-            drop_isolated(body);
+            drop_isolated((body, held));
             return;
         }
         if LAUNCHING.with(std::cell::Cell::get) {
+            drop_isolated(held);
             let _ = self.ended.send(Ended::Refused(
                 "the job was run on the thread that is spawning the actor, which waits for it: \
                  the host must hand it to another thread"
@@ -508,6 +523,8 @@ impl ActorJob {
             Ok(()) => Ended::Returned,
             Err(payload) => Ended::Panicked(take_message(payload)),
         };
+        // Given back before the shutdown waiting for this job returns.
+        drop_isolated(held);
         let _ = self.ended.send(ended);
     }
 }

@@ -76,20 +76,19 @@ impl Drop for Seat {
 
 impl Seat {
     /// Runs `job` on a worker of the seat's pool, the pool's workers lent
-    /// to the actor while it runs; the seat is given back when the job
-    /// returns.
+    /// to the actor while it runs; the seat and the workers are given back
+    /// as the actor ends, before the shutdown that waits for it returns.
     pub(crate) fn launch(self, job: ActorJob) {
         let pool = self.pool.clone();
-        pool.spawn(move || {
-            #[cfg(not(weft_loom))]
-            let _lent = {
-                let workers = self.pool.clone();
-                lend_workers(job.actor(), move || {
-                    workers.current_thread_index().is_some()
-                })
-            };
-            job.run();
-            drop(self);
-        });
+        #[cfg(not(weft_loom))]
+        let job = {
+            let workers = self.pool.clone();
+            let lent = lend_workers(job.actor(), move || {
+                workers.current_thread_index().is_some()
+            });
+            job.hold(lent)
+        };
+        let job = job.hold(self);
+        pool.spawn(move || job.run());
     }
 }
