@@ -3,7 +3,7 @@
 //! it cannot lease.
 #![cfg(target_os = "linux")]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -70,9 +70,9 @@ fn two_cpus(test: &str) -> Option<(usize, usize)> {
     }
 }
 
-fn per_core(cpus: CpuSet, threads: usize, dir: &PathBuf) -> CpuEngineConfig {
+fn per_core(cpus: CpuSet, threads: usize, dir: &Path) -> CpuEngineConfig {
     CpuEngineConfig {
-        lease_dir: Some(dir.clone()),
+        lease_dir: Some(dir.to_path_buf()),
         ..CpuEngineConfig::new(0, cpus, threads)
     }
 }
