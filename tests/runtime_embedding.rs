@@ -10,7 +10,7 @@ use std::sync::{Barrier, Mutex, MutexGuard};
 use std::thread;
 
 use weft::{
-    engine::Pinning,
+    engine::{Leases, Pinning},
     runtime::{Affinity, Overlap, RAYON_THREADS_ENV, THREADS_ENV},
     topology::CpuSet,
     BuildError, Runtime,
@@ -281,9 +281,13 @@ fn thread_counts_follow_the_builder_then_the_environment() {
 #[test]
 fn each_domains_threads_are_reported_with_their_names_and_affinity() {
     let _serial = serial();
+    // Leases of its own: a weft process running beside the test would
+    // otherwise move its workers off the CPUs it holds.
+    let leases = std::env::temp_dir().join(format!("weft-leases-report-{}", std::process::id()));
     let rt = Runtime::builder()
         .split(1)
         .threads_per_domain(2)
+        .lease_dir(&leases)
         .build()
         .unwrap();
     let report = &rt.threads()[0];
@@ -300,7 +304,18 @@ fn each_domains_threads_are_reported_with_their_names_and_affinity() {
         .map(|w| CpuSet::single(cpus[w % cpus.len()]))
         .collect();
     assert_eq!(report.affinity, Affinity::Verified(expected));
+    // Nothing else holds the test's leases: the domain leased the CPUs
+    // its workers run on, and found none held.
+    let leased: CpuSet = (0..2.min(cpus.len())).map(|w| cpus[w]).collect();
+    assert_eq!(
+        report.leases,
+        Leases::Taken {
+            leased,
+            contended: CpuSet::new()
+        }
+    );
     drop((lane, rt));
+    let _ = std::fs::remove_dir_all(&leases);
 
     let unpinned = Runtime::builder()
         .split(1)
@@ -308,6 +323,7 @@ fn each_domains_threads_are_reported_with_their_names_and_affinity() {
         .build()
         .unwrap();
     assert_eq!(unpinned.threads()[0].affinity, Affinity::Unpinned);
+    assert_eq!(unpinned.threads()[0].leases, Leases::NotTaken);
 }
 
 #[test]

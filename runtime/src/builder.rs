@@ -127,6 +127,23 @@ impl Builder {
         self
     }
 
+    /// The directory of the CPU leases by which per-core domains of
+    /// different processes avoid each other's CPUs
+    /// ([`weft_cpu::CpuEngineConfig::lease_dir`]); [`Runtime::threads`]
+    /// reports what each domain found
+    /// ([`DomainThreads::leases`](crate::runtime::DomainThreads::leases)).
+    /// Runtimes avoid each other only if they use the same directory.
+    ///
+    /// # Default
+    ///
+    /// `weft-<uid>` in `/dev/shm`, or in the temporary directory where
+    /// there is no `/dev/shm`.
+    #[cfg(not(weft_loom))]
+    pub fn lease_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.lease_dir = Some(dir.into());
+        self
+    }
+
     /// Ops one lane holds before `submit` waits (default 1024, at most
     /// [`crate::actor::MAX_LANE_CAPACITY`]). A lane's queue grows as ops arrive:
     /// the capacity costs nothing until it is used.

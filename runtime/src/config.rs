@@ -62,6 +62,8 @@ pub(crate) struct Config {
     pub(crate) stack_size: Option<usize>,
     /// What a build does when its CPUs overlap a live runtime's.
     pub(crate) overlap: Overlap,
+    /// Where per-core domains lease their CPUs, if not the default.
+    pub(crate) lease_dir: Option<PathBuf>,
     /// Whose threads the CPU domains' actors run on, if not their own.
     pub(crate) host: Option<Hosting>,
     /// How long a build waits for a host to begin a domain's job.
@@ -92,6 +94,7 @@ impl Default for Config {
             trace: None,
             stack_size: None,
             overlap: Overlap::default(),
+            lease_dir: None,
             host: None,
             host_timeout: DEFAULT_HOST_TIMEOUT,
             name: DEFAULT_THREAD_NAMES.to_owned(),

@@ -15,7 +15,7 @@ use weft_actors::{
     Releaser, ShutdownError, ShutdownReport,
 };
 use weft_core::{Place, TensorEngine, TensorId};
-use weft_cpu::{CpuEngine, CpuEngineConfig, Pinning};
+use weft_cpu::{CpuEngine, CpuEngineConfig, Leases, Pinning};
 use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::{Config, Hosting};
@@ -51,6 +51,8 @@ struct Readback {
     /// The CPUs each pool thread read back, by worker (none on a
     /// caller's pool, or where the platform cannot read them).
     cpus: Vec<CpuSet>,
+    /// What leasing the pool's CPUs found.
+    leases: Leases,
 }
 
 impl<E> Domain<E> {
@@ -197,6 +199,7 @@ impl DomainTable {
                     threads: readback.threads,
                     names,
                     affinity,
+                    leases: readback.leases,
                     stack_size: config.stack_size,
                     hosted: config.host.is_some(),
                 }
@@ -298,6 +301,7 @@ fn start_cpu(
         buffer_cap: config.buffer_cap,
         provider: config.provider,
         stack_size: config.stack_size,
+        lease_dir: config.lease_dir.clone(),
         name: name.clone(),
         ..CpuEngineConfig::new(
             index,
@@ -348,6 +352,7 @@ fn start_cpu(
                     name: thread,
                     threads: engine.domain().threads,
                     cpus: engine.worker_cpus().to_vec(),
+                    leases: engine.leases().clone(),
                 };
                 Ok::<_, weft_cpu::EngineError>(engine)
             },
@@ -378,6 +383,12 @@ pub struct DomainThreads {
     pub names: Vec<String>,
     /// Where the threads run, and how that is known.
     pub affinity: Affinity,
+    /// Under [`Pinning::PerCore`]: the CPUs the domain leased, and those
+    /// it found held by another process's weft domain (or another
+    /// runtime's of this process), which its workers avoided while a CPU
+    /// of the domain was free; or why it could not lease
+    /// ([`Builder::lease_dir`](crate::Builder::lease_dir)).
+    pub leases: Leases,
     /// The stack size asked for, if any ([`crate::Builder::stack_size`]).
     pub stack_size: Option<usize>,
     /// Whether the actor runs on a caller's thread ([`crate::Builder::host`]

@@ -121,7 +121,8 @@ pub mod actor {
 pub mod engine {
     pub use weft_core::{BufferStats, CacheStats, EngineMemory, TensorEngine};
     pub use weft_cpu::{
-        CpuEngine, CpuProvider, DomainInfo, Pinning, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
+        CpuEngine, CpuProvider, DomainInfo, Leases, Pinning, EINSUM_CACHE_CAPACITY,
+        PROGRAM_CACHE_CAPACITY,
     };
 }
 

@@ -217,9 +217,13 @@ fn discovery_on_this_machine_is_consistent() {
 fn workers_are_pinned_as_assigned() {
     let allowed = weft_topology::process_allowed_cpus().expect("allowed");
     let n = allowed.len();
+    // Leases of its own: a weft process running beside the test would
+    // otherwise move its workers off the CPUs it holds.
+    let leases = std::env::temp_dir().join(format!("weft-leases-pinned-{}", std::process::id()));
     let rt = Runtime::builder()
         .domains([allowed.clone()])
         .threads_per_domain(n + 1)
+        .lease_dir(&leases)
         .build()
         .expect("runtime");
     let lane = rt.lane(0).expect("lane");
@@ -249,6 +253,8 @@ fn workers_are_pinned_as_assigned() {
             .expect("open"),
     );
     assert!(masks.iter().all(|m| m == &allowed), "{masks:?}");
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&leases);
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod exec;
 mod fused;
 mod gemm;
 mod index;
+mod lease;
 mod linalg;
 mod parallel;
 mod permute;
@@ -38,6 +39,7 @@ mod unary;
 use buffer::copy_into;
 pub use buffer::BufferPool;
 pub use exec::HostRun;
+pub use lease::Leases;
 pub use parallel::PARALLEL_THRESHOLD;
 pub use store::Store;
 
@@ -48,6 +50,7 @@ use pool::PinnedPool;
 use program::ProgramPlan;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use weft_topology::{AffinityError, CpuSet};
@@ -63,6 +66,11 @@ use weft_core::{Data, Element};
 pub enum Pinning {
     /// Worker `i` runs on the domain's `i`-th CPU (wrapping around when
     /// there are more workers than CPUs). The actor thread is worker 0.
+    ///
+    /// On Linux the pool first leases the CPUs it pins onto, so that weft
+    /// pools of other processes (and other runtimes of this one) avoid
+    /// them: the domain's CPUs that another pool holds go last in the
+    /// order above. See [`Leases`] and [`CpuEngineConfig::lease_dir`].
     #[default]
     PerCore,
     /// Every thread may run on any CPU of the domain.
@@ -132,6 +140,19 @@ pub struct CpuEngineConfig {
     /// be one of its workers, so that [`CpuEngine::install`] runs in
     /// place; from any other thread each install hands its work over.
     pub pool: Option<Arc<rayon::ThreadPool>>,
+    /// The directory of the CPU leases taken under [`Pinning::PerCore`]
+    /// (see [`Leases`]). It is created (mode 0700) if missing, and used
+    /// only if it is a directory of this user that others cannot write
+    /// to; otherwise the engine pins without leases and reports
+    /// [`Leases::Unavailable`]. Pools that should avoid each other must
+    /// use the same directory; tests use one of their own so that they
+    /// neither see nor disturb real runs.
+    ///
+    /// # Default
+    ///
+    /// `None`: `weft-<uid>` in `/dev/shm`, or in the temporary directory
+    /// where there is no `/dev/shm`.
+    pub lease_dir: Option<PathBuf>,
 }
 
 /// The default byte cap of a domain's buffer pool: 256 MiB.
@@ -157,6 +178,7 @@ impl CpuEngineConfig {
             provider: CpuProvider::Faer,
             stack_size: None,
             pool: None,
+            lease_dir: None,
         }
     }
 }
@@ -173,6 +195,7 @@ impl fmt::Debug for CpuEngineConfig {
             .field("provider", &self.provider)
             .field("stack_size", &self.stack_size)
             .field("pool", &self.pool.as_ref().map(|p| p.current_num_threads()))
+            .field("lease_dir", &self.lease_dir)
             .finish_non_exhaustive()
     }
 }
@@ -260,6 +283,7 @@ impl fmt::Debug for CpuEngine {
             .field("store", &self.store)
             .field("buffers", &self.buffers.stats())
             .field("worker_cpus", &self.pool.worker_cpus)
+            .field("leases", &self.pool.leases)
             .finish_non_exhaustive()
     }
 }
@@ -319,6 +343,13 @@ impl CpuEngine {
     /// (0 is the actor thread). Empty where the platform cannot tell.
     pub fn worker_cpus(&self) -> &[CpuSet] {
         &self.pool.worker_cpus
+    }
+
+    /// What the pool found when it leased its workers' CPUs: the CPUs it
+    /// holds and those another pool held, or why it could not lease.
+    /// The leases last as long as the engine.
+    pub fn leases(&self) -> &Leases {
+        &self.pool.leases
     }
 
     /// The domain's pool, for rayon's `join`, `scope` and parallel

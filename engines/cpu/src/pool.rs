@@ -17,8 +17,10 @@ use weft_topology::CpuSet;
 use weft_topology::{current_thread_cpus, pin_current_thread, AffinityError};
 
 #[cfg(not(weft_loom))]
+use super::lease::Lease;
+#[cfg(not(weft_loom))]
 use super::Pinning;
-use super::{CpuEngineConfig, EngineError};
+use super::{CpuEngineConfig, EngineError, Leases};
 
 /// What runs a domain's parallel kernels: its rayon pool.
 #[cfg(not(weft_loom))]
@@ -53,6 +55,11 @@ pub(super) struct PinnedPool {
     pub(super) rayon: Arc<Workers>,
     /// The CPUs each thread reported at build time, by worker index.
     pub(super) worker_cpus: Vec<CpuSet>,
+    /// What leasing the workers' CPUs found.
+    pub(super) leases: Leases,
+    /// The CPUs this pool holds against other pools, released with it.
+    #[cfg(not(weft_loom))]
+    _held: Vec<Lease>,
     /// Declared after `rayon`: dropped after it, it waits for the workers.
     _exits: ExitWait,
 }
@@ -107,6 +114,8 @@ impl PinnedPool {
                 panics: Arc::default(),
                 rayon: pool.clone(),
                 worker_cpus: Vec::new(),
+                leases: Leases::NotTaken,
+                _held: Vec::new(),
                 _exits: ExitWait(Arc::default()),
             });
         }
@@ -114,7 +123,7 @@ impl PinnedPool {
             return Err(EngineError::ZeroThreads);
         }
         let domain = config.index;
-        let cpus: Vec<usize> = config.cpus.iter().collect();
+        let (cpus, held, leases) = per_core_cpus(config);
         let assigned: Vec<Option<CpuSet>> = (0..config.threads)
             .map(|worker| match config.pinning {
                 Pinning::PerCore if !cpus.is_empty() => {
@@ -178,6 +187,8 @@ impl PinnedPool {
             panics,
             rayon: Arc::new(pool),
             worker_cpus: Vec::new(),
+            leases,
+            _held: held,
             _exits: ExitWait(exits),
         };
         // Every worker reports its mask from its own thread; the start
@@ -227,9 +238,23 @@ impl PinnedPool {
             panics: Arc::default(),
             rayon: Arc::new(Workers),
             worker_cpus: Vec::new(),
+            leases: Leases::NotTaken,
             _exits: ExitWait(Arc::default()),
         })
     }
+}
+
+/// The CPUs per-core workers take, in order (worker `i` on the `i`-th,
+/// wrapping around): under [`Pinning::PerCore`] on Linux, the CPUs the
+/// pool leased first, then those other pools hold; else the domain's.
+#[cfg(not(weft_loom))]
+fn per_core_cpus(config: &CpuEngineConfig) -> (Vec<usize>, Vec<Lease>, Leases) {
+    let cpus: Vec<usize> = config.cpus.iter().collect();
+    #[cfg(target_os = "linux")]
+    if config.pinning == Pinning::PerCore && !cpus.is_empty() {
+        return crate::lease::take(&cpus, config.threads, config.lease_dir.as_deref());
+    }
+    (cpus, Vec::new(), Leases::NotTaken)
 }
 
 /// Pins the calling thread; where the platform cannot pin, runs unpinned
