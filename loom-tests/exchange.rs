@@ -18,7 +18,7 @@ use loom::sync::{Arc, Mutex};
 use loom::thread;
 use weft_core::{DType, Data, Tensor};
 use weft_mpi::{
-    Buf, Collective, Done, Exchange, Grace, MpiError, MpiOp, Reduction, Request, Transport,
+    Buf, Collective, Done, Exchange, Grace, Input, MpiError, MpiOp, Reduction, Request, Transport,
 };
 
 const PENDING: u8 = 0;
@@ -387,6 +387,56 @@ fn collectives_vs_delivery_vs_shutdown() {
         }
         let ended = ended(&net);
         if barrier.is_ok() {
+            assert_eq!(ended, None, "everything completed");
+        }
+    });
+}
+
+/// A collective whose input another thread gives (as a domain's op gives
+/// a tensor to the MPI actor) races that thread, the network and the
+/// shutdown: the rank contributes the input if it came in time and
+/// withdraws otherwise (a withdrawal is a collective too, so the other
+/// ranks are not left waiting for the rank's part), and the barrier
+/// behind it finishes after it, once.
+#[test]
+fn an_awaited_collective_vs_its_input_vs_shutdown() {
+    loom::model(|| {
+        let net = Net::new();
+        let outcomes = Outcomes::default();
+        let wire = network(&net, 3);
+        let slot: Arc<Mutex<Option<Tensor>>> = Arc::default();
+        let giver = {
+            let slot = slot.clone();
+            thread::spawn(move || *slot.lock().unwrap() = Some(tensor(&[1.0, 2.0])))
+        };
+        let mut exchange = Exchange::new(Fake(net.clone()), 0, 1);
+        let awaited = Box::new(move || match slot.lock().unwrap().take() {
+            Some(t) => Input::Ready(Some(t), None),
+            None => Input::Pending,
+        });
+        let sum = Collective::Allreduce(Reduction::Sum);
+        let meta = Some((DType::F64, vec![2]));
+        exchange.collective_when(sum, meta, awaited, done(&outcomes, "sum"));
+        exchange.collective(Collective::Barrier, None, None, done(&outcomes, "barrier"));
+        exchange.progress();
+        drop(exchange);
+        giver.join().expect("giver");
+        wire.join().expect("network");
+
+        let (sum, barrier) = (outcome(&outcomes, "sum"), outcome(&outcomes, "barrier"));
+        match &sum {
+            Ok(values) => assert_eq!(values.as_deref(), Some(&[1.0, 2.0][..])),
+            Err(MpiError::InputFailed { reason, .. }) => {
+                assert!(reason.contains("shut down"), "{reason}")
+            }
+            Err(e) => assert!(cancelled(&sum), "{e}"),
+        }
+        assert!(barrier.is_ok() || cancelled(&barrier), "{barrier:?}");
+        let order: Vec<&str> = outcomes.lock().unwrap().iter().map(|(n, _)| *n).collect();
+        assert_eq!(order, ["sum", "barrier"], "in the order they were queued");
+        let ended = ended(&net);
+        if barrier.is_ok() {
+            assert!(!cancelled(&sum), "the barrier went through before the sum");
             assert_eq!(ended, None, "everything completed");
         }
     });

@@ -31,8 +31,14 @@ fn rt() -> &'static Runtime {
     RT.get().expect("built in main")
 }
 
+/// Set (to any value) in the job that runs [`shutdown_now_main`].
+const SHUTDOWN_NOW_ENV: &str = "WEFT_MPI_SHUTDOWN_NOW";
+
 fn main() -> ExitCode {
     if LAUNCHER_ENV.iter().any(|v| std::env::var_os(v).is_some()) {
+        if std::env::var_os(SHUTDOWN_NOW_ENV).is_some() {
+            return shutdown_now_main();
+        }
         return rank_main();
     }
     launch()
@@ -50,12 +56,21 @@ fn launch() -> ExitCode {
             failed = true;
         }
     }
-    for ranks in [2, 4] {
-        let spawned = Command::new("mpirun")
+    // Jobs of 2 and 4 ranks running every check, then one of 2 whose rank
+    // 0 shuts down right after a collective.
+    for (ranks, shutdown_now) in [(2, false), (4, false), (2, true)] {
+        let mut command = Command::new("mpirun");
+        command
             .args(["--allow-run-as-root", "--oversubscribe", "-n"])
-            .arg(ranks.to_string())
-            .arg(&exe)
-            .spawn();
+            .arg(ranks.to_string());
+        if shutdown_now {
+            command.args(["-x", &format!("{SHUTDOWN_NOW_ENV}=1")]);
+        }
+        let spawned = command.arg(&exe).spawn();
+        let ranks = match shutdown_now {
+            true => format!("{ranks} (shutdown_now after a collective)"),
+            false => ranks.to_string(),
+        };
         let mut child = match spawned {
             Ok(child) => child,
             Err(e) => {
@@ -169,6 +184,10 @@ fn rank_main() -> ExitCode {
         (
             "disagreeing_ranks_all_fail_and_the_next_collective_works",
             disagreeing_ranks_all_fail_and_the_next_collective_works,
+        ),
+        (
+            "a_collective_whose_input_failed_is_withdrawn_on_every_rank",
+            a_collective_whose_input_failed_is_withdrawn_on_every_rank,
         ),
         (
             "a_received_tensor_feeds_the_domain_ops",
@@ -562,6 +581,90 @@ fn disagreeing_ranks_all_fail_and_the_next_collective_works() -> Result<(), Stri
             e.contains("disagree on the reduction (from sum to max over the ranks)"),
             format!("error: {e}"),
         ),
+    }
+}
+
+/// Rank 0's input fails: it withdraws, every other rank fails the
+/// collective too instead of waiting for rank 0's part, and the next
+/// collective pairs up as before.
+fn a_collective_whose_input_failed_is_withdrawn_on_every_rank() -> Result<(), String> {
+    let (rank, ranks, lane) = me();
+    let one = upload(&lane, vec![1i32], &[1])?;
+    let input = match rank {
+        0 => {
+            let zero = upload(&lane, vec![0i32], &[1])?;
+            lane.floor_div(&one, &zero).map_err(|e| e.to_string())?
+        }
+        _ => one.clone(),
+    };
+    let withdrawn = lane
+        .allreduce(&input, Reduction::Sum)
+        .map_err(|e| e.to_string())?;
+    let next = lane
+        .allreduce(&one, Reduction::Sum)
+        .map_err(|e| e.to_string())?;
+    match download(&lane, &withdrawn) {
+        Ok(t) => return Err(format!("an allreduce with a failed input gave {t:?}")),
+        Err(e) if rank == 0 => check(
+            e.contains("its input failed") && e.contains("zero"),
+            format!("error: {e}"),
+        )?,
+        Err(e) => check(
+            e.contains("another rank withdrew from it"),
+            format!("error: {e}"),
+        )?,
+    }
+    let (_, v) = values::<i32>(&lane, &next)?;
+    check(
+        v == [ranks as i32],
+        format!("the next allreduce gave {v:?}"),
+    )
+}
+
+/// A job of its own: rank 0 asks for an allreduce and shuts its runtime
+/// down at once (`shutdown_now`); rank 1's allreduce must still end, with
+/// the sum (rank 0's collective was kept) or a withdrawal, and both ranks
+/// must then end: no rank waits for a contribution that will not come,
+/// nor in MPI's finalisation for a rank that does.
+fn shutdown_now_main() -> ExitCode {
+    let rt = match Runtime::builder().split(1).mpi().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("rank: the runtime did not build: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rank = rt.rank();
+    let outcome = (|| -> Result<String, String> {
+        let lane = rt.lane(0).map_err(|e| e.to_string())?;
+        let mine = upload(&lane, vec![1.0f64, 2.0], &[2])?;
+        let sum = lane
+            .allreduce(&mine, Reduction::Sum)
+            .map_err(|e| e.to_string())?;
+        if rank == 0 {
+            rt.shutdown_now().map_err(|e| e.to_string())?;
+            return Ok("shut down right after its allreduce".into());
+        }
+        let ranks = rt.ranks() as f64;
+        match download(&lane, &sum) {
+            Ok(t) if t.as_slice::<f64>() == Ok(&[ranks, 2.0 * ranks][..]) => {
+                Ok("got the sum".into())
+            }
+            Ok(t) => Err(format!("the allreduce gave {t:?}")),
+            Err(e) if e.contains("withdrew") => Ok(format!("was told: {e}")),
+            Err(e) => Err(e),
+        }
+    })();
+    let shut = rt.shutdown().map_err(|e| e.to_string());
+    match (outcome, shut) {
+        (Ok(what), Ok(_)) => {
+            println!("shutdown_now after a collective: rank {rank} {what}: ok");
+            ExitCode::SUCCESS
+        }
+        (outcome, shut) => {
+            println!("shutdown_now after a collective: rank {rank}: FAILED: {outcome:?} {shut:?}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -687,8 +687,28 @@ impl<E: 'static> Actor<E> {
     /// ran out; the shutdown goes on, and a later call joins it. As
     /// [`Actor::shutdown`] from an actor thread.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<ShutdownReport, ShutdownError> {
+        self.stop_within(ShutdownMode::Now, timeout)
+    }
+
+    /// As [`Actor::shutdown`], waiting at most `timeout`: every queued op
+    /// still runs, for an actor whose ops are promises to others (the MPI
+    /// actor's collectives: a rank that cancelled one would leave the
+    /// other ranks waiting for it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Actor::shutdown_timeout`].
+    pub fn drain_timeout(&self, timeout: Duration) -> Result<ShutdownReport, ShutdownError> {
+        self.stop_within(ShutdownMode::Drain, timeout)
+    }
+
+    fn stop_within(
+        &self,
+        mode: ShutdownMode,
+        timeout: Duration,
+    ) -> Result<ShutdownReport, ShutdownError> {
         let owner = &self.owner;
-        owner.begin(ShutdownMode::Now)?;
+        owner.begin(mode)?;
         owner
             .wait_until(Instant::now().checked_add(timeout))
             .map_err(|stuck| ShutdownError::TimedOut {

@@ -215,7 +215,7 @@ impl DomainTable {
         let actors = actors.chain(self.cuda.iter().map(|d| &d.actor as &dyn Hosted));
         // The MPI actor first (see the field).
         #[cfg(feature = "mpi")]
-        let actors = (self.mpi.iter().map(|m| m.actor() as &dyn Hosted)).chain(actors);
+        let actors = (self.mpi.iter().map(|m| m as &dyn Hosted)).chain(actors);
         actors
     }
 }

@@ -160,6 +160,11 @@ impl Collective {
 /// The words of a signature.
 pub(crate) const SIGNATURE_WORDS: usize = 4;
 
+/// What a rank that withdraws from a collective gives in place of its
+/// signature: a kind no collective has, and the greatest, so that every
+/// rank's maximum shows it.
+pub(crate) const WITHDRAWN: [u64; SIGNATURE_WORDS] = [u64::MAX; SIGNATURE_WORDS];
+
 /// What the ranks disagree on, from this rank's signature `mine` and the
 /// maxima over the ranks of each word (`max`) and of each word's
 /// complement (`max_not`, whose complement is the minimum): `None` when

@@ -108,6 +108,18 @@ pub enum MpiError {
         /// Why.
         reason: String,
     },
+    /// Another rank withdrew from this collective: its input failed, or
+    /// its runtime shut down before the input was ready. Every rank fails
+    /// it (the withdrawing one with its own reason), and the collectives
+    /// after it are not shifted.
+    #[error(
+        "{op}: another rank withdrew from it (its input failed, or its runtime shut down \
+         before the input was ready)"
+    )]
+    Withdrawn {
+        /// The collective.
+        op: &'static str,
+    },
     /// The rank's MPI actor shut down before the operation completed.
     #[error("{op} was cancelled: the rank's MPI actor shut down first")]
     Cancelled {

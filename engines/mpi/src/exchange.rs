@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use weft_core::{element_count, DType, Data, Tensor};
 
-use crate::collective::{disagreement, mpi_op, SIGNATURE_WORDS};
+use crate::collective::{disagreement, mpi_op, SIGNATURE_WORDS, WITHDRAWN};
 use crate::error::describe;
 use crate::wire::{header, parse_header, HEADER_WORDS};
 use crate::{
@@ -50,7 +50,27 @@ pub struct Exchange<T: Transport> {
     p2p: Vec<Transfer<T::Request>>,
     queued: VecDeque<Queued>,
     active: Option<Active<T::Request>>,
+    /// Set by the shutdown: a collective whose input is not ready when
+    /// its turn comes is withdrawn instead of waited for.
+    closing: bool,
 }
+
+/// A collective's input when its turn comes
+/// ([`Exchange::collective_when`]).
+#[derive(Debug)]
+pub enum Input {
+    /// Not there yet: the collective waits, and those queued after it.
+    Pending,
+    /// This rank's tensor (none for a barrier), and a buffer for the
+    /// result if one is given.
+    Ready(Option<Tensor>, Option<Data>),
+    /// It will never come: this rank withdraws from the collective, which
+    /// every rank then fails ([`MpiError::Withdrawn`] on the others).
+    Failed(String),
+}
+
+/// Asked for a collective's input each time the exchange looks at it.
+pub type Awaited = Box<dyn FnMut() -> Input + Send>;
 
 /// A send or a receive: its two requests (header, data).
 struct Transfer<R> {
@@ -76,6 +96,10 @@ struct Queued {
     input: Option<Tensor>,
     /// A buffer for the result, if one was given.
     buffer: Option<Data>,
+    /// Where the input comes from, until it has come.
+    awaited: Option<Awaited>,
+    /// Why this rank withdraws from it, if it does.
+    withdrawn: Option<String>,
     out: Option<Vec<usize>>,
     signature: [u64; SIGNATURE_WORDS],
     done: Done,
@@ -132,6 +156,7 @@ impl<T: Transport> Exchange<T> {
             p2p: Vec::new(),
             queued: VecDeque::new(),
             active: None,
+            closing: false,
         }
     }
 
@@ -251,7 +276,37 @@ impl<T: Transport> Exchange<T> {
         buffer: Option<Data>,
         done: Done,
     ) {
-        let meta = input.as_ref().map(|t| (t.dtype(), t.shape()));
+        let meta = input.as_ref().map(|t| (t.dtype(), t.shape().to_vec()));
+        self.queue(what, meta, (input, buffer, None), done);
+    }
+
+    /// Queues a collective whose input is not there yet: a tensor of
+    /// `meta` (none for a barrier) that `awaited` gives when it is ready.
+    /// It takes its place in the order now, so that every rank posts its
+    /// collectives in the order they were asked for; when its turn comes
+    /// it waits for the input, and a rank whose input fails (or whose
+    /// shutdown comes first) withdraws from it: every rank fails it, and
+    /// none waits for ever for a contribution that will not come.
+    pub fn collective_when(
+        &mut self,
+        what: Collective,
+        meta: Option<(DType, Vec<usize>)>,
+        awaited: Awaited,
+        done: Done,
+    ) {
+        self.queue(what, meta, (None, None, Some(awaited)), done);
+    }
+
+    fn queue(
+        &mut self,
+        what: Collective,
+        meta: Option<(DType, Vec<usize>)>,
+        (input, buffer, awaited): (Option<Tensor>, Option<Data>, Option<Awaited>),
+        done: Done,
+    ) {
+        let meta = meta
+            .as_ref()
+            .map(|(dtype, shape)| (*dtype, shape.as_slice()));
         let out = match (what, meta) {
             (Collective::Barrier, _) => Ok(None),
             (_, Some((dtype, shape))) => what.output(dtype, shape, self.ranks),
@@ -268,6 +323,8 @@ impl<T: Transport> Exchange<T> {
                     what,
                     input,
                     buffer,
+                    awaited,
+                    withdrawn: None,
                     out,
                     signature,
                     done,
@@ -275,6 +332,39 @@ impl<T: Transport> Exchange<T> {
                 self.progress();
             }
         }
+    }
+
+    /// Whether the next queued collective may begin: its input is there,
+    /// or it is withdrawn.
+    fn next_ready(&mut self) -> bool {
+        let closing = self.closing;
+        let Some(next) = self.queued.front_mut() else {
+            return false;
+        };
+        let Some(awaited) = next.awaited.as_mut() else {
+            return true;
+        };
+        match awaited() {
+            Input::Pending if !closing => return false,
+            Input::Pending => {
+                next.withdrawn = Some("the runtime shut down before its input was ready".into());
+            }
+            Input::Ready(input, buffer) => {
+                let meta = input.as_ref().map(|t| (t.dtype(), t.shape()));
+                if next.what.signature(meta) == next.signature {
+                    next.input = input;
+                    next.buffer = buffer;
+                } else {
+                    next.withdrawn = Some(format!(
+                        "its input is not the tensor it was asked for ({})",
+                        input.map_or("no tensor".into(), |t| describe(t.dtype(), t.shape()))
+                    ));
+                }
+            }
+            Input::Failed(reason) => next.withdrawn = Some(reason),
+        }
+        next.awaited = None;
+        true
     }
 
     /// Tests every outstanding request, finishes those that completed and
@@ -299,11 +389,19 @@ impl<T: Transport> Exchange<T> {
     fn advance(&mut self) {
         loop {
             let Some(active) = self.active.as_mut() else {
+                if !self.next_ready() {
+                    return;
+                }
                 let Some(next) = self.queued.pop_front() else {
                     return;
                 };
                 let posted = self.session().and_then(|s| {
-                    let sig = next.signature;
+                    // A rank that withdraws says so in place of its
+                    // signature: every rank then disagrees with it.
+                    let sig = match next.withdrawn {
+                        Some(_) => WITHDRAWN,
+                        None => next.signature,
+                    };
                     let words = sig.iter().copied().chain(sig.iter().map(|w| !w));
                     s.iallreduce(
                         Buf::Words(words.collect()),
@@ -358,9 +456,22 @@ impl<T: Transport> Exchange<T> {
             }
             // The signature exchange is in: the data phase, if the ranks
             // agree.
+            if let Some(reason) = queued.withdrawn.take() {
+                (queued.done)(Err(MpiError::InputFailed {
+                    op: queued.what.name(),
+                    reason,
+                }));
+                continue;
+            }
             let differs = match bufs.pop() {
                 Some(Buf::Words(w)) if w.len() == 2 * SIGNATURE_WORDS => {
                     let (max, max_not) = w.split_at(SIGNATURE_WORDS);
+                    if max[0] == WITHDRAWN[0] {
+                        (queued.done)(Err(MpiError::Withdrawn {
+                            op: queued.what.name(),
+                        }));
+                        continue;
+                    }
                     disagreement(&queued.signature, max, max_not)
                 }
                 _ => Some("a signature MPI did not return whole".into()),
@@ -423,11 +534,12 @@ impl<T: Transport> Exchange<T> {
     /// Ends the engine: see the module docs ("Shutdown").
     fn close(&mut self) {
         self.settle();
-        // What is left: collectives not begun are never begun (they fail
-        // after the one in progress, in their order), receives nothing
-        // matched are cancelled (they still complete, as cancelled), and
-        // what completes in a second grace period is finished as usual.
-        let never = std::mem::take(&mut self.queued);
+        // What is left: collectives whose input is still not there are
+        // withdrawn on their turn (the others ranks fail them too),
+        // receives nothing matched are cancelled (they still complete, as
+        // cancelled), and what completes in a second grace period is
+        // finished as usual.
+        self.closing = true;
         for transfer in &mut self.p2p {
             if transfer.recv.is_some() {
                 transfer.cancelled = true;
@@ -435,6 +547,8 @@ impl<T: Transport> Exchange<T> {
             }
         }
         let settled = self.settle();
+        // Collectives that never began: after one that never completed.
+        let never = std::mem::take(&mut self.queued);
         // Whatever never completed fails; its buffers are leaked with its
         // requests (a [`Request`]'s drop), never freed under the transport.
         let stuck = self.active.as_ref().map(|a| a.queued.what.name());

@@ -34,6 +34,15 @@
 //! that collective with [`MpiError::Disagree`], naming what differs,
 //! instead of reducing mismatched buffers.
 //!
+//! A collective is queued when it is asked for, its input still to come
+//! ([`Exchange::collective_when`]): its turn waits for the input. A rank
+//! whose input fails, or whose engine shuts down first, *withdraws*: it
+//! gives the signature [`u64::MAX`] in every word, which no collective has,
+//! so the maxima show it on every rank. The withdrawing rank fails the
+//! collective with [`MpiError::InputFailed`], the others with
+//! [`MpiError::Withdrawn`], and none posts its data phase: no rank waits
+//! for a part that will not come, and the next collective pairs up.
+//!
 //! # Failure
 //!
 //! The communicator is set to `MPI_ERRORS_RETURN`: a failed call fails its
@@ -45,9 +54,13 @@
 //! # Shutdown
 //!
 //! Dropping the engine progresses what is outstanding for up to
-//! [`SHUTDOWN_GRACE`], then cancels the receives nothing matched and fails
-//! the rest with [`MpiError::Cancelled`] (collectives in the order they
-//! were queued: none that was not begun is begun). MPI is finalised once
+//! [`SHUTDOWN_GRACE`], then cancels the receives nothing matched,
+//! withdraws each queued collective whose input is still not there (on
+//! its turn, in order; one whose input came is contributed), progresses
+//! for a second grace period, and fails what is left with
+//! [`MpiError::Cancelled`]. The actor that owns the engine drains its
+//! queue whatever the shutdown, so that every collective it was given is
+//! queued here, contributed or withdrawn. MPI is finalised once
 //! every request has completed; if one never does (a send to a rank that
 //! is gone), MPI is left initialised and its buffers leaked rather than
 //! freed under it, and the engine says so on stderr.
@@ -77,9 +90,9 @@ use std::time::Duration;
 
 pub use collective::{Collective, Reduction};
 pub use error::MpiError;
-pub use exchange::Exchange;
 #[cfg(feature = "mpi")]
 pub use exchange::MpiEngine;
+pub use exchange::{Awaited, Exchange, Input};
 #[cfg(feature = "mpi")]
 pub use ffi::{Posted as MpiRequest, Session as MpiSession};
 pub use transport::{Buf, Grace, MpiOp, Request, Transport};

@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
-use weft_actors::{Actor, SpawnError};
+use weft_actors::{Actor, ActorStats, ShutdownError, ShutdownReport, SpawnError};
 use weft_mpi::{launched, MpiEngine, MpiError};
 
 use crate::config::Config;
+use crate::domain::{Hosted, Stop};
 use crate::error::BuildError;
 
 /// Idle time after which the MPI actor, with requests outstanding, stops
@@ -72,8 +73,22 @@ impl MpiActor {
             ranks,
         })
     }
+}
 
-    pub(crate) fn actor(&self) -> &Actor<MpiEngine> {
-        &self.actor
+/// The MPI actor always drains: its queued ops are collectives and sends
+/// other ranks count on (a collective cancelled here would leave them
+/// waiting for ever), and none of them waits on anything (a collective
+/// whose input is not ready is withdrawn at the engine's shutdown). A
+/// shutdown with a deadline still waits no longer than it.
+impl Hosted for MpiActor {
+    fn stop(&self, how: Stop) -> Result<ShutdownReport, ShutdownError> {
+        match how {
+            Stop::Drain | Stop::Now => self.actor.shutdown(),
+            Stop::Within(timeout) => self.actor.drain_timeout(timeout),
+        }
+    }
+
+    fn stats(&self) -> ActorStats {
+        self.actor.stats()
     }
 }

@@ -144,12 +144,45 @@ where
     })
 }
 
+/// A collective's input as the MPI engine asks for it: pending until the
+/// *mpi out* (and the pooled result buffer, if any) is done; failed with
+/// the input's failure. A buffer that failed is only not used.
+fn awaited(input: (Event, Slot), buffer: Option<(Event, Slot)>) -> weft_mpi::Awaited {
+    Box::new(move || {
+        let buffer_done = buffer.as_ref().map_or(EventState::Done, |b| b.0.state());
+        match (input.0.state(), buffer_done) {
+            (EventState::Failed(failure), _) => weft_mpi::Input::Failed(failure.to_string()),
+            (EventState::Pending, _) | (_, EventState::Pending) => weft_mpi::Input::Pending,
+            _ => weft_mpi::Input::Ready(
+                input.1.lock().take(),
+                (buffer.as_ref())
+                    .and_then(|b| b.1.lock().take())
+                    .map(|t| t.into_parts().1),
+            ),
+        }
+    })
+}
+
 /// Submits the MPI actor's op after `after`: `call` gets the engine and
 /// the completion.
 fn post_after<F>(
     mpi: &MpiActor,
     op: &'static str,
     after: Vec<Event>,
+    call: F,
+) -> Result<Posted, OpError>
+where
+    F: FnOnce(&mut MpiEngine, Done) + Send + 'static,
+{
+    post_op(mpi, op, (after, true), call)
+}
+
+/// Submits the MPI actor's op; it runs after `after` if `wait`, else at
+/// once (`after` then only says why it failed, were it dropped unrun).
+fn post_op<F>(
+    mpi: &MpiActor,
+    op: &'static str,
+    (after, wait): (Vec<Event>, bool),
     call: F,
 ) -> Result<Posted, OpError>
 where
@@ -170,8 +203,8 @@ where
         call(engine, owed.done(fill, give));
     })
     .label(op)
-    .after(after)
     .flow(Flow::Out(flow));
+    let body = if wait { body.after(after) } else { body };
     // The op's own ticket is not needed: the promise's is the result.
     let ticket_of_op = mpi.lane.submit(body).map_err(|e| match e {
         weft_actors::SubmitError::Closed(_) => OpError::Closed(weft_actors::ActorClosed {
@@ -454,17 +487,17 @@ impl Lane {
                 _ => self.pooled_result(&side, &out)?,
             };
             let input = self.mpi_out(what.name(), handle.clone())?;
-            let (after, slots) = match buffer {
-                Some((event, slot)) => (vec![input.0, event], (input.1, Some(slot))),
-                None => (vec![input.0], (input.1, None)),
-            };
-            let posted = post_after(mpi, what.name(), after, move |engine, done| {
-                let tensor = slots.0.lock().take();
-                let buffer = slots
-                    .1
-                    .and_then(|s| s.lock().take())
-                    .map(|t| t.into_parts().1);
-                engine.collective(what, tensor, buffer, done)
+            let after = std::iter::once(input.0.clone())
+                .chain(buffer.as_ref().map(|b| b.0.clone()))
+                .collect();
+            // Queued in the MPI actor's order at once, not after its input:
+            // a collective asked for is a promise to the other ranks, kept
+            // by a contribution or, if the input fails or a shutdown comes
+            // first, by a withdrawal they all see (`weft_mpi::Input`).
+            let meta_in = Some((meta.dtype, meta.shape.clone()));
+            let awaited = awaited(input, buffer);
+            let posted = post_op(mpi, what.name(), (after, false), move |engine, done| {
+                engine.collective_when(what, meta_in, awaited, done)
             })?;
             self.give_back(&meta, &posted)?;
             Self::mpi_in(&side, &posted, out)
