@@ -103,7 +103,7 @@ pub use lent::{lend_workers, LentWorkers};
 /// worker took it). Without loom: a model runs no caller's pool.
 #[cfg(not(weft_loom))]
 mod lent {
-    use parking_lot::Mutex;
+    use parking_lot::RwLock;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::ActorId;
@@ -112,7 +112,8 @@ mod lent {
     type IsWorker = Box<dyn Fn() -> bool + Send + Sync>;
 
     /// Every lent pool, by the key its guard removes it with.
-    static LENT: Mutex<Vec<(u64, ActorId, IsWorker)>> = Mutex::new(Vec::new());
+    /// Read by every unmarked thread that waits while a pool is lent.
+    static LENT: RwLock<Vec<(u64, ActorId, IsWorker)>> = RwLock::new(Vec::new());
     /// How many pools are lent: no thread looks at the list while none is.
     static COUNT: AtomicUsize = AtomicUsize::new(0);
 
@@ -121,7 +122,7 @@ mod lent {
     /// working for it until the guard is dropped: a blocking wait on one of
     /// them is refused as on the actor's own workers. A worker of pools
     /// lent to several actors works for the first still lent. `is_worker`
-    /// runs under the list's lock, on every thread that asks which actor it
+    /// runs under the list's read lock, on every thread that asks which actor it
     /// works for: a quick look at the thread (such as rayon's
     /// `ThreadPool::current_thread_index`), never a call into weft.
     pub fn lend_workers(
@@ -130,7 +131,7 @@ mod lent {
     ) -> LentWorkers {
         static KEYS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let key = KEYS.fetch_add(1, Ordering::Relaxed);
-        let mut lent = LENT.lock();
+        let mut lent = LENT.write();
         lent.push((key, id, Box::new(is_worker)));
         COUNT.store(lent.len(), Ordering::Release);
         LentWorkers { key }
@@ -145,7 +146,7 @@ mod lent {
 
     impl Drop for LentWorkers {
         fn drop(&mut self) {
-            let mut lent = LENT.lock();
+            let mut lent = LENT.write();
             lent.retain(|(key, ..)| *key != self.key);
             COUNT.store(lent.len(), Ordering::Release);
         }
@@ -156,7 +157,7 @@ mod lent {
         if COUNT.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let lent = LENT.lock();
+        let lent = LENT.read();
         lent.iter()
             .find(|(_, _, is_worker)| is_worker())
             .map(|(_, id, _)| *id)

@@ -595,13 +595,11 @@ impl Runtime {
         }
         // A closed runtime is not dropped here: with an op still running
         // (a shutdown that timed out), its last handle's drop would wait
-        // for that op. It is kept until its threads are joined, which a
-        // shutdown that waits for nothing finds out.
+        // for that op. It is kept until a shutdown has joined its threads
+        // (nothing is asked of it here: a drain under way stays a drain).
         let closed = global.current.take();
         global.retired.extend(closed);
-        global
-            .retired
-            .retain(|rt| rt.shutdown_timeout(Duration::ZERO).is_err());
+        global.retired.retain(|rt| !rt.is_joined());
         // Built under the lock: callers racing to the first use wait for
         // one build instead of each starting one.
         let rt = Builder::default().overlap(Overlap::Share).build()?;

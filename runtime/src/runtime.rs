@@ -216,6 +216,13 @@ impl Runtime {
         self.inner.hosted.lock().closed
     }
 
+    /// Whether a shutdown has joined every thread (its claim is
+    /// released): dropping the last handle then waits for nothing.
+    #[cfg(not(weft_loom))]
+    pub(crate) fn is_joined(&self) -> bool {
+        self.inner.claim.lock().is_none()
+    }
+
     /// This runtime's id; handles of other runtimes are refused.
     pub fn id(&self) -> RuntimeId {
         self.inner.id
