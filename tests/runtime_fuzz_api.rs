@@ -22,34 +22,20 @@ use weft::{
     ops::{BinaryOp, CmpOp, Distribution, Linalg, ReduceOp, SliceAxis, TensorOp, UnaryOp},
     CpuEngine, DType, Lane, Op, Runtime, Scalar, Tensor, TensorHandle,
 };
-use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, LIMIT};
+use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, Rng, LIMIT};
 
 const MARKER: &str = weft_tests::INJECTED;
 
-/// splitmix64: the sequence of a seed is the same on every run.
-struct Rng(u64);
+/// The vocabulary's arguments, drawn from the fuzzer's generator.
+trait Draw {
+    fn extent(&mut self) -> usize;
+    fn shape(&mut self) -> Vec<usize>;
+    fn axes(&mut self, rank: usize) -> Vec<usize>;
+    fn dtype(&mut self) -> DType;
+    fn float(&mut self) -> f64;
+}
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-
+impl Draw for Rng {
     /// An extent: small mostly, sometimes zero, rarely huge.
     fn extent(&mut self) -> usize {
         match self.below(20) {
@@ -174,7 +160,7 @@ fn random_op(rng: &mut Rng, rank: usize) -> TensorOp {
             dtype: rng.dtype(),
             shape: rng.shape(),
             distribution: Distribution::Normal,
-            seed: rng.next(),
+            seed: rng.bits(),
         },
         _ => TensorOp::Dot {
             conjugate: rng.chance(50),
@@ -253,7 +239,7 @@ impl World {
             0 => {
                 let shape: Vec<usize> = (0..rng.below(3)).map(|_| rng.below(4)).collect();
                 let n: usize = shape.iter().product();
-                let t = Tensor::random(rng.dtype(), &shape, Distribution::Uniform, rng.next())
+                let t = Tensor::random(rng.dtype(), &shape, Distribution::Uniform, rng.bits())
                     .map_err(|e| format!("a small random tensor: {e}"))?;
                 assert_eq!(t.len(), n);
                 if let Ok(h) = lane.upload(t) {

@@ -38,33 +38,12 @@ use weft::{
     topology::CpuSet,
     BuildError, Runtime,
 };
-use weft_tests::{thread_count, threads_named};
+use weft_tests::{thread_count, threads_named, Rng};
 
 /// How long one step may take before the process is ended as hung.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
 /// How long a host may keep a job before the build gives up on it.
 const HOST_TIMEOUT: Duration = Duration::from_millis(40);
-
-/// splitmix64: the sequence of a seed is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 /// Ends the process when a step outlives [`STEP_LIMIT`]: a hang is a
 /// failure with its seed and step named, not a stuck test binary.
@@ -430,17 +409,19 @@ impl World {
         Ok(what)
     }
 
-    fn shutdown_global(&mut self) -> Result<String, Failure> {
-        // It joins every op of the runtime it shuts down, which may be one
-        // of the fuzzer's (shared).
+    /// Before a `shutdown_global`: it joins every op of the runtime it
+    /// shuts down, which may be one of the fuzzer's (shared), and may
+    /// close any runtime ever global.
+    fn global_may_close(&mut self) {
         self.release_all();
         *self.shared.global_closing.lock().unwrap() = true;
         let global = self.shared.global.lock().unwrap().clone();
-        self.shared
-            .closing
-            .lock()
-            .unwrap()
-            .extend(global.iter().copied());
+        let mut closing = self.shared.closing.lock().unwrap();
+        closing.extend(global.iter().copied());
+    }
+
+    fn shutdown_global(&mut self) -> Result<String, Failure> {
+        self.global_may_close();
         self.counts.shutdowns += 1;
         match Runtime::shutdown_global() {
             Ok(Some(report)) => {
@@ -632,14 +613,7 @@ impl World {
             .map(|_| self.rng.below(5))
             .collect();
         if actions.contains(&4) {
-            self.release_all();
-            *self.shared.global_closing.lock().unwrap() = true;
-            let global = self.shared.global.lock().unwrap().clone();
-            self.shared
-                .closing
-                .lock()
-                .unwrap()
-                .extend(global.iter().copied());
+            self.global_may_close();
         }
         watchdog.enter(format!("{at}: burst {actions:?}"));
         let handles: Vec<_> = actions

@@ -422,3 +422,34 @@ pub fn run_checks(checks: &[(&str, Check)]) -> std::process::ExitCode {
         std::process::ExitCode::FAILURE
     }
 }
+
+/// splitmix64, the fuzzers' generator: the sequence of a seed is the same
+/// on every run.
+#[derive(Debug)]
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 bits.
+    pub fn bits(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (0 for `n` = 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.bits() % n.max(1) as u64) as usize
+    }
+
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.bits() % 100 < percent
+    }
+
+    /// One of `items`, which must not be empty.
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
