@@ -22,7 +22,7 @@ use weft::{
     ops::{BinaryOp, CmpOp, Distribution, Linalg, ReduceOp, SliceAxis, TensorOp, UnaryOp},
     CpuEngine, DType, Lane, Op, Runtime, Scalar, Tensor, TensorHandle,
 };
-use weft_tests::{quiet_panics, thread_count, BadDisplay, PanicOnDrop, Rng, LIMIT};
+use weft_tests::{fuzz_seeds, quiet_panics, thread_count, BadDisplay, PanicOnDrop, Rng, LIMIT};
 
 const MARKER: &str = weft_tests::INJECTED;
 
@@ -591,18 +591,9 @@ fn shrink(seed: u64, steps: usize) -> (usize, Vec<String>, Failure) {
 fn fuzz_the_public_api() {
     quiet_panics(MARKER);
     let threads = thread_count();
-    let budget: Option<u64> = std::env::var("WEFT_FUZZ").ok().and_then(|s| s.parse().ok());
     let start = Instant::now();
     let (mut sequences, mut steps, mut shutdowns) = (0u64, 0usize, 0usize);
-    let mut seed = 0xF0F0u64;
-    loop {
-        let done = match budget {
-            Some(secs) => start.elapsed() >= Duration::from_secs(secs),
-            None => sequences >= 24,
-        };
-        if done {
-            break;
-        }
+    for seed in fuzz_seeds(0xF0F0, 24) {
         let length = 80;
         let (log, failure) = run(seed, length);
         steps += log.len();
@@ -622,9 +613,6 @@ fn fuzz_the_public_api() {
                 log.join("\n  ")
             );
         }
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
     }
     println!(
         "fuzz: {sequences} sequences, {steps} steps ({shutdowns} shutdowns mid-sequence) in {:.1?}",

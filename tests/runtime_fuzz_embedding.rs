@@ -38,7 +38,7 @@ use weft::{
     topology::CpuSet,
     BuildError, Runtime,
 };
-use weft_tests::{thread_count, threads_named, Rng};
+use weft_tests::{fuzz_seeds, thread_count, threads_named, Rng};
 
 /// How long one step may take before the process is ended as hung.
 const STEP_LIMIT: Duration = Duration::from_secs(30);
@@ -813,18 +813,9 @@ fn fuzz_the_embedding_surface() {
         )
     }));
     let threads = thread_count();
-    let budget: Option<u64> = std::env::var("WEFT_FUZZ").ok().and_then(|s| s.parse().ok());
     let start = Instant::now();
     let (mut sequences, mut steps, mut counts) = (0u64, 0usize, Counts::default());
-    let mut seed = 0xE3BEu64;
-    loop {
-        let done = match budget {
-            Some(secs) => start.elapsed() >= Duration::from_secs(secs),
-            None => sequences >= 8,
-        };
-        if done {
-            break;
-        }
+    for seed in fuzz_seeds(0xE3BE, 8) {
         let (log, seen, failure) = run(seed, 40, &pools, &cpus, &watchdog);
         steps += log.len();
         counts.add(&seen);
@@ -836,9 +827,6 @@ fn fuzz_the_embedding_surface() {
                 log.join("\n  ")
             );
         }
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
     }
     println!(
         "fuzz: {sequences} sequences, {steps} steps in {:.1?}: {counts:?}",

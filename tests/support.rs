@@ -453,3 +453,23 @@ impl Rng {
         items[self.below(items.len())]
     }
 }
+
+/// The seeds a fuzzer runs: `default` sequences from `first`, or, with
+/// `WEFT_FUZZ=<seconds>`, new seeds until that long has passed.
+pub fn fuzz_seeds(first: u64, default: u64) -> impl Iterator<Item = u64> {
+    let budget: Option<u64> = std::env::var("WEFT_FUZZ").ok().and_then(|s| s.parse().ok());
+    let start = Instant::now();
+    let seeds = std::iter::successors(Some(first), |seed| {
+        Some(
+            seed.wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407),
+        )
+    });
+    seeds.enumerate().map_while(move |(n, seed)| {
+        let more = match budget {
+            Some(secs) => start.elapsed() < Duration::from_secs(secs),
+            None => (n as u64) < default,
+        };
+        more.then_some(seed)
+    })
+}

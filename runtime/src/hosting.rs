@@ -39,10 +39,8 @@ pub(crate) struct Seat {
 /// actors of live runtimes hold.
 pub(crate) fn reserve(pool: &Arc<ThreadPool>, domains: usize) -> Result<Vec<Seat>, BuildError> {
     let mut seated = SEATED.lock();
-    let taken = seated
-        .iter()
-        .find(|(p, _)| Arc::ptr_eq(p, pool))
-        .map_or(0, |(_, n)| *n);
+    let entry = seated.iter().position(|(p, _)| Arc::ptr_eq(p, pool));
+    let taken = entry.map_or(0, |i| seated[i].1);
     let building_on_it = usize::from(pool.current_thread_index().is_some());
     let workers = pool
         .current_num_threads()
@@ -54,8 +52,8 @@ pub(crate) fn reserve(pool: &Arc<ThreadPool>, domains: usize) -> Result<Vec<Seat
             held: taken,
         });
     }
-    match seated.iter_mut().find(|(p, _)| Arc::ptr_eq(p, pool)) {
-        Some((_, n)) => *n += domains,
+    match entry {
+        Some(i) => seated[i].1 += domains,
         None if domains > 0 => seated.push((pool.clone(), domains)),
         None => {}
     }

@@ -113,15 +113,14 @@ mod take {
                 };
                 (order, leases, report)
             }
-            Err(e) => (cpus.to_vec(), Vec::new(), unavailable_cold(dir, &e)),
-        }
-    }
-
-    #[cold]
-    fn unavailable_cold(dir: PathBuf, error: &io::Error) -> Leases {
-        Leases::Unavailable {
-            dir,
-            reason: error.to_string(),
+            Err(e) => {
+                let reason = e.to_string();
+                (
+                    cpus.to_vec(),
+                    Vec::new(),
+                    Leases::Unavailable { dir, reason },
+                )
+            }
         }
     }
 

@@ -139,9 +139,12 @@ where
     F: FnOnce(&mut MpiEngine, Option<Tensor>, Done) + Send + 'static,
 {
     let (after, taken) = input.unzip();
-    post_after(mpi, op, after.into_iter().collect(), move |engine, done| {
-        call(engine, taken.and_then(|t| t.lock().take()), done)
-    })
+    post_op(
+        mpi,
+        op,
+        (after.into_iter().collect(), true),
+        move |engine, done| call(engine, taken.and_then(|t| t.lock().take()), done),
+    )
 }
 
 /// A collective's input as the MPI engine asks for it: pending until the
@@ -163,22 +166,9 @@ fn awaited(input: (Event, Slot), buffer: Option<(Event, Slot)>) -> weft_mpi::Awa
     })
 }
 
-/// Submits the MPI actor's op after `after`: `call` gets the engine and
-/// the completion.
-fn post_after<F>(
-    mpi: &MpiActor,
-    op: &'static str,
-    after: Vec<Event>,
-    call: F,
-) -> Result<Posted, OpError>
-where
-    F: FnOnce(&mut MpiEngine, Done) + Send + 'static,
-{
-    post_op(mpi, op, (after, true), call)
-}
-
 /// Submits the MPI actor's op; it runs after `after` if `wait`, else at
-/// once (`after` then only says why it failed, were it dropped unrun).
+/// once (`after` then only says why it failed, were it dropped unrun):
+/// `call` gets the engine and the completion.
 fn post_op<F>(
     mpi: &MpiActor,
     op: &'static str,
