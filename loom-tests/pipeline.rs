@@ -19,9 +19,14 @@
 //! that a shutdown in the middle resolves every ticket (a hang is a loom
 //! deadlock); that a sink awaiting its tickets as futures (loom's
 //! `block_on`) and polling them with `try_wait` gets the same; and that the
-//! same application with stage two's ordering forgotten is caught. `scripts/loom.sh` (CI's loom step) runs them at one
-//! preemption: two items take about two and a half minutes here, the
-//! others (one item each) well under one.
+//! same application with stage two's ordering forgotten is caught. Two
+//! more check a transfer's swap (the destination gives a buffer of its
+//! pool back to the source's): that the source's pool has it before any
+//! op the application submits after the transfer arrived, and that a
+//! shutdown racing the swap still resolves every ticket. `scripts/loom.sh`
+//! (CI's loom step) runs them at one preemption: two items take about two
+//! and a half minutes here, the swap about three, the others (one item
+//! each) well under one.
 #![cfg(weft_loom)]
 
 use std::collections::VecDeque;
@@ -250,6 +255,59 @@ fn a_sink_that_awaits_and_polls_gets_every_item() {
         assert!(matches!(arrived[0], Arrived::Item { .. }), "{arrived:?}");
         rt.shutdown().expect("shutdown");
     });
+}
+
+/// A transfer large enough to swap buffers: what the destination's pool
+/// gives back reaches the source's pool before any op of the source's that
+/// a thread submits after the transfer has arrived; with a shutdown racing
+/// it, every ticket still resolves and a value that arrives is whole.
+fn swap(shutdown_racing: bool) {
+    model(move || {
+        let rt = model_runtime();
+        let (first, second) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
+        let n = weft::engine::SWAP_MIN_BYTES / 8;
+        // A buffer of the size in domain 1's pool, for the swap (a memory
+        // report frees what finished ops held), and the tensor to move.
+        let spare = Tensor::from_vec(vec![0.0; n], &[n]).unwrap();
+        drop(second.upload(spare).unwrap());
+        second.memory().unwrap().wait().unwrap();
+        let x = first
+            .upload(Tensor::from_vec(vec![1.0; n], &[n]).unwrap())
+            .unwrap();
+        // The shutdown races the transfer and the swap only.
+        let stopper = shutdown_racing.then(|| {
+            let rt = rt.clone();
+            thread::spawn(move || rt.shutdown_now().expect("shutdown"))
+        });
+        let moved = (|| {
+            let moved = first.transfer(&x, 1).ok()?;
+            second.download(&moved).ok()?.wait().ok()
+        })();
+        if let Some(t) = &moved {
+            assert!(t.as_slice::<f64>().unwrap().iter().all(|&v| v == 1.0));
+        }
+        match stopper {
+            Some(stopper) => drop(stopper.join().unwrap()),
+            None => {
+                assert!(moved.is_some(), "nothing stopped the transfer");
+                let pool = first.memory().unwrap().wait().unwrap().buffers;
+                // The buffer given back (`x` is still resident; its copy
+                // went to domain 1).
+                assert_eq!(pool.pooled_buffers, 1, "{pool:?}");
+                rt.shutdown().expect("shutdown");
+            }
+        }
+    });
+}
+
+#[test]
+fn a_transfer_gives_its_source_a_buffer_back() {
+    swap(false);
+}
+
+#[test]
+fn a_shutdown_racing_a_transfer_swap_resolves_every_ticket() {
+    swap(true);
 }
 
 /// The application with stage two's ordering forgotten: loom finds a

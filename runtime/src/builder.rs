@@ -171,6 +171,25 @@ impl Builder {
         self
     }
 
+    /// Compiled programs each CPU domain keeps (default
+    /// [`PROGRAM_CACHE_CAPACITY`](crate::engine::PROGRAM_CACHE_CAPACITY),
+    /// 128; at least one is kept), least recently used out first. A run of
+    /// a program the cache no longer holds compiles it again; `lane.memory()`
+    /// counts hits, misses and evictions.
+    pub fn program_cache(mut self, programs: usize) -> Self {
+        self.config.plan_caches.0 = programs;
+        self
+    }
+
+    /// einsum plans each CPU domain keeps, by subscripts, operand shapes
+    /// and element type (default
+    /// [`EINSUM_CACHE_CAPACITY`](crate::engine::EINSUM_CACHE_CAPACITY),
+    /// 512; at least one is kept), least recently used out first.
+    pub fn einsum_cache(mut self, plans: usize) -> Self {
+        self.config.plan_caches.1 = plans;
+        self
+    }
+
     /// Who computes the CPU domains' matrix products: faer (the default)
     /// or, built with the `blas` feature, the system's OpenBLAS
     /// (`CpuProvider::Blas`, single-threaded inside each domain's pool

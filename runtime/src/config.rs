@@ -10,7 +10,9 @@ use weft_actors::{
     ActorBuilder, ActorJob, Trace, DEFAULT_HOST_TIMEOUT, DEFAULT_IDLE_SPIN, DEFAULT_LANE_CAPACITY,
     DEFAULT_TRACE_CAPACITY, DEFAULT_WAIT_SPIN,
 };
-use weft_cpu::{CpuProvider, Pinning, DEFAULT_BUFFER_CAP};
+use weft_cpu::{
+    CpuProvider, Pinning, DEFAULT_BUFFER_CAP, EINSUM_CACHE_CAPACITY, PROGRAM_CACHE_CAPACITY,
+};
 
 /// What a runtime's thread names begin with unless
 /// [`crate::Builder::thread_names`] says otherwise.
@@ -51,6 +53,8 @@ pub(crate) struct Config {
     pub(crate) idle_spin: Duration,
     pub(crate) wait_spin: Duration,
     pub(crate) buffer_cap: usize,
+    /// Plans each CPU domain keeps: compiled programs, einsums.
+    pub(crate) plan_caches: (usize, usize),
     pub(crate) provider: CpuProvider,
     /// How long a domain is idle before it lets its buffer pool go.
     pub(crate) idle_trim: Duration,
@@ -87,6 +91,7 @@ impl Default for Config {
             idle_spin: DEFAULT_IDLE_SPIN,
             wait_spin: DEFAULT_WAIT_SPIN,
             buffer_cap: DEFAULT_BUFFER_CAP,
+            plan_caches: (PROGRAM_CACHE_CAPACITY, EINSUM_CACHE_CAPACITY),
             provider: CpuProvider::Faer,
             idle_trim: DEFAULT_IDLE_TRIM,
             trace_path: None,

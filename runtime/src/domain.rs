@@ -14,20 +14,20 @@ use weft_actors::{
     current_actor, mark_current_thread, release_queue, Actor, ActorStats, Housekeeping, Released,
     Releaser, ShutdownError, ShutdownReport,
 };
-use weft_core::{Place, TensorEngine, TensorId};
+use weft_core::{Place, TensorEngine};
 use weft_cpu::{CpuEngine, CpuEngineConfig, Leases, Pinning};
 use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
-use crate::handle::{actor_name, DomainTensors, RuntimeId, Spent};
+use crate::handle::{actor_name, DomainTensors, Release, RuntimeId, Spent};
 use crate::hosting::Seat;
 #[cfg(feature = "cuda")]
 use weft_cuda::{CudaEngine, CudaEngineConfig};
 
 /// The two sides of a domain's free queue, and its bin of spent handles
 /// (see [`housekeeping`]).
-type Freed = (Releaser<TensorId>, Arc<Released<TensorId>>, Spent);
+type Freed = (Releaser<Release>, Arc<Released<Release>>, Spent);
 
 /// One domain the runtime runs: the actor that owns its engine, and what
 /// the lanes into it share for tensor work.
@@ -268,9 +268,7 @@ fn housekeeping<E: TensorEngine>(trim_after: Duration) -> (Freed, impl Housekeep
         if idle.is_some() {
             bin.drop_all();
         }
-        drained.drain(|id| {
-            engine.free(id);
-        });
+        drained.drain(|release: Release| release.apply(engine));
         let idle = idle?;
         if engine.memory().buffers.pooled_bytes == 0 {
             return None;
@@ -299,6 +297,8 @@ fn start_cpu(
     let mut engine_config = CpuEngineConfig {
         pinning: config.pinning,
         buffer_cap: config.buffer_cap,
+        program_cache: config.plan_caches.0,
+        einsum_cache: config.plan_caches.1,
         provider: config.provider,
         stack_size: config.stack_size,
         lease_dir: config.lease_dir.clone(),

@@ -20,13 +20,38 @@
 //! held go back through the domain's [`Spent`] bin: the next submit into
 //! the domain drops them (or the actor, when nobody submits for a while
 //! and before it idles); memory reports drop them all first.
+//!
+//! The same queue carries host buffers another domain gives back (a
+//! transfer's swap, [`Release::Buffer`]) into the engine's buffer pool.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use weft_actors::{Actor, Event, Released, Releaser};
-use weft_core::{DType, Meta, Place, TensorEngine, TensorId};
+use weft_core::{DType, Data, Meta, Place, TensorEngine, TensorId};
+
+/// What a domain's free queue carries to its actor.
+#[derive(Debug)]
+pub(crate) enum Release {
+    /// A tensor whose last handle is gone: freed.
+    Tensor(TensorId),
+    /// A host buffer another domain is done with: kept in the engine's
+    /// pool ([`TensorEngine::keep_buffer`]).
+    Buffer(Data),
+}
+
+impl Release {
+    /// Frees or keeps what was released, on the actor.
+    pub(crate) fn apply<E: TensorEngine>(self, engine: &mut E) {
+        match self {
+            Release::Tensor(id) => {
+                engine.free(id);
+            }
+            Release::Buffer(data) => engine.keep_buffer(data),
+        }
+    }
+}
 
 /// Identifies one runtime, so that a handle of another runtime is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,8 +80,8 @@ pub(crate) struct DomainTensors {
     prefix: Arc<str>,
     next_id: Arc<AtomicU64>,
     /// Shared by every handle of the domain: one reference count each.
-    frees: Arc<Releaser<TensorId>>,
-    freed: Arc<Released<TensorId>>,
+    frees: Arc<Releaser<Release>>,
+    freed: Arc<Released<Release>>,
     spent: Spent,
 }
 
@@ -139,7 +164,7 @@ impl DomainTensors {
         runtime: RuntimeId,
         (place, prefix): (Place, &Arc<str>),
         next_id: &Arc<AtomicU64>,
-        (frees, freed, spent): (Releaser<TensorId>, Arc<Released<TensorId>>, Spent),
+        (frees, freed, spent): (Releaser<Release>, Arc<Released<Release>>, Spent),
         actor: &Actor<E>,
     ) -> Arc<Self> {
         Arc::new(DomainTensors {
@@ -151,6 +176,12 @@ impl DomainTensors {
             freed,
             spent,
         })
+    }
+
+    /// The domain's free queue, for another domain to give buffers back
+    /// into ([`Release::Buffer`]).
+    pub(crate) fn frees(&self) -> &Arc<Releaser<Release>> {
+        &self.frees
     }
 
     /// The domain's bin of spent handles.
@@ -193,9 +224,7 @@ impl DomainTensors {
 
     /// Frees the tensors whose last handle is gone. Runs on the actor.
     pub(crate) fn release_freed<E: TensorEngine>(&self, engine: &mut E) {
-        self.freed.drain_in_op(|id| {
-            engine.free(id);
-        });
+        self.freed.drain_in_op(|release| release.apply(engine));
     }
 }
 
@@ -216,13 +245,13 @@ struct HandleInner {
     /// The producing op's completion; set right after its submission,
     /// before the handle is returned.
     ready: OnceLock<Event>,
-    frees: Arc<Releaser<TensorId>>,
+    frees: Arc<Releaser<Release>>,
 }
 
 impl Drop for HandleInner {
     fn drop(&mut self) {
         // The domain is gone if this fails; its store went with it.
-        self.frees.release(self.id);
+        self.frees.release(Release::Tensor(self.id));
     }
 }
 

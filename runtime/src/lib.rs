@@ -122,7 +122,7 @@ pub mod engine {
     pub use weft_core::{BufferStats, CacheStats, EngineMemory, TensorEngine};
     pub use weft_cpu::{
         CpuEngine, CpuProvider, DomainInfo, Leases, Pinning, EINSUM_CACHE_CAPACITY,
-        PROGRAM_CACHE_CAPACITY,
+        PROGRAM_CACHE_CAPACITY, SWAP_MIN_BYTES,
     };
 }
 

@@ -9,7 +9,13 @@
 //!    downloads a host copy into a hand-off slot shared by the two ops;
 //! 3. *transfer in*, on the destination actor, ordered after *transfer out*
 //!    by that op's event (so the slot is full when it runs): it takes the
-//!    copy and makes it resident under a new handle of the destination.
+//!    copy and makes it resident under a new handle of the destination;
+//! 4. the swap: *transfer in* may give a host buffer back to the source's
+//!    pool ([`TensorEngine::take_transfer`]), through the source domain's
+//!    free queue (`Release::Buffer`), which the source's actor drains
+//!    before its next op and in its housekeeping, as it drains released
+//!    tensors. Without it the source's copy of every transfer would be
+//!    fresh memory: its pool gives buffers and never gets them back.
 //!
 //! Neither actor blocks on the other; the two ops are one flow in a trace.
 //! A failure of either half fails the destination handle's event, and so
@@ -18,12 +24,12 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use weft_actors::{ActorClosed, Event, Flow};
+use weft_actors::{ActorClosed, Event, Flow, Releaser};
 use weft_core::{Meta, Place, Tensor, TensorEngine};
 
 use crate::domain::DomainTable;
 use crate::error::OpError;
-use crate::handle::TensorHandle;
+use crate::handle::{Release, TensorHandle};
 use crate::lane::Lane;
 
 /// The slot the source's op fills and the destination's op empties.
@@ -36,8 +42,12 @@ impl<E: TensorEngine> Lane<E> {
     /// in; neither actor waits for the other: the destination's op is
     /// ordered after the source's by an event. Between CPU domains of
     /// different NUMA nodes the destination makes the copy it keeps, so its
-    /// pages are first touched on its node; between domains of one node it
-    /// keeps the source's copy. To and from a CUDA device the copy goes
+    /// pages are first touched on its node, and gives the source's copy
+    /// back to the source's buffer pool; between domains of one node it
+    /// keeps the source's copy and gives a buffer of its own pool back. So
+    /// a stream of large transfers (from 256 KiB,
+    /// [`SWAP_MIN_BYTES`](crate::engine::SWAP_MIN_BYTES)) copies into
+    /// memory already faulted in, not fresh pages. To and from a CUDA device the copy goes
     /// through the device engine's pinned staging; between two devices, through
     /// the host.
     ///
@@ -103,18 +113,20 @@ impl<E: TensorEngine> Lane<E> {
         // Copy on the destination's thread: first touch places the pages on
         // its node.
         let copy = !same_node && matches!(dest.place(), Place::Cpu(_));
-        dest.take_in(handle.meta(), out.event(), flow, handoff, copy)
+        let back = self.tensors().frees().clone();
+        dest.take_in(handle.meta(), out.event(), flow, (handoff, back), copy)
     }
 
     /// The destination's half: after `after` (the source's half), takes the
     /// tensor out of `handoff` and makes it resident here, copying it first
-    /// if `copy`.
+    /// if `copy`; a buffer the engine gives back goes to `back`, the
+    /// source's free queue.
     fn take_in(
         &self,
         meta: Meta,
         after: Event,
         flow: u64,
-        handoff: Handoff,
+        (handoff, back): (Handoff, Arc<Releaser<Release>>),
         copy: bool,
     ) -> Result<TensorHandle, OpError> {
         let lane = self.actor_lane().id();
@@ -128,14 +140,11 @@ impl<E: TensorEngine> Lane<E> {
                     .lock()
                     .take()
                     .expect("the transfer-out op ran before this one");
-                let tensor = if copy {
-                    // The source's copy is freed here.
-                    let (shape, data) = sent.into_parts();
-                    Tensor::from_data(data.clone(), &shape)?
-                } else {
-                    sent
-                };
-                Ok(engine.upload(outs[0].id(), tensor, lane)?)
+                if let Some(buffer) = engine.take_transfer(outs[0].id(), sent, copy, lane)? {
+                    // Dropped here if the source is gone.
+                    back.release(Release::Buffer(buffer));
+                }
+                Ok(())
             },
         )?;
         Ok(handles.pop().expect("one output"))

@@ -37,5 +37,6 @@ mod tensor_errors;
 mod tensor_indexing;
 mod tensor_lanes;
 mod tensor_programs;
+mod tensor_scalars;
 mod ticket_combinations;
 mod topology_discovery;

@@ -326,6 +326,45 @@ fn plans_are_cached_by_structure_and_the_bound_holds() {
 }
 
 #[test]
+fn the_plan_caches_hold_what_the_builder_sets() {
+    let rt = Runtime::builder()
+        .split(1)
+        .program_cache(3)
+        .einsum_cache(2)
+        .build()
+        .expect("runtime");
+    let lane = rt.lane(0).expect("lane");
+    let memory = || wait_ok(lane.memory().expect("memory"));
+    let negate = |n: usize| {
+        Program::record(|p| {
+            let a = p.input(DType::F64, &[n]);
+            let b = p.unary(UnaryOp::Neg, a)?;
+            p.output(b)
+        })
+        .expect("recorded")
+    };
+    for round in 0..2 {
+        for n in 1..=5 {
+            let x = lane.zeros(DType::F64, &[n]).expect("zeros");
+            let y = lane.run_program(&negate(n), &[&x]).expect("run");
+            wait_ok(lane.sync(&y[0]).expect("sync"));
+            let e = lane.einsum("i,i->i", &[&x, &x]).expect("einsum");
+            wait_ok(lane.sync(&e).expect("sync"));
+        }
+        let m = memory();
+        assert_eq!((m.programs.capacity, m.programs.entries), (3, 3), "{m:?}");
+        assert_eq!((m.einsums.capacity, m.einsums.entries), (2, 2), "{m:?}");
+        // Five shapes through three places: every lookup misses, in both
+        // rounds, and each past the bound evicts.
+        let lookups = 5 * (round + 1) as u64;
+        assert_eq!((m.programs.misses, m.programs.hits), (lookups, 0), "{m:?}");
+        assert_eq!(m.programs.evictions, lookups - 3, "{m:?}");
+        assert_eq!(m.einsums.evictions, lookups - 2, "{m:?}");
+    }
+    rt.shutdown().expect("shutdown");
+}
+
+#[test]
 fn a_failing_step_fails_the_outputs_and_keeps_the_inputs_and_the_actor() {
     let rt = runtime();
     let lane = rt.lane(0).expect("lane");

@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::ops::TensorOp;
 use crate::program::{last_uses, Program};
-use crate::tensor::{DType, Tensor, TensorError};
+use crate::tensor::{DType, Data, Tensor, TensorError};
 
 /// Where a tensor lives: a CPU domain or a CUDA device, by index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -301,6 +301,41 @@ pub trait TensorEngine: 'static {
     ///
     /// [`ExecError::NotResident`], [`ExecError::Device`].
     fn download(&mut self, id: TensorId, lane: u64) -> Result<Tensor, ExecError>;
+
+    /// Makes `sent`, the host copy another domain's transfer handed over,
+    /// resident under `id`, and returns a host buffer for the sending
+    /// domain's pool, if there is one to give: the transfer's swap, so
+    /// that a stream of transfers from one domain to another does not
+    /// drain the sender's pool and fill the receiver's. `copy`: copy the
+    /// elements before keeping them (the domains are on different NUMA
+    /// nodes, and the copy's pages must be first touched on this one).
+    ///
+    /// The default uploads `sent` (a copy of it if `copy`) and gives
+    /// nothing back.
+    ///
+    /// # Errors
+    ///
+    /// As [`TensorEngine::upload`].
+    fn take_transfer(
+        &mut self,
+        id: TensorId,
+        sent: Tensor,
+        copy: bool,
+        lane: u64,
+    ) -> Result<Option<Data>, ExecError> {
+        let kept = match copy {
+            true => sent.clone(),
+            false => sent,
+        };
+        self.upload(id, kept, lane)?;
+        Ok(None)
+    }
+
+    /// Keeps `data`, a host buffer another domain gave back (see
+    /// [`TensorEngine::take_transfer`]), for reuse. The default lets it go.
+    fn keep_buffer(&mut self, data: Data) {
+        drop(data);
+    }
 
     /// Frees the resident tensor `id`; whether it was resident.
     fn free(&mut self, id: TensorId) -> bool;

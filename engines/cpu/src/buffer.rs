@@ -320,6 +320,20 @@ impl BufferPool {
         fresh(class_size(class) / size)
     }
 
+    /// A pooled buffer with room for `len` elements of `dtype`, if the
+    /// pool holds one (it allocates none): for another domain's pool (a
+    /// transfer's swap, [`crate::CpuEngine`]'s `take_transfer`).
+    pub fn spare(&mut self, dtype: DType, len: usize) -> Option<Data> {
+        let class = len
+            .checked_mul(dtype.size())
+            .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
+            .and_then(class_up)?;
+        let (_, data) = self.free.get_mut(slot(dtype, class))?.pop()?;
+        self.stats.pooled_buffers -= 1;
+        self.stats.pooled_bytes -= capacity(&data) * dtype.size();
+        Some(data)
+    }
+
     /// An initialized vector of `len` copies of `value`, from the pool.
     pub fn filled<T: Element>(&mut self, len: usize, value: T) -> Vec<T> {
         let mut buffer = self.take(len);

@@ -129,6 +129,12 @@ pub struct CpuEngineConfig {
     /// Bytes of freed buffers the engine keeps for reuse (0: none); see
     /// [`BufferPool`]. [`DEFAULT_BUFFER_CAP`] by default.
     pub buffer_cap: usize,
+    /// Compiled programs the engine keeps, least recently used out first
+    /// ([`PROGRAM_CACHE_CAPACITY`] by default; at least one is kept).
+    pub program_cache: usize,
+    /// einsum plans the engine keeps, by subscripts, shapes and type
+    /// ([`EINSUM_CACHE_CAPACITY`] by default; at least one is kept).
+    pub einsum_cache: usize,
     /// Who computes the matrix products ([`CpuProvider::Faer`] by default).
     pub provider: CpuProvider,
     /// Stack size of the pool's worker threads (the calling thread keeps
@@ -158,10 +164,25 @@ pub struct CpuEngineConfig {
 /// The default byte cap of a domain's buffer pool: 256 MiB.
 pub const DEFAULT_BUFFER_CAP: usize = 256 << 20;
 
-/// Compiled programs a CPU engine keeps (least recently used out first).
+/// Compiled programs a CPU engine keeps by default (least recently used
+/// out first); see [`CpuEngineConfig::program_cache`].
 pub const PROGRAM_CACHE_CAPACITY: usize = 128;
-/// einsum plans a CPU engine keeps, by subscripts, shapes and type.
+/// einsum plans a CPU engine keeps by default, by subscripts, shapes and
+/// type; see [`CpuEngineConfig::einsum_cache`].
 pub const EINSUM_CACHE_CAPACITY: usize = 512;
+
+/// Transfers of this many bytes or more swap buffers between the two
+/// domains' pools ([`TensorEngine::take_transfer`]). A smaller buffer the
+/// allocator serves from memory it has mapped already, and sending it
+/// back would cost the sender a message for nothing. Under
+/// `--cfg weft_loom` it is the smallest pooled buffer, so that models
+/// swap small tensors.
+#[cfg(not(weft_loom))]
+pub const SWAP_MIN_BYTES: usize = 256 << 10;
+/// Transfers of this many bytes or more swap buffers (the loom build's
+/// value: see the other build's).
+#[cfg(weft_loom)]
+pub const SWAP_MIN_BYTES: usize = 64;
 
 impl CpuEngineConfig {
     /// A configuration for domain `index` on `cpus` with `threads` threads,
@@ -175,6 +196,8 @@ impl CpuEngineConfig {
             name: format!("weft-cpu-{index}"),
             on_worker_start: None,
             buffer_cap: DEFAULT_BUFFER_CAP,
+            program_cache: PROGRAM_CACHE_CAPACITY,
+            einsum_cache: EINSUM_CACHE_CAPACITY,
             provider: CpuProvider::Faer,
             stack_size: None,
             pool: None,
@@ -192,6 +215,8 @@ impl fmt::Debug for CpuEngineConfig {
             .field("pinning", &self.pinning)
             .field("name", &self.name)
             .field("buffer_cap", &self.buffer_cap)
+            .field("program_cache", &self.program_cache)
+            .field("einsum_cache", &self.einsum_cache)
             .field("provider", &self.provider)
             .field("stack_size", &self.stack_size)
             .field("pool", &self.pool.as_ref().map(|p| p.current_num_threads()))
@@ -317,8 +342,8 @@ impl CpuEngine {
                 provider: config.provider,
             },
             pool,
-            programs: Cache::new(PROGRAM_CACHE_CAPACITY),
-            einsums: Cache::new(EINSUM_CACHE_CAPACITY),
+            programs: Cache::new(config.program_cache),
+            einsums: Cache::new(config.einsum_cache),
         };
         engine.set_provider(config.provider);
         Ok(engine)
@@ -421,12 +446,7 @@ impl CpuEngine {
     /// [`ExecError`] (not resident) if there is no tensor `id`.
     pub fn pooled_copy(&mut self, id: TensorId) -> Result<Tensor, ExecError> {
         let tensor = self.store.get(id)?;
-        let (pool, threads) = (&mut self.buffers, &self.pool.rayon);
-        let data = map_data!(tensor.data(), |v| {
-            let mut copy = pool.take(v.len());
-            copy_into(&mut copy, v, threads);
-            copy
-        });
+        let data = copy_pooled(&mut self.buffers, &self.pool.rayon, tensor.data());
         Ok(Tensor::from_parts(tensor.shape().to_vec(), data)?)
     }
 
@@ -643,6 +663,40 @@ impl TensorEngine for CpuEngine {
         self.pooled_copy(id)
     }
 
+    /// Between domains of one node the sent buffer is kept, and a pooled
+    /// buffer of its class goes back; between nodes the elements are
+    /// copied into a pooled buffer here and the sent one goes back. Only
+    /// buffers of [`SWAP_MIN_BYTES`] or more travel back.
+    fn take_transfer(
+        &mut self,
+        id: TensorId,
+        sent: Tensor,
+        copy: bool,
+        _lane: u64,
+    ) -> Result<Option<Data>, ExecError> {
+        let (shape, data) = sent.into_parts();
+        let swap = data.len().saturating_mul(data.dtype().size()) >= SWAP_MIN_BYTES;
+        let (kept, back) = match copy {
+            true => {
+                let copied = copy_pooled(&mut self.buffers, &self.pool.rayon, &data);
+                (copied, Some(data))
+            }
+            false => {
+                let spare = match swap {
+                    true => self.buffers.spare(data.dtype(), data.len()),
+                    false => None,
+                };
+                (data, spare)
+            }
+        };
+        self.store.insert(id, Tensor::from_parts(shape, kept)?);
+        Ok(back.filter(|_| swap))
+    }
+
+    fn keep_buffer(&mut self, data: Data) {
+        self.buffers.give(data);
+    }
+
     fn free(&mut self, id: TensorId) -> bool {
         CpuEngine::free(self, id)
     }
@@ -664,4 +718,13 @@ impl TensorEngine for CpuEngine {
     fn trim(&mut self) -> usize {
         self.buffers.trim()
     }
+}
+
+/// A copy of `data` in a buffer of `pool`, made over `threads`.
+fn copy_pooled(pool: &mut BufferPool, threads: &pool::Workers, data: &Data) -> Data {
+    map_data!(data, |v| {
+        let mut copy = pool.take(v.len());
+        copy_into(&mut copy, v, threads);
+        copy
+    })
 }

@@ -15,6 +15,7 @@ mod index;
 mod linalg;
 mod program;
 mod reduce;
+mod scalars;
 mod structural;
 
 pub use linalg::DotGeneral;

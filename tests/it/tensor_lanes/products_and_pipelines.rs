@@ -234,3 +234,60 @@ fn each_cpu_provider_computes_the_products_of_its_runtime() {
         }
     }
 }
+
+/// Sends eight 1 MiB tensors from domain 0 to domain 1 of `rt`, each
+/// downloaded there and dropped, and returns the pool requests domain 0
+/// served from its pool and those it allocated for.
+fn source_pool_across_transfers(rt: &Runtime) -> (u64, u64) {
+    let (zero, one) = (rt.lane(0).unwrap(), rt.lane(1).unwrap());
+    let n = 1 << 17;
+    let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    let x = zero
+        .upload(Tensor::from_vec(values.clone(), &[n]).unwrap())
+        .unwrap();
+    let before = wait_ok(zero.memory().unwrap()).buffers;
+    for round in 0..8 {
+        let there = zero.transfer(&x, 1).unwrap();
+        let got = wait_ok(one.download(&there).unwrap());
+        assert_eq!(got.as_slice::<f64>().unwrap(), values, "round {round}");
+    }
+    let after = wait_ok(zero.memory().unwrap()).buffers;
+    (after.hits - before.hits, after.misses - before.misses)
+}
+
+#[test]
+fn a_stream_of_transfers_gives_the_source_its_buffers_back() {
+    // Domains of one node: the destination keeps the source's copy and
+    // gives a buffer of its own pool back. Without that swap every copy
+    // the source makes is fresh memory (8 misses, no hit).
+    let rt = two_domains_unpinned();
+    let (hits, misses) = source_pool_across_transfers(&rt);
+    assert!(hits >= 6 && misses <= 2, "hits {hits}, misses {misses}");
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_stream_of_transfers_between_nodes_gives_the_source_its_copies_back() {
+    // Two NUMA nodes (a fake sysfs over CPUs 0 and 1): the destination
+    // copies into its own pool, and the source's copy goes back to the
+    // source's pool.
+    let fake = weft_tests::FakeSysfs::new("transfers")
+        .node(0, "0")
+        .node(1, "1");
+    let layout = weft::topology::Topology::builder()
+        .sysfs_root(fake.path())
+        .allowed(weft::topology::CpuSet::range(0..2))
+        .ignore_env()
+        .build()
+        .expect("layout");
+    assert_eq!(layout.domains().len(), 2);
+    assert_eq!(layout.domains()[1].numa_node(), Some(1));
+    let rt = Runtime::builder()
+        .topology(layout)
+        .pinning(weft::engine::Pinning::None)
+        .build()
+        .expect("runtime");
+    let (hits, misses) = source_pool_across_transfers(&rt);
+    assert!(hits >= 7 && misses <= 1, "hits {hits}, misses {misses}");
+    rt.shutdown().unwrap();
+}

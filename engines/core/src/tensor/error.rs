@@ -257,6 +257,17 @@ pub enum TensorError {
         /// The divisor's shape.
         shape: Vec<usize>,
     },
+    /// A read of one element (`item`) from a tensor that holds another
+    /// number of elements.
+    #[error("{op}: a tensor of shape {shape:?} holds {elements} elements, not one")]
+    NotOneElement {
+        /// The op.
+        op: &'static str,
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// Elements it holds.
+        elements: usize,
+    },
     /// A shape too large to hold: its element or byte count overflows, or
     /// the allocator cannot provide its bytes.
     #[error("shape {shape:?} has more elements than fit in memory")]
