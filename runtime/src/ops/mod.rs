@@ -17,8 +17,10 @@ mod program;
 mod reduce;
 mod scalars;
 mod structural;
+mod truncation;
 
 pub use linalg::DotGeneral;
+pub use truncation::{TruncatedSvd, Truncation};
 // The vocabulary the ops name, and the CPU's kernels run on host tensors.
 pub use weft_core::{
     ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, ReduceOp, ScatterMode,
