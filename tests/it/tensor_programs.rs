@@ -13,7 +13,7 @@ use weft::{
     error::RecordError,
     ops::{BinaryOp, Linalg, TensorOp, UnaryOp},
     program::Value,
-    DType, OpError, Program, Recorder, Runtime, Tensor, TensorHandle, TicketError,
+    DType, OpError, Program, Recorder, Runtime, Scalar, Tensor, TensorHandle, TicketError,
 };
 use weft_tests::{wait, wait_ok};
 
@@ -361,6 +361,138 @@ fn the_plan_caches_hold_what_the_builder_sets() {
         assert_eq!(m.programs.evictions, lookups - 3, "{m:?}");
         assert_eq!(m.einsums.evictions, lookups - 2, "{m:?}");
     }
+    rt.shutdown().expect("shutdown");
+}
+
+#[test]
+fn host_scalars_are_inputs_of_a_run_not_of_its_plan() {
+    let rt = runtime();
+    let lane = rt.lane(0).expect("lane");
+    let n = 64;
+    // Σ cⱼ·vⱼ over three vectors, the coefficients given per run.
+    let combine = Program::record(|p| {
+        let v: Vec<Value> = (0..3).map(|_| p.input(DType::F64, &[n])).collect();
+        let c: Vec<Value> = (0..3).map(|_| p.input(DType::F64, &[])).collect();
+        let mut sum = p.mul(c[0], v[0])?;
+        for j in 1..3 {
+            let term = p.mul(c[j], v[j])?;
+            sum = p.add(sum, term)?;
+        }
+        p.output(sum)
+    })
+    .expect("recorded");
+    let mut rng = Rng(7);
+    let vs: Vec<Tensor> = (0..3)
+        .map(|_| random_tensor(&mut rng, DType::F64, &[n]))
+        .collect();
+    let handles: Vec<TensorHandle> = vs.iter().map(|v| lane.upload(v.clone()).unwrap()).collect();
+    let refs: Vec<&TensorHandle> = handles.iter().collect();
+    let programs = |lane: &weft::Lane| wait_ok(lane.memory().expect("memory")).programs;
+    let before = programs(&lane);
+    for (round, cs) in [[0.5, 2.0, -1.25], [3.0, -0.1, 1e-3], [0.0, 1.0, 7.5]]
+        .into_iter()
+        .enumerate()
+    {
+        let scalars: Vec<Scalar> = cs.iter().map(|&c| Scalar::Real(c)).collect();
+        let out = lane
+            .run_program_with(&combine, &refs, &scalars)
+            .expect("submitted");
+        let got = wait_ok(lane.download(&out[0]).expect("download"));
+        // The same operations in the same order on the host: equal bits.
+        let want: Vec<f64> = (0..n)
+            .map(|i| {
+                let v = |j: usize| vs[j].as_slice::<f64>().unwrap()[i];
+                (cs[0] * v(0) + cs[1] * v(1)) + cs[2] * v(2)
+            })
+            .collect();
+        assert_eq!(got.as_slice::<f64>().unwrap(), want, "round {round}");
+    }
+    let after = programs(&lane);
+    assert_eq!(
+        (after.misses - before.misses, after.hits - before.hits),
+        (1, 2),
+        "one plan for three sets of values: {after:?}"
+    );
+    // Nothing of the runs stays resident but their outputs, dropped.
+    let (tensors, _) = wait_ok(lane.resident().expect("resident"));
+    assert_eq!(tensors, 3);
+    // Bad calls, named; nothing submitted.
+    let real = |c: f64| Scalar::Real(c);
+    let err = lane
+        .run_program_with(&combine, &refs, &[real(1.0)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::ProgramArity {
+                expected: 6,
+                got: 4,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = lane
+        .run_program_with(&combine, &refs[..2], &[real(1.0); 4])
+        .unwrap_err();
+    assert!(
+        matches!(err, OpError::ProgramInput { index: 2, .. }),
+        "{err:?}"
+    );
+    let ints = Program::record(|p| {
+        let k = p.input(DType::I32, &[]);
+        let x = p.input(DType::I32, &[2]);
+        let y = p.mul(k, x)?;
+        p.output(y)
+    })
+    .expect("recorded");
+    let x = lane
+        .upload(Tensor::from_vec(vec![2i32, -3], &[2]).unwrap())
+        .unwrap();
+    // A scalar for a placeholder that is not rank 0.
+    let err = lane
+        .run_program_with(&ints, &[], &[Scalar::Int(2), Scalar::Int(1)])
+        .unwrap_err();
+    assert!(
+        matches!(err, OpError::ProgramInput { index: 1, .. }),
+        "{err:?}"
+    );
+    let k_first = Program::record(|p| {
+        let x = p.input(DType::I32, &[2]);
+        let k = p.input(DType::I32, &[]);
+        let y = p.mul(k, x)?;
+        p.output(y)
+    })
+    .expect("recorded");
+    let err = lane
+        .run_program_with(&k_first, &[&x], &[real(1.5)])
+        .unwrap_err();
+    assert!(matches!(err, OpError::Tensor(_)), "{err:?}");
+    assert!(err.to_string().contains("1.5"), "{err}");
+    let out = lane
+        .run_program_with(&k_first, &[&x], &[Scalar::Int(-4)])
+        .unwrap();
+    assert_eq!(
+        wait_ok(lane.download(&out[0]).unwrap())
+            .as_slice::<i32>()
+            .unwrap(),
+        &[-8, 12]
+    );
+    // Under a tape the run is taped, and its gradient flows to the tensors.
+    let (out, tape) = weft::program::Tape::record(|| {
+        let out = lane
+            .run_program_with(&combine, &refs, &[real(2.0), real(-1.0), real(0.5)])
+            .unwrap();
+        lane.sum_all(&out[0]).unwrap()
+    });
+    let grads = tape
+        .gradient(&lane, &out, &[&handles[1]])
+        .expect("gradient");
+    let g = wait_ok(lane.download(&grads[0]).unwrap());
+    assert!(
+        g.as_slice::<f64>().unwrap().iter().all(|&d| d == -1.0),
+        "{g:?}"
+    );
     rt.shutdown().expect("shutdown");
 }
 
