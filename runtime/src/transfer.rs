@@ -113,20 +113,22 @@ impl<E: TensorEngine> Lane<E> {
         // Copy on the destination's thread: first touch places the pages on
         // its node.
         let copy = !same_node && matches!(dest.place(), Place::Cpu(_));
-        let back = self.tensors().frees().clone();
+        // Only a CPU domain keeps host buffers: a device's is let go on the
+        // destination, not sent to the device's actor to be dropped there.
+        let back = matches!(self.place(), Place::Cpu(_)).then(|| self.tensors().frees().clone());
         dest.take_in(handle.meta(), out.event(), flow, (handoff, back), copy)
     }
 
     /// The destination's half: after `after` (the source's half), takes the
     /// tensor out of `handoff` and makes it resident here, copying it first
     /// if `copy`; a buffer the engine gives back goes to `back`, the
-    /// source's free queue.
+    /// source's free queue, if there is one.
     fn take_in(
         &self,
         meta: Meta,
         after: Event,
         flow: u64,
-        (handoff, back): (Handoff, Arc<Releaser<Release>>),
+        (handoff, back): (Handoff, Option<Arc<Releaser<Release>>>),
         copy: bool,
     ) -> Result<TensorHandle, OpError> {
         let lane = self.actor_lane().id();
@@ -140,7 +142,8 @@ impl<E: TensorEngine> Lane<E> {
                     .lock()
                     .take()
                     .expect("the transfer-out op ran before this one");
-                if let Some(buffer) = engine.take_transfer(outs[0].id(), sent, copy, lane)? {
+                let buffer = engine.take_transfer(outs[0].id(), sent, copy, lane)?;
+                if let (Some(buffer), Some(back)) = (buffer, back) {
                     // Dropped here if the source is gone.
                     back.release(Release::Buffer(buffer));
                 }

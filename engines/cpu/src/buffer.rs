@@ -299,39 +299,30 @@ impl BufferPool {
         if len == 0 || self.stats.cap_bytes == 0 {
             return fresh(len);
         }
-        // Buffers below the smallest class are not pooled: the allocator's
-        // own caches serve them better.
-        let Some(class) = len
-            .checked_mul(size)
-            .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
-            .and_then(class_up)
-        else {
+        let Some(class) = pooled_class(T::DTYPE, len) else {
             return fresh(len);
         };
-        let slot = slot(T::DTYPE, class);
-        if let Some((_, data)) = self.free.get_mut(slot).and_then(Vec::pop) {
-            let buffer = T::unwrap(data).unwrap_or_else(|_| unreachable!("filed by type"));
+        if let Some(data) = self.pop(T::DTYPE, class) {
             self.stats.hits += 1;
-            self.stats.pooled_buffers -= 1;
-            self.stats.pooled_bytes -= buffer.capacity() * size;
-            return buffer;
+            return T::unwrap(data).unwrap_or_else(|_| unreachable!("filed by type"));
         }
         self.stats.misses += 1;
         fresh(class_size(class) / size)
+    }
+
+    /// The most recently given buffer of `dtype` and `class`, if any.
+    fn pop(&mut self, dtype: DType, class: usize) -> Option<Data> {
+        let (_, data) = self.free.get_mut(slot(dtype, class))?.pop()?;
+        self.stats.pooled_buffers -= 1;
+        self.stats.pooled_bytes -= capacity(&data) * dtype.size();
+        Some(data)
     }
 
     /// A pooled buffer with room for `len` elements of `dtype`, if the
     /// pool holds one (it allocates none): for another domain's pool (a
     /// transfer's swap, [`crate::CpuEngine`]'s `take_transfer`).
     pub fn spare(&mut self, dtype: DType, len: usize) -> Option<Data> {
-        let class = len
-            .checked_mul(dtype.size())
-            .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
-            .and_then(class_up)?;
-        let (_, data) = self.free.get_mut(slot(dtype, class))?.pop()?;
-        self.stats.pooled_buffers -= 1;
-        self.stats.pooled_bytes -= capacity(&data) * dtype.size();
-        Some(data)
+        self.pop(dtype, pooled_class(dtype, len)?)
     }
 
     /// An initialized vector of `len` copies of `value`, from the pool.
@@ -411,6 +402,15 @@ impl BufferPool {
             self.trim();
         }
     }
+}
+
+/// The class a buffer of `len` elements of `dtype` is pooled in; `None`
+/// below the smallest class (the allocator's own caches serve those
+/// better) or past the largest.
+fn pooled_class(dtype: DType, len: usize) -> Option<usize> {
+    len.checked_mul(dtype.size())
+        .filter(|&bytes| bytes >= MIN_CLASS_BYTES)
+        .and_then(class_up)
 }
 
 fn slot(dtype: DType, class: usize) -> usize {

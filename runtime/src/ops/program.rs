@@ -44,19 +44,10 @@ impl<E: TensorEngine> Lane<E> {
         program: &Program,
         inputs: &[&TensorHandle],
     ) -> Result<Vec<TensorHandle>, OpError> {
-        let label = program.trace_label();
         self.check_program_inputs(program, inputs, 0)?;
-        let outputs: Vec<Meta> = program.output_metas();
-        let program = program.clone();
-        let lane = self.actor_lane().id();
-        let taped = crate::tape::taping().then(|| program.clone());
-        let handles = self.produce(label, inputs, None, outputs, move |engine, ids, outs| {
-            let out_ids: smallvec::SmallVec<[TensorId; 4]> =
-                outs.iter().map(TensorHandle::id).collect();
-            Ok(engine.run_program(&program, ids, &out_ids, lane)?)
-        })?;
-        if let Some(program) = taped {
-            crate::tape::note_program(&program, inputs, &handles);
+        let handles = self.submit_program(program, inputs, Vec::new())?;
+        if crate::tape::taping() {
+            crate::tape::note_program(program, inputs, &handles);
         }
         Ok(handles)
     }
@@ -140,16 +131,32 @@ impl<E: TensorEngine> Lane<E> {
             let all: Vec<&TensorHandle> = tensors.iter().copied().chain(&uploaded).collect();
             return self.run_program(program, &all);
         }
+        self.submit_program(program, tensors, values)
+    }
+
+    /// Submits one run of `program` on `tensors` (checked) and, for its
+    /// last placeholders, `scalars`: rank-0 host tensors made resident
+    /// under scratch ids for the run and freed after it.
+    fn submit_program(
+        &self,
+        program: &Program,
+        tensors: &[&TensorHandle],
+        scalars: Vec<Tensor>,
+    ) -> Result<Vec<TensorHandle>, OpError> {
+        let label = program.trace_label();
         let outputs: Vec<Meta> = program.output_metas();
         let program = program.clone();
         let lane = self.actor_lane().id();
         self.produce(label, tensors, None, outputs, move |engine, ids, outs| {
             let out_ids: smallvec::SmallVec<[TensorId; 4]> =
                 outs.iter().map(TensorHandle::id).collect();
+            if scalars.is_empty() {
+                return Ok(engine.run_program(&program, ids, &out_ids, lane)?);
+            }
             let scratch: smallvec::SmallVec<[TensorId; 4]> =
-                values.iter().map(|_| TensorId::scratch()).collect();
+                scalars.iter().map(|_| TensorId::scratch()).collect();
             let run = || -> Result<(), OpError> {
-                for (&id, value) in scratch.iter().zip(values) {
+                for (&id, value) in scratch.iter().zip(scalars) {
                     engine.upload(id, value, lane)?;
                 }
                 let all: Vec<TensorId> = ids.iter().chain(&scratch).copied().collect();

@@ -1,5 +1,6 @@
-//! The truncated SVD: a rank that depends on the singular values, chosen
-//! on the actor, and the kept factors sliced there, for one round trip.
+//! The truncated SVD: a rank that depends on the singular values, read
+//! back in one round trip and chosen on the calling thread, and the kept
+//! factors sliced by ops submitted after it.
 
 use weft_actors::TicketError;
 use weft_core::{DType, SliceAxis, TensorEngine, TensorError};
