@@ -16,6 +16,8 @@
 //! `cargo run --release -p weft-examples --example gradient`
 
 use std::time::{Duration, Instant};
+use weft::ops::{Apply, CreateOps, ElementwiseOps, LinalgOps, StructuralOps};
+use weft::OpError;
 
 use weft::{
     ops::TensorOp, program::Value, DType, Lane, Program, Recorder, Runtime, Scalar, Tensor,
@@ -39,7 +41,7 @@ fn shapes(sites: usize, bond: usize) -> Vec<Vec<usize>> {
 
 /// `⟨a|b⟩` of two real MPS, as a rank-0 value: the environment swept left
 /// to right, one einsum per site.
-fn overlap(p: &mut Recorder, a: &[Value], b: &[Value]) -> Result<Value, weft::error::RecordError> {
+fn overlap(p: &Recorder, a: &[Value], b: &[Value]) -> Result<Value, OpError> {
     let mut env = p.apply(
         TensorOp::Full {
             dtype: DType::F64,
@@ -49,9 +51,9 @@ fn overlap(p: &mut Recorder, a: &[Value], b: &[Value]) -> Result<Value, weft::er
         &[],
     )?;
     for (&x, &y) in a.iter().zip(b) {
-        env = p.einsum("ab,asc,bsd->cd", &[env, x, y])?;
+        env = p.einsum("ab,asc,bsd->cd", &[&env, &x, &y])?;
     }
-    p.reshape(env, &[])
+    p.reshape(&env, &[])
 }
 
 fn upload_mps(
@@ -77,24 +79,24 @@ fn fit(lane: &Lane) -> Result<(), BoxError> {
     let (sites, bond, target_bond) = (8, 4, 2);
     let ours = shapes(sites, bond);
     let theirs = shapes(sites, target_bond);
-    let loss = Program::record(|p| {
+    let loss = Program::record(|p| -> Result<(), OpError> {
         let psi: Vec<Value> = ours.iter().map(|s| p.input(DType::F64, s)).collect();
         let phi: Vec<Value> = theirs.iter().map(|s| p.input(DType::F64, s)).collect();
         let o = overlap(p, &psi, &phi)?;
         let nn = overlap(p, &psi, &psi)?;
         let tt = overlap(p, &phi, &phi)?;
-        let o2 = p.mul(o, o)?;
-        let d = p.mul(nn, tt)?;
-        let f = p.div(o2, d)?;
+        let o2 = p.mul(&o, &o)?;
+        let d = p.mul(&nn, &tt)?;
+        let f = p.div(&o2, &d)?;
         let l = p.apply(
             TensorOp::BinaryScalar {
                 op: weft::ops::BinaryOp::Sub,
                 value: Scalar::Real(1.0),
                 scalar_first: true,
             },
-            &[f],
+            &[&f],
         )?;
-        p.output(l)
+        Ok(p.output(l)?)
     })?
     .labelled("fidelity loss");
     let grad = loss.gradient(0, &(0..sites).collect::<Vec<_>>())?;
@@ -155,10 +157,10 @@ fn median(mut xs: Vec<Duration>) -> Duration {
 fn time_norm(lane: &Lane, bond: usize) -> Result<(), BoxError> {
     let sites = 32;
     let ours = shapes(sites, bond);
-    let norm = Program::record(|p| {
+    let norm = Program::record(|p| -> Result<(), OpError> {
         let psi: Vec<Value> = ours.iter().map(|s| p.input(DType::F64, s)).collect();
         let n = overlap(p, &psi, &psi)?;
-        p.output(n)
+        Ok(p.output(n)?)
     })?
     .labelled(format!("norm {bond}"));
     let grad = norm.gradient(0, &(0..sites).collect::<Vec<_>>())?;

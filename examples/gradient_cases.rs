@@ -12,8 +12,9 @@
 //! ```
 
 use serde_json::{json, Value as Json};
+use weft::ops::{Apply, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 use weft::{
-    error::RecordError,
     ops::{BinaryOp, Distribution, ReduceOp, TensorOp, UnaryOp},
     program::Value,
     DType, Program, Recorder, Scalar, Tensor, TensorHandle,
@@ -85,21 +86,21 @@ fn program_json(p: &Program) -> Json {
     })
 }
 
-type Build = fn(&mut Recorder, &[Value]) -> Result<Value, RecordError>;
+type Build = fn(&Recorder, &[Value]) -> Result<Value, OpError>;
 
 /// `Re Σ` of a value, as a real scalar.
-fn real_total(p: &mut Recorder, v: Value) -> Result<Value, RecordError> {
+fn real_total(p: &Recorder, v: Value) -> Result<Value, OpError> {
     let m = p.meta(v)?.clone();
     let all: Vec<usize> = (0..m.shape.len()).collect();
-    let s = p.sum(v, &all)?;
+    let s = p.sum(&v, &all)?;
     if m.dtype.is_complex() {
-        p.apply(TensorOp::Cast(DType::F64), &[s])
+        p.apply(TensorOp::Cast(DType::F64), &[&s])
     } else {
         Ok(s)
     }
 }
 
-fn mps_norm(p: &mut Recorder, a: &[Value]) -> Result<Value, RecordError> {
+fn mps_norm(p: &Recorder, a: &[Value]) -> Result<Value, OpError> {
     let dtype = p.meta(a[0])?.dtype;
     let mut env = p.apply(
         TensorOp::Full {
@@ -110,24 +111,24 @@ fn mps_norm(p: &mut Recorder, a: &[Value]) -> Result<Value, RecordError> {
         &[],
     )?;
     for &t in a {
-        let tc = p.unary(UnaryOp::Conj, t)?;
-        env = p.einsum("ab,asc,bsd->cd", &[env, tc, t])?;
+        let tc = p.unary(UnaryOp::Conj, &t)?;
+        env = p.einsum("ab,asc,bsd->cd", &[&env, &tc, &t])?;
     }
     real_total(p, env)
 }
 
 /// `xᴴ` of a recorded matrix.
-fn adjoint(p: &mut Recorder, x: Value) -> Result<Value, RecordError> {
-    let t = p.permute(x, &[1, 0])?;
-    p.unary(UnaryOp::Conj, t)
+fn adjoint(p: &Recorder, x: Value) -> Result<Value, OpError> {
+    let t = p.permute(&x, &[1, 0])?;
+    p.unary(UnaryOp::Conj, &t)
 }
 
 /// One truncation of a tensor-network sweep: the SVD of the first input,
 /// kept to its two largest singular values, `U₂ S₂ V₂ᴴ`, weighted by the
 /// second input.
-fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
+fn truncated_svd(p: &Recorder, v: &[Value]) -> Result<Value, OpError> {
     let dtype = p.meta(v[0])?.dtype;
-    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[v[0]])?;
+    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[&v[0]])?;
     let (u, s, vh) = (out[0], out[1], out[2]);
     let all = weft::ops::SliceAxis::ALL;
     let two = weft::ops::SliceAxis {
@@ -135,33 +136,33 @@ fn truncated_svd(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
         stop: 2,
         step: 1,
     };
-    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[u])?;
-    let s2 = p.apply(TensorOp::Slice(vec![two]), &[s])?;
-    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[vh])?;
-    let s2 = p.apply(TensorOp::Cast(dtype), &[s2])?;
-    let s2 = p.reshape(s2, &[1, 2])?;
-    let us = p.mul(u2, s2)?;
-    let a2 = p.matmul(us, vh2)?;
-    let w = p.mul(a2, v[1])?;
+    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[&u])?;
+    let s2 = p.apply(TensorOp::Slice(vec![two]), &[&s])?;
+    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[&vh])?;
+    let s2 = p.apply(TensorOp::Cast(dtype), &[&s2])?;
+    let s2 = p.reshape(&s2, &[1, 2])?;
+    let us = p.mul(&u2, &s2)?;
+    let a2 = p.matmul(&us, &vh2)?;
+    let w = p.mul(&a2, &v[1])?;
     real_total(p, w)
 }
 
 /// A QR's factors in a loss that does not depend on their gauge (the
 /// phases of `Q`'s columns and `R`'s rows): `Re Σ w ∘ R ∘ conj(R)`, plus
 /// `Re Σ m ∘ (Q Qᴴ)` when a third input is given.
-fn qr_loss(p: &mut Recorder, v: &[Value]) -> Result<Value, RecordError> {
-    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Qr), &[v[0]])?;
+fn qr_loss(p: &Recorder, v: &[Value]) -> Result<Value, OpError> {
+    let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Qr), &[&v[0]])?;
     let (q, r) = (out[0], out[1]);
-    let rc = p.unary(UnaryOp::Conj, r)?;
-    let rr = p.mul(r, rc)?;
-    let w = p.mul(rr, v[1])?;
+    let rc = p.unary(UnaryOp::Conj, &r)?;
+    let rr = p.mul(&r, &rc)?;
+    let w = p.mul(&rr, &v[1])?;
     let mut total = real_total(p, w)?;
     if let Some(&m) = v.get(2) {
         let qh = adjoint(p, q)?;
-        let qq = p.matmul(q, qh)?;
-        let qm = p.mul(qq, m)?;
+        let qq = p.matmul(&q, &qh)?;
+        let qm = p.mul(&qq, &m)?;
         let t = real_total(p, qm)?;
-        total = p.add(total, t)?;
+        total = p.add(&total, &t)?;
     }
     Ok(total)
 }
@@ -194,9 +195,9 @@ fn main() -> Result<(), BoxError> {
             "tanh of a matrix-vector product, squared",
             vec![rand(DType::F64, &[5, 4], 20)?, rand(DType::F64, &[4], 21)?],
             |p, v| {
-                let y = p.einsum("ij,j->i", &[v[0], v[1]])?;
-                let t = p.unary(UnaryOp::Tanh, y)?;
-                let s = p.mul(t, t)?;
+                let y = p.einsum("ij,j->i", &[&v[0], &v[1]])?;
+                let t = p.unary(UnaryOp::Tanh, &y)?;
+                let s = p.mul(&t, &t)?;
                 real_total(p, s)
             },
         ),
@@ -209,8 +210,8 @@ fn main() -> Result<(), BoxError> {
                 rand(DType::C64, &[2, 3, 3], 33)?,
             ],
             |p, v| {
-                let c = p.einsum("bij,jk,kl->bil", &[v[0], v[1], v[2]])?;
-                let w = p.mul(c, v[3])?;
+                let c = p.einsum("bij,jk,kl->bil", &[&v[0], &v[1], &v[2]])?;
+                let w = p.mul(&c, &v[3])?;
                 real_total(p, w)
             },
         ),
@@ -222,20 +223,20 @@ fn main() -> Result<(), BoxError> {
                 rand(DType::F64, &[3, 1], 42)?,
             ],
             |p, v| {
-                let m = p.binary(BinaryOp::Maximum, v[0], v[1])?;
-                let e = p.unary(UnaryOp::Exp, v[2])?;
-                let me = p.mul(m, e)?;
-                let sq = p.mul(v[0], v[0])?;
+                let m = p.binary(BinaryOp::Maximum, &v[0], &v[1])?;
+                let e = p.unary(UnaryOp::Exp, &v[2])?;
+                let me = p.mul(&m, &e)?;
+                let sq = p.mul(&v[0], &v[0])?;
                 let d = p.apply(
                     TensorOp::BinaryScalar {
                         op: BinaryOp::Add,
                         value: Scalar::Real(1.0),
                         scalar_first: false,
                     },
-                    &[sq],
+                    &[&sq],
                 )?;
-                let q = p.div(me, d)?;
-                let s = p.unary(UnaryOp::Sin, q)?;
+                let q = p.div(&me, &d)?;
+                let s = p.unary(UnaryOp::Sin, &q)?;
                 real_total(p, s)
             },
         ),
@@ -249,11 +250,11 @@ fn main() -> Result<(), BoxError> {
                         axes: vec![0],
                         keep_dims: true,
                     },
-                    &[v[0]],
+                    &[&v[0]],
                 )?;
-                let n = p.apply(TensorOp::Cast(DType::C64), &[n])?;
-                let u = p.div(v[0], n)?;
-                let w = p.mul(u, v[1])?;
+                let n = p.apply(TensorOp::Cast(DType::C64), &[&n])?;
+                let u = p.div(&v[0], &n)?;
+                let w = p.mul(&u, &v[1])?;
                 real_total(p, w)
             },
         ),
@@ -267,7 +268,7 @@ fn main() -> Result<(), BoxError> {
                         axes: vec![1],
                         keep_dims: false,
                     },
-                    &[v[0]],
+                    &[&v[0]],
                 )?;
                 let x = p.apply(
                     TensorOp::Reduce {
@@ -275,9 +276,9 @@ fn main() -> Result<(), BoxError> {
                         axes: vec![1],
                         keep_dims: false,
                     },
-                    &[v[0]],
+                    &[&v[0]],
                 )?;
-                let s = p.mul(m, x)?;
+                let s = p.mul(&m, &x)?;
                 real_total(p, s)
             },
         ),
@@ -305,16 +306,16 @@ fn main() -> Result<(), BoxError> {
             ],
             |p, v| {
                 let mh = adjoint(p, v[0])?;
-                let a = p.add(v[0], mh)?;
-                let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Eigh), &[a])?;
+                let a = p.add(&v[0], &mh)?;
+                let out = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Eigh), &[&a])?;
                 let (w, vecs) = (out[0], out[1]);
-                let sw = p.unary(UnaryOp::Tanh, w)?;
-                let sw = p.apply(TensorOp::Cast(DType::C64), &[sw])?;
-                let sw = p.reshape(sw, &[1, 4])?;
-                let scaled = p.mul(vecs, sw)?;
+                let sw = p.unary(UnaryOp::Tanh, &w)?;
+                let sw = p.apply(TensorOp::Cast(DType::C64), &[&sw])?;
+                let sw = p.reshape(&sw, &[1, 4])?;
+                let scaled = p.mul(&vecs, &sw)?;
                 let vh = adjoint(p, vecs)?;
-                let f = p.matmul(scaled, vh)?;
-                let weighted = p.mul(f, v[1])?;
+                let f = p.matmul(&scaled, &vh)?;
+                let weighted = p.mul(&f, &v[1])?;
                 real_total(p, weighted)
             },
         ),
@@ -322,8 +323,8 @@ fn main() -> Result<(), BoxError> {
             "cholesky then solve, f64",
             vec![rand(DType::F64, &[4, 4], 86)?, rand(DType::F64, &[4], 87)?],
             |p, v| {
-                let mt = p.permute(v[0], &[1, 0])?;
-                let mm = p.matmul(v[0], mt)?;
+                let mt = p.permute(&v[0], &[1, 0])?;
+                let mm = p.matmul(&v[0], &mt)?;
                 let eye = p.apply(
                     TensorOp::Eye {
                         dtype: DType::F64,
@@ -332,11 +333,11 @@ fn main() -> Result<(), BoxError> {
                     },
                     &[],
                 )?;
-                let eye = p.scale(eye, 4.0)?;
-                let a = p.add(mm, eye)?;
-                let l = p.apply(TensorOp::Linalg(weft::ops::Linalg::Cholesky), &[a])?;
-                let x = p.apply(TensorOp::Linalg(weft::ops::Linalg::Solve), &[l, v[1]])?;
-                let x2 = p.mul(x, x)?;
+                let eye = p.scale(&eye, 4.0)?;
+                let a = p.add(&mm, &eye)?;
+                let l = p.apply(TensorOp::Linalg(weft::ops::Linalg::Cholesky), &[&a])?;
+                let x = p.apply(TensorOp::Linalg(weft::ops::Linalg::Solve), &[&l, &v[1]])?;
+                let x2 = p.mul(&x, &x)?;
                 real_total(p, x2)
             },
         ),
@@ -348,9 +349,9 @@ fn main() -> Result<(), BoxError> {
                 rand(DType::C64, &[2, 3, 2], 72)?,
             ],
             |p, v| {
-                let c = p.matmul(v[0], v[1])?;
-                let e = p.unary(UnaryOp::Exp, c)?;
-                let w = p.mul(e, v[2])?;
+                let c = p.matmul(&v[0], &v[1])?;
+                let e = p.unary(UnaryOp::Exp, &c)?;
+                let w = p.mul(&e, &v[2])?;
                 real_total(p, w)
             },
         ),
@@ -387,10 +388,10 @@ fn main() -> Result<(), BoxError> {
                         a: weft::ops::MatOp::H,
                         b: weft::ops::MatOp::NONE,
                     },
-                    &[v[0], v[1], v[2]],
+                    &[&v[0], &v[1], &v[2]],
                 )?;
-                let t = p.unary(UnaryOp::Tanh, g)?;
-                let w = p.mul(t, v[3])?;
+                let t = p.unary(UnaryOp::Tanh, &g)?;
+                let w = p.mul(&t, &v[3])?;
                 real_total(p, w)
             },
         ),
@@ -401,19 +402,19 @@ fn main() -> Result<(), BoxError> {
                 rand(DType::C64, &[4, 3], 105)?,
             ],
             |p, v| {
-                let e = p.einsum("iik,kj->ij", &[v[0], v[1]])?;
-                let t = p.einsum("ii->", &[e])?;
-                let s = p.unary(UnaryOp::Sin, e)?;
+                let e = p.einsum("iik,kj->ij", &[&v[0], &v[1]])?;
+                let t = p.einsum("ii->", &[&e])?;
+                let s = p.unary(UnaryOp::Sin, &e)?;
                 let total = real_total(p, s)?;
                 let t = real_total(p, t)?;
-                p.add(total, t)
+                p.add(&total, &t)
             },
         ),
         (
             "a diagonal and a stepped slice, f64",
             vec![rand(DType::F64, &[4, 3, 5], 106)?],
             |p, v| {
-                let d = p.apply(TensorOp::Diagonal { axes: [0, 2] }, &[v[0]])?;
+                let d = p.apply(TensorOp::Diagonal { axes: [0, 2] }, &[&v[0]])?;
                 let every = |start, step| weft::ops::SliceAxis {
                     start,
                     stop: usize::MAX,
@@ -421,25 +422,25 @@ fn main() -> Result<(), BoxError> {
                 };
                 let s = p.apply(
                     TensorOp::Slice(vec![every(1, 2), every(0, 1), every(0, 3)]),
-                    &[v[0]],
+                    &[&v[0]],
                 )?;
-                let ss = p.unary(UnaryOp::Sin, s)?;
-                let dd = p.mul(d, d)?;
+                let ss = p.unary(UnaryOp::Sin, &s)?;
+                let dd = p.mul(&d, &d)?;
                 let a = real_total(p, ss)?;
                 let b = real_total(p, dd)?;
-                p.add(a, b)
+                p.add(&a, &b)
             },
         ),
     ];
     let mut out = Vec::new();
     for (name, inputs, build) in cases.drain(..) {
-        let program = Program::record(|p| {
+        let program = Program::record(|p| -> Result<(), OpError> {
             let vs: Vec<Value> = inputs
                 .iter()
                 .map(|t| p.input(t.dtype(), t.shape()))
                 .collect();
             let l = build(p, &vs)?;
-            p.output(l)
+            Ok(p.output(l)?)
         })?;
         let wrt: Vec<usize> = (0..inputs.len()).collect();
         let grad = program.gradient(0, &wrt)?;

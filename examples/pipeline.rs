@@ -8,6 +8,7 @@
 //! `Σ_b X_b X_bᵀ`, equals `Σ |X|²` (the matrix is positive semi-definite),
 //! which a second, independent chain of ops checks.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 use weft::{ops::Distribution, runtime::Pipeline, DType, Runtime};
 
 const ITEMS: usize = 200;

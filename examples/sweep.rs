@@ -11,6 +11,8 @@
 //! `cargo run --release -p weft-examples --example sweep`
 
 use std::time::{Duration, Instant};
+use weft::ops::{Apply, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 
 use weft::{
     ops::{SliceAxis, TensorOp, UnaryOp},
@@ -138,33 +140,33 @@ fn first(n: usize) -> SliceAxis {
 /// One bond update, recorded once: `(a, b, gate) -> (a', b')`.
 fn bond_update() -> Result<Program, BoxError> {
     let two = BOND * PHYS;
-    Ok(Program::record(|p| {
+    Ok(Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::F64, &[BOND, PHYS, BOND]);
         let b = p.input(DType::F64, &[BOND, PHYS, BOND]);
         let g = p.input(DType::F64, &[PHYS, PHYS, PHYS, PHYS]);
-        let theta = p.einsum("apb,bqc->apqc", &[a, b])?;
-        let theta = p.einsum("apqc,pqrs->arsc", &[theta, g])?;
-        let m = p.reshape(theta, &[two, two])?;
-        let usv = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[m])?;
+        let theta = p.einsum("apb,bqc->apqc", &[&a, &b])?;
+        let theta = p.einsum("apqc,pqrs->arsc", &[&theta, &g])?;
+        let m = p.reshape(&theta, &[two, two])?;
+        let usv = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[&m])?;
         let u = p.apply(
             TensorOp::Slice(vec![SliceAxis::ALL, first(BOND)]),
-            &[usv[0]],
+            &[&usv[0]],
         )?;
-        let s = p.apply(TensorOp::Slice(vec![first(BOND)]), &[usv[1]])?;
+        let s = p.apply(TensorOp::Slice(vec![first(BOND)]), &[&usv[1]])?;
         let vh = p.apply(
             TensorOp::Slice(vec![first(BOND), SliceAxis::ALL]),
-            &[usv[2]],
+            &[&usv[2]],
         )?;
-        let squares = p.mul(s, s)?;
-        let norm = p.sum(squares, &[0])?;
-        let norm = p.unary(UnaryOp::Sqrt, norm)?;
-        let s = p.binary(weft::ops::BinaryOp::Div, s, norm)?;
-        let sv = p.apply(TensorOp::DiagEmbed { axes: [0, 1] }, &[s])?;
-        let sv = p.matmul(sv, vh)?;
-        let a = p.reshape(u, &[BOND, PHYS, BOND])?;
-        let b = p.reshape(sv, &[BOND, PHYS, BOND])?;
+        let squares = p.mul(&s, &s)?;
+        let norm = p.sum(&squares, &[0])?;
+        let norm = p.unary(UnaryOp::Sqrt, &norm)?;
+        let s = p.binary(weft::ops::BinaryOp::Div, &s, &norm)?;
+        let sv = p.apply(TensorOp::DiagEmbed { axes: [0, 1] }, &[&s])?;
+        let sv = p.matmul(&sv, &vh)?;
+        let a = p.reshape(&u, &[BOND, PHYS, BOND])?;
+        let b = p.reshape(&sv, &[BOND, PHYS, BOND])?;
         p.output(a)?;
-        p.output(b)
+        Ok(p.output(b)?)
     })?
     .labelled("bond-update"))
 }

@@ -9,6 +9,7 @@
 //! `WEFT_TRACE=PATH`, without changing its code.
 
 use std::path::PathBuf;
+use weft::ops::{CreateOps, LinalgOps, ReduceOps};
 
 use weft::{ops::Distribution, runtime::Pipeline, trace::TraceFormat, DType, Runtime};
 

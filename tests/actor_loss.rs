@@ -9,6 +9,7 @@
 
 use std::thread;
 use std::time::Duration;
+use weft::ops::ElementwiseOps;
 
 use weft::{
     actor::FailureCause, CpuEngine, Op, OpError, Runtime, RuntimeError, Tensor, TicketError,

@@ -8,6 +8,7 @@
 
 use std::sync::{Barrier, Mutex, MutexGuard};
 use std::thread;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 
 use weft::{
     engine::{Leases, Pinning},

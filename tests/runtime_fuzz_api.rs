@@ -16,6 +16,8 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
+use weft::ops::CreateOps;
+use weft::OpError;
 
 use weft::ops::EinsumSpec;
 use weft::{
@@ -380,7 +382,7 @@ impl World {
                 (op, picks)
             })
             .collect();
-        let recorded = weft::Program::record(|p| {
+        let recorded = weft::Program::record(|p| -> Result<(), OpError> {
             let mut values: Vec<weft::program::Value> = inputs
                 .iter()
                 .map(|h| p.input(h.dtype(), h.shape()))
@@ -388,11 +390,11 @@ impl World {
             for (op, picks) in &steps {
                 let args: Vec<weft::program::Value> =
                     picks.iter().map(|&k| values[k % values.len()]).collect();
-                if let Ok(out) = p.apply_many(op.clone(), &args) {
+                if let Ok(out) = p.record_many(op.clone(), &args) {
                     values.extend(out);
                 }
             }
-            p.output(*values.last().expect("an input at least"))
+            Ok(p.output(*values.last().expect("an input at least"))?)
         });
         let what = format!("a program of {} ops", steps.len());
         let Ok(program) = recorded else {

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
+use weft::ops::{CreateOps, ElementwiseOps};
 
 use weft::{
     actor::FailureCause,

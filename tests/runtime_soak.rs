@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+use weft::ops::{ElementwiseOps, ReduceOps};
 
 use weft::{ops::BinaryOp, OpError, Runtime, Scalar, Tensor, Ticket};
 use weft_tests::{domains_builder, status_bytes, wait_ok, watchdog};

@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use weft::ops::LinalgOps;
 
 use serde_json::{json, Value};
 use weft::ops::EinsumSpec;

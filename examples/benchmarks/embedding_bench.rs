@@ -10,6 +10,7 @@
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
+use weft::ops::LinalgOps;
 
 use weft::{Runtime, Tensor, TensorHandle};
 use weft_examples::{print_row, random, BoxError};

@@ -5,6 +5,7 @@
 //! `cargo run --release -p weft-examples --example tensor_bench`
 
 use std::time::{Duration, Instant};
+use weft::ops::{ElementwiseOps, LinalgOps};
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]

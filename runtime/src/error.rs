@@ -176,6 +176,10 @@ pub enum OpError {
     /// A gradient could not be derived (see [`weft_core::GradError`]).
     #[error(transparent)]
     Gradient(Box<weft_core::GradError>),
+    /// A step being recorded into a program does not fit its inputs, or
+    /// reads a value of another recording: named by its step's number.
+    #[error(transparent)]
+    Record(Box<RecordError>),
     /// A tape cannot give the gradient asked for.
     #[error("gradient on a tape: {reason}")]
     Tape {
@@ -279,6 +283,12 @@ pub enum OpError {
         /// Why it failed.
         source: Box<OpError>,
     },
+}
+
+impl From<RecordError> for OpError {
+    fn from(e: RecordError) -> Self {
+        OpError::Record(Box::new(e))
+    }
 }
 
 impl From<ExecError> for OpError {

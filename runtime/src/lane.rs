@@ -21,11 +21,14 @@ use crate::handle::DomainTensors;
 ///
 /// It is the generic actor lane ([`weft_actors::Lane`], reached through
 /// `Deref`: `run`, `try_run`, `submit`, `try_submit`, `submit_timeout`) plus
-/// the tensor ops of the domain (`upload`, `add`, `matmul`, `download`, …).
+/// the tensor ops of the domain: moving tensors (`upload`, `download`,
+/// `transfer`), running programs, and the vocabulary of named ops (`add`,
+/// `matmul`, `einsum`, …: the traits of [`crate::ops::Ops`], in
+/// `weft::prelude`), which a [`crate::Recorder`] records by the same names.
 /// Clones share the same stream.
 ///
 /// ```
-/// use weft::{DType, Runtime, Tensor};
+/// use weft::prelude::*;
 ///
 /// let rt = Runtime::builder().split(2).build()?;
 /// let (a, b) = (rt.lane(0)?, rt.lane(1)?);

@@ -148,7 +148,10 @@ pub mod cuda {
 
 /// The names most programs use, to import at once: `use weft::prelude::*;`.
 pub mod prelude {
-    pub use crate::ops::HostRun;
+    pub use crate::ops::{
+        Apply, CreateOps, ElementwiseOps, HostRun, IndexOps, LinalgOps, Ops, ReduceOps,
+        StructuralOps,
+    };
     pub use crate::{
         Builder, DType, Lane, Op, Place, Program, Recorder, Runtime, Scalar, Tensor, TensorEngine,
         TensorHandle, Ticket,

@@ -35,7 +35,7 @@ const RESERVED_RESULTS: usize = 1024;
 /// `in_flight` items are unfinished: the bound is the backpressure.
 ///
 /// ```
-/// use weft::{DType, Runtime, Scalar, runtime::Pipeline};
+/// use weft::{prelude::*, runtime::Pipeline};
 ///
 /// let rt = Runtime::builder().split(1).build()?;
 /// let results = Pipeline::new(&rt, "ones", 0, |lane, i| {

@@ -18,6 +18,7 @@ use weft_core::{
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
+use crate::ops::{CreateOps, ElementwiseOps};
 
 /// What one taped submission did.
 #[derive(Debug, Clone)]
@@ -118,7 +119,7 @@ fn note(entry: impl FnOnce() -> Entry) {
 /// The tensor ops a scope submitted, for gradients of what they computed.
 ///
 /// ```
-/// use weft::{DType, Tensor, program::Tape};
+/// use weft::{prelude::*, program::Tape};
 ///
 /// let rt = weft::Runtime::builder().split(1).build()?;
 /// let lane = rt.lane(0)?;
@@ -399,7 +400,7 @@ impl Tape {
                     args.push(v);
                 }
                 let results = match entry {
-                    Entry::Op { op, .. } => p.apply_many(op.clone(), &args)?,
+                    Entry::Op { op, .. } => p.record_many(op.clone(), &args)?,
                     Entry::Program { program, .. } => p.inline(program, &args)?,
                     Entry::Transfer { .. } => unreachable!("a run holds no transfer"),
                 };
@@ -410,7 +411,7 @@ impl Tape {
             for h in outputs {
                 p.output(values[&h.id()])?;
             }
-            Ok(())
+            Ok::<(), weft_core::RecordError>(())
         })
         .map_err(GradError::from)?;
         Ok((program, inputs))
@@ -477,16 +478,16 @@ impl<E: TensorEngine> PlaceLane for Lane<E> {
     }
 
     fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError> {
-        Lane::full(self, dtype, &[], value)
+        CreateOps::full(self, dtype, &[], value)
     }
 
     fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError> {
-        Lane::zeros(self, like.dtype(), like.shape())
+        CreateOps::zeros(self, like.dtype(), like.shape())
     }
 
     fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError> {
         let mut handles = handles.into_iter();
         let first = handles.next().expect("a cotangent");
-        handles.try_fold(first, |acc, h| Lane::add(self, &acc, &h))
+        handles.try_fold(first, |acc, h| ElementwiseOps::add(self, &acc, &h))
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::thread;
 use std::time::Duration;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps};
 
 use weft::{
     actor::FailureCause, CpuEngine, DType, Op, OpError, Runtime, Tensor, Ticket, TicketError,

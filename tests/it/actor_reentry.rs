@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use weft::ops::{ElementwiseOps, ReduceOps};
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use rayon::prelude::*;

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 
 use weft::{
     error::TrySubmitError, ops::BinaryOp, CpuEngine, DType, Op, OpError, Runtime, Scalar, Tensor,

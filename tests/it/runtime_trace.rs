@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use weft::ops::ElementwiseOps;
 
 use serde_json::Value;
 use weft::{Runtime, Tensor};

@@ -3,6 +3,7 @@
 //! given tensor's buffer is reused only when its handle was the last one,
 //! and a value someone still reads is never changed.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps};
 use weft::{
     c64,
     error::TensorError,

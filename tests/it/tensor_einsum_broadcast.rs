@@ -5,6 +5,8 @@
 //! lane and through a program.
 
 use std::collections::BTreeMap;
+use weft::ops::LinalgOps;
+use weft::OpError;
 
 use weft::{error::TensorError, ops::EinsumSpec, DType, Program, Tensor};
 use weft_tests::wait_ok;
@@ -157,10 +159,11 @@ fn ellipses_and_extent_one_axes_broadcast_as_numpy() {
             );
         }
         // The same through a program.
-        let program = Program::record(|p| {
+        let program = Program::record(|p| -> Result<(), OpError> {
             let values: Vec<_> = shapes.iter().map(|s| p.input(DType::F64, s)).collect();
+            let values: Vec<&weft::program::Value> = values.iter().collect();
             let out = p.einsum(spec, &values)?;
-            p.output(out)
+            Ok(p.output(out)?)
         })
         .unwrap_or_else(|e| panic!("{spec}: {e}"));
         let out = lane.run_program(&program, &hs).unwrap();

@@ -2,6 +2,7 @@
 //! with the right error kind and a message naming the bad value, and the
 //! resident tensors are untouched afterwards.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
 use weft::{
     c64,
     error::TensorError,

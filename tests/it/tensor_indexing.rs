@@ -2,6 +2,7 @@
 //! XLA's clamping, compression by a mask, each against a plain loop
 //! written here, and every bad index a typed error naming it.
 
+use weft::ops::{CreateOps, ElementwiseOps, IndexOps, ReduceOps, StructuralOps};
 use weft::{
     error::TensorError,
     ops::{HostRun, ScatterMode, TensorOp},

@@ -5,6 +5,7 @@
 //! threads and under shutdown.
 
 use std::sync::Arc;
+use weft::ops::{Apply, CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 
 use weft::{
     actor::FailureCause,
@@ -57,7 +58,7 @@ fn random_tensor(rng: &mut Rng, dtype: DType, shape: &[usize]) -> Tensor {
 
 /// One random op on random earlier values; `None` when the pick does not
 /// fit them (the recorder refused it, as a lane would).
-fn random_step(rng: &mut Rng, p: &mut Recorder, values: &[Value]) -> Option<Vec<Value>> {
+fn random_step(rng: &mut Rng, p: &Recorder, values: &[Value]) -> Option<Vec<Value>> {
     let mut pick = || values[rng.below(values.len())];
     let (a, b) = (pick(), pick());
     let op = match rng.below(12) {
@@ -98,7 +99,7 @@ fn random_step(rng: &mut Rng, p: &mut Recorder, values: &[Value]) -> Option<Vec<
         _ => TensorOp::Unary(UnaryOp::Conj),
     };
     let args: Vec<Value> = [a, b].into_iter().take(op.arity()).collect();
-    p.apply_many(op, &args).ok()
+    p.record_many(op, &args).ok()
 }
 
 fn bits(t: &Tensor) -> Vec<u64> {
@@ -134,7 +135,7 @@ fn random_programs_match_eager_execution_bit_for_bit() {
             .map(|_| vec![2 + rng.below(3), 2 + rng.below(3)])
             .collect();
         let steps = 3 + rng.below(10);
-        let program = Program::record(|p| {
+        let program = Program::record(|p| -> Result<(), OpError> {
             let mut values: Vec<Value> = shapes.iter().map(|s| p.input(dtype, s)).collect();
             let mut made = 0;
             while made < steps {
@@ -145,7 +146,7 @@ fn random_programs_match_eager_execution_bit_for_bit() {
             }
             let last = *values.last().expect("a value");
             p.output(last)?;
-            p.output(values[3 + rng.below(values.len() - 3)])
+            Ok(p.output(values[3 + rng.below(values.len() - 3)])?)
         })
         .expect("recorded");
         checked_steps += program.steps().len();
@@ -203,25 +204,25 @@ fn fused_chains_match_eager_ops_bit_for_bit() {
     let rt = runtime();
     let lane = rt.lane(0).expect("lane");
     for (dtype, n) in [(DType::F64, 1000), (DType::C64, 77), (DType::F64, 100_003)] {
-        let program = Program::record(|p| {
+        let program = Program::record(|p| -> Result<(), OpError> {
             let a = p.input(dtype, &[n]);
             let b = p.input(dtype, &[n]);
-            let x = p.add(a, b)?;
-            let x = p.sub(b, x)?; // carried on the right
-            let x = p.scale(x, 0.5)?;
+            let x = p.add(&a, &b)?;
+            let x = p.sub(&b, &x)?; // carried on the right
+            let x = p.scale(&x, 0.5)?;
             let x = p.apply(
                 TensorOp::BinaryScalar {
                     op: BinaryOp::Sub,
                     value: 3.0.into(),
                     scalar_first: true,
                 },
-                &[x],
+                &[&x],
             )?;
-            let x = p.unary(UnaryOp::Tanh, x)?;
-            let x = p.div(x, a)?;
-            let x = p.binary(BinaryOp::Pow, x, b)?;
-            let x = p.unary(UnaryOp::Neg, x)?;
-            p.output(x)
+            let x = p.unary(UnaryOp::Tanh, &x)?;
+            let x = p.div(&x, &a)?;
+            let x = p.binary(BinaryOp::Pow, &x, &b)?;
+            let x = p.unary(UnaryOp::Neg, &x)?;
+            Ok(p.output(x)?)
         })
         .expect("recorded");
         let mut rng = Rng(n as u64);
@@ -250,13 +251,13 @@ fn fused_chains_match_eager_ops_bit_for_bit() {
 
 /// `E' = Aᴴ (E A)` per site: the MPS transfer of `<ψ|ψ>`, bond `bond`.
 fn transfer(bond: usize) -> Program {
-    Program::record(|p| {
+    Program::record(|p| -> Result<(), OpError> {
         let e = p.input(DType::C64, &[bond, bond]);
         let a = p.input(DType::C64, &[bond, 2, bond]);
         let ac = p.input(DType::C64, &[bond, 2, bond]);
-        let t = p.einsum("ab,bsd->asd", &[e, a])?;
-        let next = p.einsum("asc,asd->cd", &[ac, t])?;
-        p.output(next)
+        let t = p.einsum("ab,bsd->asd", &[&e, &a])?;
+        let next = p.einsum("asc,asd->cd", &[&ac, &t])?;
+        Ok(p.output(next)?)
     })
     .expect("recorded")
     .labelled("transfer")
@@ -294,10 +295,10 @@ fn plans_are_cached_by_structure_and_the_bound_holds() {
     assert_eq!(after.capacity, PROGRAM_CACHE_CAPACITY);
     // Past the bound, the oldest plans go and the count stays at it.
     for n in 0..PROGRAM_CACHE_CAPACITY + 8 {
-        let program = Program::record(|p| {
+        let program = Program::record(|p| -> Result<(), OpError> {
             let a = p.input(DType::F64, &[n + 1]);
-            let b = p.unary(UnaryOp::Neg, a)?;
-            p.output(b)
+            let b = p.unary(UnaryOp::Neg, &a)?;
+            Ok(p.output(b)?)
         })
         .expect("recorded");
         run(&program, &mut rng);
@@ -336,10 +337,10 @@ fn the_plan_caches_hold_what_the_builder_sets() {
     let lane = rt.lane(0).expect("lane");
     let memory = || wait_ok(lane.memory().expect("memory"));
     let negate = |n: usize| {
-        Program::record(|p| {
+        Program::record(|p| -> Result<(), OpError> {
             let a = p.input(DType::F64, &[n]);
-            let b = p.unary(UnaryOp::Neg, a)?;
-            p.output(b)
+            let b = p.unary(UnaryOp::Neg, &a)?;
+            Ok(p.output(b)?)
         })
         .expect("recorded")
     };
@@ -370,15 +371,15 @@ fn host_scalars_are_inputs_of_a_run_not_of_its_plan() {
     let lane = rt.lane(0).expect("lane");
     let n = 64;
     // Σ cⱼ·vⱼ over three vectors, the coefficients given per run.
-    let combine = Program::record(|p| {
+    let combine = Program::record(|p| -> Result<(), OpError> {
         let v: Vec<Value> = (0..3).map(|_| p.input(DType::F64, &[n])).collect();
         let c: Vec<Value> = (0..3).map(|_| p.input(DType::F64, &[])).collect();
-        let mut sum = p.mul(c[0], v[0])?;
+        let mut sum = p.mul(&c[0], &v[0])?;
         for j in 1..3 {
-            let term = p.mul(c[j], v[j])?;
-            sum = p.add(sum, term)?;
+            let term = p.mul(&c[j], &v[j])?;
+            sum = p.add(&sum, &term)?;
         }
-        p.output(sum)
+        Ok(p.output(sum)?)
     })
     .expect("recorded");
     let mut rng = Rng(7);
@@ -439,11 +440,11 @@ fn host_scalars_are_inputs_of_a_run_not_of_its_plan() {
         matches!(err, OpError::ProgramInput { index: 2, .. }),
         "{err:?}"
     );
-    let ints = Program::record(|p| {
+    let ints = Program::record(|p| -> Result<(), OpError> {
         let k = p.input(DType::I32, &[]);
         let x = p.input(DType::I32, &[2]);
-        let y = p.mul(k, x)?;
-        p.output(y)
+        let y = p.mul(&k, &x)?;
+        Ok(p.output(y)?)
     })
     .expect("recorded");
     let x = lane
@@ -457,11 +458,11 @@ fn host_scalars_are_inputs_of_a_run_not_of_its_plan() {
         matches!(err, OpError::ProgramInput { index: 1, .. }),
         "{err:?}"
     );
-    let k_first = Program::record(|p| {
+    let k_first = Program::record(|p| -> Result<(), OpError> {
         let x = p.input(DType::I32, &[2]);
         let k = p.input(DType::I32, &[]);
-        let y = p.mul(k, x)?;
-        p.output(y)
+        let y = p.mul(&k, &x)?;
+        Ok(p.output(y)?)
     })
     .expect("recorded");
     let err = lane
@@ -500,13 +501,13 @@ fn host_scalars_are_inputs_of_a_run_not_of_its_plan() {
 fn a_failing_step_fails_the_outputs_and_keeps_the_inputs_and_the_actor() {
     let rt = runtime();
     let lane = rt.lane(0).expect("lane");
-    let program = Program::record(|p| {
+    let program = Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::F64, &[2, 2]);
-        let b = p.scale(a, -1.0)?;
-        let l = p.apply(TensorOp::Linalg(Linalg::Cholesky), &[b])?;
-        let c = p.add(l, a)?;
+        let b = p.scale(&a, -1.0)?;
+        let l = p.apply(TensorOp::Linalg(Linalg::Cholesky), &[&b])?;
+        let c = p.add(&l, &a)?;
         p.output(c)?;
-        p.output(b)
+        Ok(p.output(b)?)
     })
     .expect("recorded")
     .labelled("failing");
@@ -572,20 +573,20 @@ fn bad_inputs_are_refused_at_the_call_site_naming_the_input() {
         "program transfer (2 ops): input 1 is c64 [4, 3, 4], its placeholder c64 [4, 2, 4]"
     );
     // A record-time error names the step, the op and both shapes.
-    let err = Program::record(|p| {
+    let err = Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::F64, &[2, 3]);
         let b = p.input(DType::F64, &[2, 3]);
-        let c = p.einsum("ij,jk->ik", &[a, b])?;
-        p.output(c)
+        let c = p.einsum("ij,jk->ik", &[&a, &b])?;
+        Ok(p.output(c)?)
     })
     .unwrap_err();
     assert!(matches!(
-        err,
-        RecordError::Op {
+        &err,
+        OpError::Record(record) if matches!(**record, RecordError::Op {
             step: 0,
             op: "einsum",
             ..
-        }
+        })
     ));
     assert_eq!(
         err.to_string(),
@@ -680,14 +681,14 @@ fn reference_transfer(e: &Tensor, a: &Tensor, ac: &Tensor) -> Vec<c64> {
 fn shutdown_now_while_programs_run_loses_nothing_and_hangs_nothing() {
     let rt = runtime();
     let lane = rt.lane(0).expect("lane");
-    let program = Program::record(|p| {
+    let program = Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::F64, &[64, 64]);
         let mut x = a;
         for _ in 0..8 {
-            x = p.matmul(x, a)?;
-            x = p.scale(x, 1.0 / 64.0)?;
+            x = p.matmul(&x, &a)?;
+            x = p.scale(&x, 1.0 / 64.0)?;
         }
-        p.output(x)
+        Ok(p.output(x)?)
     })
     .expect("recorded");
     let a = lane.eye(DType::F64, 64, 64).expect("eye");
@@ -721,15 +722,15 @@ fn programs_of_integers_and_masks_run_op_by_op_and_check_divisors() {
     let lane = rt.lane(0).expect("lane");
     // A chain of elementwise integer steps (not fused: an integer kernel
     // checks its divisors), a comparison and a select on its mask.
-    let program = Program::record(|p| {
+    let program = Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::I64, &[5]);
         let b = p.input(DType::I64, &[5]);
-        let q = p.binary(BinaryOp::FloorDiv, a, b)?;
-        let r = p.binary(BinaryOp::Rem, q, b)?;
-        let s = p.add(r, a)?;
-        let m = p.apply(TensorOp::Compare(weft::ops::CmpOp::Gt), &[s, b])?;
-        let out = p.apply(TensorOp::Select, &[m, s, b])?;
-        p.output(out)
+        let q = p.binary(BinaryOp::FloorDiv, &a, &b)?;
+        let r = p.binary(BinaryOp::Rem, &q, &b)?;
+        let s = p.add(&r, &a)?;
+        let m = p.apply(TensorOp::Compare(weft::ops::CmpOp::Gt), &[&s, &b])?;
+        let out = p.apply(TensorOp::Select, &[&m, &s, &b])?;
+        Ok(p.output(out)?)
     })
     .expect("recorded")
     .labelled("integers");

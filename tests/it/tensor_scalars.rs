@@ -3,6 +3,7 @@
 //! the asked type, and lose nothing; the truncated SVD reads its values to
 //! choose its rank, in one round trip.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 use weft::{
     c64, error::TensorError, ops::Truncation, DType, OpError, Runtime, Tensor, TicketError,
 };

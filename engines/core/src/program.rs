@@ -10,13 +10,14 @@
 //! run it through [`crate::TensorEngine::run_program`]; the CPU engine
 //! compiles it once per structure into a plan it keeps in a bounded cache.
 
+use std::cell::RefCell;
 use std::collections::hash_map::DefaultHasher;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::ops::{BinaryOp, EinsumSpec, Meta, ReduceOp, Scalar, TensorOp, UnaryOp};
+use crate::ops::{Meta, TensorOp};
 use crate::tensor::{DType, TensorError};
 
 /// A value of a program being recorded: one of its inputs or a step's
@@ -75,10 +76,18 @@ pub enum RecordError {
 }
 
 /// Records a program: its inputs, its steps, its outputs. Every step is
-/// checked as it is recorded.
+/// checked as it is recorded. Its methods take `&self` (the recording is
+/// inside), so that code generic over a vocabulary of ops can record
+/// through a shared reference as it runs ops on a lane through one.
 #[derive(Debug)]
 pub struct Recorder {
     id: u64,
+    body: RefCell<Recording>,
+}
+
+/// What a recorder has recorded so far.
+#[derive(Debug, Default)]
+struct Recording {
     inputs: Vec<usize>,
     metas: Vec<Meta>,
     steps: Vec<Step>,
@@ -95,27 +104,29 @@ impl Recorder {
     fn new() -> Recorder {
         Recorder {
             id: next_recorder(),
-            inputs: Vec::new(),
-            metas: Vec::new(),
-            steps: Vec::new(),
-            outputs: Vec::new(),
+            body: RefCell::default(),
+        }
+    }
+
+    fn value(&self, index: usize) -> Value {
+        Value {
+            recorder: self.id,
+            index,
         }
     }
 
     /// A new input: a placeholder for a tensor of this type and shape,
     /// given when the program runs. Inputs are given to a run in the
     /// order they are declared.
-    pub fn input(&mut self, dtype: DType, shape: &[usize]) -> Value {
-        let index = self.metas.len();
-        self.inputs.push(index);
-        self.metas.push(Meta {
+    pub fn input(&self, dtype: DType, shape: &[usize]) -> Value {
+        let mut body = self.body.borrow_mut();
+        let index = body.metas.len();
+        body.inputs.push(index);
+        body.metas.push(Meta {
             dtype,
             shape: shape.to_vec(),
         });
-        Value {
-            recorder: self.id,
-            index,
-        }
+        self.value(index)
     }
 
     /// The type and shape of `value`.
@@ -123,9 +134,9 @@ impl Recorder {
     /// # Errors
     ///
     /// [`RecordError::ForeignValue`].
-    pub fn meta(&self, value: Value) -> Result<&Meta, RecordError> {
-        self.own("meta", value)?;
-        Ok(&self.metas[value.index])
+    pub fn meta(&self, value: Value) -> Result<Meta, RecordError> {
+        let index = self.own("meta", value)?;
+        Ok(self.body.borrow().metas[index].clone())
     }
 
     fn own(&self, op: &'static str, value: Value) -> Result<usize, RecordError> {
@@ -136,6 +147,11 @@ impl Recorder {
         }
     }
 
+    /// The number the next step will have.
+    pub fn next_step(&self) -> usize {
+        self.body.borrow().steps.len()
+    }
+
     /// Records `op` on `args`, checked as a lane checks it, and returns
     /// its results.
     ///
@@ -143,50 +159,50 @@ impl Recorder {
     ///
     /// [`RecordError::Op`] naming the step, the op and the rule it breaks;
     /// [`RecordError::ForeignValue`].
-    pub fn apply_many(&mut self, op: TensorOp, args: &[Value]) -> Result<Vec<Value>, RecordError> {
+    pub fn record_many(&self, op: TensorOp, args: &[Value]) -> Result<Vec<Value>, RecordError> {
         let name = op.name();
         let args = args
             .iter()
             .map(|&v| self.own(name, v))
             .collect::<Result<Vec<usize>, _>>()?;
-        let step = self.steps.len();
-        let metas: Vec<Meta> = args.iter().map(|&i| self.metas[i].clone()).collect();
+        let mut body = self.body.borrow_mut();
+        let step = body.steps.len();
+        let metas: Vec<Meta> = args.iter().map(|&i| body.metas[i].clone()).collect();
         let outs = op.infer(&metas).map_err(|source| RecordError::Op {
             step,
             op: name,
             source,
         })?;
-        let first_result = self.metas.len();
+        let first_result = body.metas.len();
         let results = outs.len();
-        self.metas.extend(outs);
-        self.steps.push(Step {
+        body.metas.extend(outs);
+        body.steps.push(Step {
             op,
             args,
             first_result,
             results,
         });
         Ok((first_result..first_result + results)
-            .map(|index| Value {
-                recorder: self.id,
-                index,
-            })
+            .map(|index| self.value(index))
             .collect())
     }
 
-    /// Records an op of one result; see [`Recorder::apply_many`].
+    /// Records an op of one result; see [`Recorder::record_many`].
     ///
     /// # Errors
     ///
-    /// As [`Recorder::apply_many`], and [`RecordError::Op`] with
-    /// [`TensorError::Outputs`] for an op of several results.
-    pub fn apply(&mut self, op: TensorOp, args: &[Value]) -> Result<Value, RecordError> {
+    /// As [`Recorder::record_many`], and [`RecordError::Op`] with
+    /// [`TensorError::Outputs`] for an op of several results (nothing is
+    /// recorded then).
+    pub fn record_op(&self, op: TensorOp, args: &[Value]) -> Result<Value, RecordError> {
         let name = op.name();
-        let step = self.steps.len();
-        let mut out = self.apply_many(op, args)?;
+        let step = self.next_step();
+        let mut out = self.record_many(op, args)?;
         if out.len() != 1 {
             // Undo the step: its results are not to be used.
-            let removed = self.steps.pop().expect("just recorded");
-            self.metas.truncate(removed.first_result);
+            let mut body = self.body.borrow_mut();
+            let removed = body.steps.pop().expect("just recorded");
+            body.metas.truncate(removed.first_result);
             return Err(RecordError::Op {
                 step,
                 op: name,
@@ -206,15 +222,18 @@ impl Recorder {
     /// # Errors
     ///
     /// [`RecordError::ForeignValue`].
-    pub fn output(&mut self, value: Value) -> Result<(), RecordError> {
+    pub fn output(&self, value: Value) -> Result<(), RecordError> {
         let index = self.own("output", value)?;
-        let index = if self.inputs.contains(&index) || self.outputs.contains(&index) {
-            let shape = self.metas[index].shape.clone();
-            self.apply(TensorOp::Reshape(shape), &[value])?.index
-        } else {
-            index
+        let copy = {
+            let body = self.body.borrow();
+            (body.inputs.contains(&index) || body.outputs.contains(&index))
+                .then(|| body.metas[index].shape.clone())
         };
-        self.outputs.push(index);
+        let index = match copy {
+            Some(shape) => self.record_op(TensorOp::Reshape(shape), &[value])?.index,
+            None => index,
+        };
+        self.body.borrow_mut().outputs.push(index);
         Ok(())
     }
 
@@ -224,12 +243,12 @@ impl Recorder {
     ///
     /// # Errors
     ///
-    /// As [`Recorder::apply_many`]; [`TensorError::Arity`] (as
+    /// As [`Recorder::record_many`]; [`TensorError::Arity`] (as
     /// [`RecordError::Op`]) for a count of `args` that is not its inputs'.
-    pub fn inline(&mut self, program: &Program, args: &[Value]) -> Result<Vec<Value>, RecordError> {
+    pub fn inline(&self, program: &Program, args: &[Value]) -> Result<Vec<Value>, RecordError> {
         if args.len() != program.inputs().len() {
             return Err(RecordError::Op {
-                step: self.steps.len(),
+                step: self.next_step(),
                 op: "program",
                 source: TensorError::Arity {
                     op: "program",
@@ -249,7 +268,7 @@ impl Recorder {
                 .map(|&a| values[a].expect("a program reads only earlier values"))
                 .collect();
             for (k, v) in self
-                .apply_many(step.op.clone(), &step_args)?
+                .record_many(step.op.clone(), &step_args)?
                 .into_iter()
                 .enumerate()
             {
@@ -261,176 +280,6 @@ impl Recorder {
             .iter()
             .map(|&o| values[o].expect("outputs are recorded values"))
             .collect())
-    }
-
-    /// `lhs op rhs` with broadcasting.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn binary(&mut self, op: BinaryOp, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.apply(TensorOp::Binary(op), &[lhs, rhs])
-    }
-
-    /// `lhs + rhs`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn add(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.binary(BinaryOp::Add, lhs, rhs)
-    }
-
-    /// `lhs - rhs`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn sub(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.binary(BinaryOp::Sub, lhs, rhs)
-    }
-
-    /// `lhs * rhs` elementwise.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn mul(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.binary(BinaryOp::Mul, lhs, rhs)
-    }
-
-    /// `lhs / rhs` elementwise.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn div(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.binary(BinaryOp::Div, lhs, rhs)
-    }
-
-    /// `value · x`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn scale(&mut self, x: Value, value: impl Into<Scalar>) -> Result<Value, RecordError> {
-        self.apply(
-            TensorOp::BinaryScalar {
-                op: BinaryOp::Mul,
-                value: value.into(),
-                scalar_first: false,
-            },
-            &[x],
-        )
-    }
-
-    /// `op(x)` elementwise.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn unary(&mut self, op: UnaryOp, x: Value) -> Result<Value, RecordError> {
-        self.apply(TensorOp::Unary(op), &[x])
-    }
-
-    /// `lhs @ rhs`, batched.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn matmul(&mut self, lhs: Value, rhs: Value) -> Result<Value, RecordError> {
-        self.apply(TensorOp::Matmul, &[lhs, rhs])
-    }
-
-    /// `einsum(spec, operands)` with NumPy subscripts.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`]; a bad specification is named as step
-    /// `einsum`'s error.
-    pub fn einsum(&mut self, spec: &str, operands: &[Value]) -> Result<Value, RecordError> {
-        self.einsum_path(spec, operands, None)
-    }
-
-    /// `einsum(spec, operands)` contracted along `path` (opt_einsum's
-    /// pairs; see [`EinsumSpec::with_path`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::einsum`]; a path that does not fit the operands is
-    /// named as step `einsum`'s error.
-    pub fn einsum_along(
-        &mut self,
-        spec: &str,
-        operands: &[Value],
-        path: &[(usize, usize)],
-    ) -> Result<Value, RecordError> {
-        self.einsum_path(spec, operands, Some(path))
-    }
-
-    fn einsum_path(
-        &mut self,
-        spec: &str,
-        operands: &[Value],
-        path: Option<&[(usize, usize)]>,
-    ) -> Result<Value, RecordError> {
-        // A stray operand is refused by `apply`, in its own words: the
-        // shapes here are of the operands this recorder knows.
-        let shapes: Vec<&[usize]> = operands
-            .iter()
-            .filter_map(|&v| self.meta(v).ok())
-            .map(|m| &m.shape[..])
-            .collect();
-        let parsed = if shapes.len() == operands.len() {
-            EinsumSpec::parse_for(spec, &shapes)
-        } else {
-            EinsumSpec::parse(spec)
-        };
-        let along = |spec: EinsumSpec| match path {
-            Some(path) => spec.with_path(path),
-            None => Ok(spec),
-        };
-        let spec = parsed.and_then(along).map_err(|source| RecordError::Op {
-            step: self.steps.len(),
-            op: "einsum",
-            source,
-        })?;
-        self.apply(TensorOp::Einsum(spec), operands)
-    }
-
-    /// The same elements in shape `shape`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn reshape(&mut self, x: Value, shape: &[usize]) -> Result<Value, RecordError> {
-        self.apply(TensorOp::Reshape(shape.to_vec()), &[x])
-    }
-
-    /// The axes reordered: output axis `i` is input axis `perm[i]`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn permute(&mut self, x: Value, perm: &[usize]) -> Result<Value, RecordError> {
-        self.apply(TensorOp::Permute(perm.to_vec()), &[x])
-    }
-
-    /// The sum over `axes` (all of them when empty is not meant: pass
-    /// every axis), dropping them.
-    ///
-    /// # Errors
-    ///
-    /// As [`Recorder::apply`].
-    pub fn sum(&mut self, x: Value, axes: &[usize]) -> Result<Value, RecordError> {
-        self.apply(
-            TensorOp::Reduce {
-                op: ReduceOp::Sum,
-                axes: axes.to_vec(),
-                keep_dims: false,
-            },
-            &[x],
-        )
     }
 }
 
@@ -460,16 +309,24 @@ struct Body {
 impl Program {
     /// Records a program: `build` declares inputs with
     /// [`Recorder::input`], records steps, and marks outputs with
-    /// [`Recorder::output`].
+    /// [`Recorder::output`]. (The runtime's vocabulary of named ops records
+    /// through a recorder too: there, `p.einsum(..)` is the op a lane runs
+    /// by that name.)
     ///
     /// ```
-    /// use weft_core::{DType, Program};
+    /// use weft_core::{BinaryOp, DType, EinsumSpec, Program, Scalar, TensorOp};
     ///
     /// let program = Program::record(|p| {
     ///     let a = p.input(DType::F64, &[4, 8]);
     ///     let b = p.input(DType::F64, &[8, 2]);
-    ///     let c = p.einsum("ij,jk->ik", &[a, b])?;
-    ///     let d = p.scale(c, 2.0)?;
+    ///     let spec = EinsumSpec::parse("ij,jk->ik").expect("a valid spec");
+    ///     let c = p.record_op(TensorOp::Einsum(spec), &[a, b])?;
+    ///     let twice = TensorOp::BinaryScalar {
+    ///         op: BinaryOp::Mul,
+    ///         value: Scalar::Real(2.0),
+    ///         scalar_first: false,
+    ///     };
+    ///     let d = p.record_op(twice, &[c])?;
     ///     p.output(d)
     /// })?;
     /// assert_eq!(program.steps().len(), 2);
@@ -480,12 +337,12 @@ impl Program {
     /// # Errors
     ///
     /// The first [`RecordError`] of a step, or [`RecordError::NoOutput`].
-    pub fn record(
-        build: impl FnOnce(&mut Recorder) -> Result<(), RecordError>,
-    ) -> Result<Program, RecordError> {
-        let mut recorder = Recorder::new();
-        build(&mut recorder)?;
-        Program::finish(recorder, None)
+    pub fn record<E: From<RecordError>>(
+        build: impl FnOnce(&Recorder) -> Result<(), E>,
+    ) -> Result<Program, E> {
+        let recorder = Recorder::new();
+        build(&recorder)?;
+        Ok(Program::finish(recorder, None)?)
     }
 
     /// The most distinct texts [`Program::trace_label`] keeps in a
@@ -520,13 +377,12 @@ impl Program {
     }
 
     fn finish(recorder: Recorder, label: Option<String>) -> Result<Program, RecordError> {
-        let Recorder {
+        let Recording {
             inputs,
             metas,
             steps,
             outputs,
-            ..
-        } = recorder;
+        } = recorder.body.into_inner();
         if outputs.is_empty() {
             return Err(RecordError::NoOutput);
         }
@@ -737,14 +593,15 @@ pub fn last_uses(program: &Program) -> Vec<Option<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::{BinaryOp, UnaryOp};
 
     #[test]
     fn a_bad_step_is_named_at_record_time() {
         let err = Program::record(|p| {
             let a = p.input(DType::F64, &[2, 3]);
             let b = p.input(DType::F64, &[4, 5]);
-            let c = p.add(a, a)?;
-            let d = p.matmul(c, b)?;
+            let c = p.record_op(TensorOp::Binary(BinaryOp::Add), &[a, a])?;
+            let d = p.record_op(TensorOp::Matmul, &[c, b])?;
             p.output(d)
         })
         .unwrap_err();
@@ -764,7 +621,7 @@ mod tests {
         .unwrap();
         let err = Program::record(|p| {
             let a = p.input(DType::F32, &[1]);
-            let c = p.add(a, stray.unwrap())?;
+            let c = p.record_op(TensorOp::Binary(BinaryOp::Add), &[a, stray.unwrap()])?;
             p.output(c)
         })
         .unwrap_err();
@@ -773,9 +630,9 @@ mod tests {
 
     #[test]
     fn an_input_returned_as_output_is_copied_and_programs_alike_match() {
-        let build = |p: &mut Recorder| {
+        let build = |p: &Recorder| {
             let a = p.input(DType::F64, &[3]);
-            let b = p.unary(UnaryOp::Exp, a)?;
+            let b = p.record_op(TensorOp::Unary(UnaryOp::Exp), &[a])?;
             p.output(a)?;
             p.output(b)?;
             p.output(b)
@@ -792,7 +649,7 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("return %2, %1, %3"), "{text}");
-        assert!(Program::record(|_| Ok(())).is_err());
+        assert!(Program::record(|_| Ok::<(), RecordError>(())).is_err());
     }
 
     #[test]

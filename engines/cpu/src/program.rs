@@ -349,7 +349,17 @@ fn failed(program: &Program, step: usize, source: ExecError) -> ExecError {
 mod tests {
     use super::*;
     use crate::exec::HostRun;
-    use weft_core::ops::UnaryOp;
+    use weft_core::ops::{BinaryOp, UnaryOp};
+    use weft_core::Scalar;
+
+    /// `value · x`, as a step.
+    fn scale(value: f64) -> TensorOp {
+        TensorOp::BinaryScalar {
+            op: BinaryOp::Mul,
+            value: Scalar::Real(value),
+            scalar_first: false,
+        }
+    }
 
     #[test]
     fn elementwise_runs_fuse_and_nothing_else_does() {
@@ -357,13 +367,13 @@ mod tests {
             let a = p.input(DType::F64, &[64]);
             let b = p.input(DType::F64, &[64]);
             let row = p.input(DType::F64, &[1]);
-            let x = p.add(a, b)?; // chain 1: add, scale, tanh, sub
-            let x = p.scale(x, 2.0)?;
-            let x = p.unary(UnaryOp::Tanh, x)?;
-            let x = p.sub(b, x)?;
-            let y = p.add(x, row)?; // broadcasts: not a link
-            let z = p.mul(y, y)?; // chain 2: mul, add
-            let w = p.add(z, a)?;
+            let x = p.record_op(TensorOp::Binary(BinaryOp::Add), &[a, b])?; // chain 1: add, scale, tanh, sub
+            let x = p.record_op(scale(2.0), &[x])?;
+            let x = p.record_op(TensorOp::Unary(UnaryOp::Tanh), &[x])?;
+            let x = p.record_op(TensorOp::Binary(BinaryOp::Sub), &[b, x])?;
+            let y = p.record_op(TensorOp::Binary(BinaryOp::Add), &[x, row])?; // broadcasts: not a link
+            let z = p.record_op(TensorOp::Binary(BinaryOp::Mul), &[y, y])?; // chain 2: mul, add
+            let w = p.record_op(TensorOp::Binary(BinaryOp::Add), &[z, a])?;
             p.output(w)
         })
         .unwrap();
@@ -408,15 +418,15 @@ mod tests {
                 p.input(DType::F64, &[k, n]),
                 p.input(DType::F64, &[n, n]),
             );
-            let t = p.matmul(a, b)?;
-            let x = p.scale(t, 0.5)?; // in place over `t`
-            let x = p.unary(UnaryOp::Tanh, x)?;
-            let x = p.sub(c, x)?;
-            let u = p.matmul(a, b)?;
-            let y = p.mul(u, u)?; // reads its start again: not in place
-            let y = p.add(y, x)?;
-            let z = p.scale(c, 3.0)?; // starts at an input: not in place
-            let z = p.unary(UnaryOp::Exp, z)?;
+            let t = p.record_op(TensorOp::Matmul, &[a, b])?;
+            let x = p.record_op(scale(0.5), &[t])?; // in place over `t`
+            let x = p.record_op(TensorOp::Unary(UnaryOp::Tanh), &[x])?;
+            let x = p.record_op(TensorOp::Binary(BinaryOp::Sub), &[c, x])?;
+            let u = p.record_op(TensorOp::Matmul, &[a, b])?;
+            let y = p.record_op(TensorOp::Binary(BinaryOp::Mul), &[u, u])?; // reads its start again: not in place
+            let y = p.record_op(TensorOp::Binary(BinaryOp::Add), &[y, x])?;
+            let z = p.record_op(scale(3.0), &[c])?; // starts at an input: not in place
+            let z = p.record_op(TensorOp::Unary(UnaryOp::Exp), &[z])?;
             p.output(x)?;
             p.output(y)?;
             p.output(z)

@@ -1,23 +1,21 @@
 //! Ops of a lane that create tensors from nothing: constants, identities, ranges, random data.
 
-use weft_core::{DType, Distribution, Scalar, TensorEngine, TensorOp};
+use super::vocabulary::Apply;
+use weft_core::{DType, Distribution, Scalar, TensorOp};
 
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 
-impl<E: TensorEngine> Lane<E> {
+/// Ops that create tensors from nothing: constants, identities, ranges, random data.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait CreateOps: Apply {
     /// A tensor of `shape` with every element `value`.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a complex value for a real type.
-    pub fn full(
-        &self,
-        dtype: DType,
-        shape: &[usize],
-        value: Scalar,
-    ) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`]: a complex value for a real type.
+    fn full(&self, dtype: DType, shape: &[usize], value: Scalar) -> Result<Self::Tensor, OpError> {
         let shape = shape.to_vec();
         self.apply(
             TensorOp::Full {
@@ -33,8 +31,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn zeros(&self, dtype: DType, shape: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn zeros(&self, dtype: DType, shape: &[usize]) -> Result<Self::Tensor, OpError> {
         self.full(dtype, shape, Scalar::Real(0.0))
     }
 
@@ -42,8 +40,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn ones(&self, dtype: DType, shape: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn ones(&self, dtype: DType, shape: &[usize]) -> Result<Self::Tensor, OpError> {
         self.full(dtype, shape, Scalar::Real(1.0))
     }
 
@@ -51,8 +49,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn eye(&self, dtype: DType, rows: usize, cols: usize) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn eye(&self, dtype: DType, rows: usize, cols: usize) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Eye { dtype, rows, cols }, &[])
     }
 
@@ -60,14 +58,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a complex type.
-    pub fn arange(
+    /// As [`Apply::apply`]: a complex type.
+    fn arange(
         &self,
         dtype: DType,
         start: f64,
         step: f64,
         len: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::Arange {
                 dtype,
@@ -84,14 +82,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn random(
+    /// As [`Apply::apply`].
+    fn random(
         &self,
         dtype: DType,
         shape: &[usize],
         distribution: Distribution,
         seed: u64,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         let shape = shape.to_vec();
         self.apply(
             TensorOp::Random {
@@ -104,3 +102,5 @@ impl<E: TensorEngine> Lane<E> {
         )
     }
 }
+
+impl<T: Apply + ?Sized> CreateOps for T {}

@@ -1,94 +1,93 @@
-//! Elementwise ops of a lane: binary and unary maps, comparisons, selection, casts.
+//! Elementwise ops: binary and unary maps, comparisons, selection, casts.
 
-use weft_core::{BinaryOp, DType, Scalar, TensorEngine, TensorOp, UnaryOp};
+use super::vocabulary::Apply;
+use weft_core::{BinaryOp, DType, Scalar, TensorOp, UnaryOp};
 
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 use weft_core::CmpOp;
 
-impl<E: TensorEngine> Lane<E> {
-    /// `lhs op rhs`, elementwise with NumPy broadcasting; see [`Lane::apply`].
+/// Elementwise ops: binary and unary maps, comparisons, selection, casts.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait ElementwiseOps: Apply {
+    /// `lhs op rhs`, elementwise with NumPy broadcasting; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn binary(
+    /// As [`Apply::apply`].
+    fn binary(
         &self,
         op: BinaryOp,
-        lhs: &TensorHandle,
-        rhs: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        lhs: &Self::Tensor,
+        rhs: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Binary(op), &[lhs, rhs])
     }
 
-    /// `op(x)` elementwise; see [`Lane::apply`].
+    /// `op(x)` elementwise; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn unary(&self, op: UnaryOp, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn unary(&self, op: UnaryOp, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Unary(op), &[x])
     }
 
-    /// `lhs + rhs`, broadcast; see [`Lane::binary`].
+    /// `lhs + rhs`, broadcast; see [`ElementwiseOps::binary`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn add(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn add(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Add, lhs, rhs)
     }
 
-    /// `lhs - rhs`, broadcast; see [`Lane::binary`].
+    /// `lhs - rhs`, broadcast; see [`ElementwiseOps::binary`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn sub(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn sub(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Sub, lhs, rhs)
     }
 
-    /// `lhs * rhs` elementwise, broadcast; see [`Lane::binary`].
+    /// `lhs * rhs` elementwise, broadcast; see [`ElementwiseOps::binary`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn mul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn mul(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Mul, lhs, rhs)
     }
 
-    /// `lhs / rhs` elementwise, broadcast; see [`Lane::binary`].
+    /// `lhs / rhs` elementwise, broadcast; see [`ElementwiseOps::binary`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn div(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn div(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Div, lhs, rhs)
     }
 
     /// `floor(lhs / rhs)` elementwise, broadcast (real floats, integers);
-    /// see [`Lane::binary`].
+    /// see [`ElementwiseOps::binary`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`]; an integer divisor with a zero fails the op on
+    /// As [`ElementwiseOps::binary`]; an integer divisor with a zero fails the op on
     /// the actor with [`TensorError::DivisionByZero`](crate::error::TensorError).
-    pub fn floor_div(
-        &self,
-        lhs: &TensorHandle,
-        rhs: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+    fn floor_div(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::FloorDiv, lhs, rhs)
     }
 
     /// `lhs mod rhs` with the divisor's sign (NumPy's `remainder`),
-    /// broadcast; see [`Lane::floor_div`].
+    /// broadcast; see [`ElementwiseOps::floor_div`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::floor_div`].
-    pub fn rem(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::floor_div`].
+    fn rem(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Rem, lhs, rhs)
     }
 
@@ -96,8 +95,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn and(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn and(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::And, lhs, rhs)
     }
 
@@ -105,8 +104,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn or(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn or(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Or, lhs, rhs)
     }
 
@@ -114,8 +113,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::binary`].
-    pub fn xor(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::binary`].
+    fn xor(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Xor, lhs, rhs)
     }
 
@@ -123,22 +122,22 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::unary`].
-    pub fn not(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`ElementwiseOps::unary`].
+    fn not(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.unary(UnaryOp::Not, x)
     }
 
-    /// `lhs op rhs` as a `bool` tensor; see [`Lane::apply`].
+    /// `lhs op rhs` as a `bool` tensor; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: orderings of complex tensors are undefined.
-    pub fn compare(
+    /// As [`Apply::apply`]: orderings of complex tensors are undefined.
+    fn compare(
         &self,
         op: CmpOp,
-        lhs: &TensorHandle,
-        rhs: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        lhs: &Self::Tensor,
+        rhs: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Compare(op), &[lhs, rhs])
     }
 
@@ -147,14 +146,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a mask of another type (cast a 0/1 mask to
+    /// As [`Apply::apply`]: a mask of another type (cast a 0/1 mask to
     /// [`DType::Bool`] first).
-    pub fn select(
+    fn select(
         &self,
-        mask: &TensorHandle,
-        a: &TensorHandle,
-        b: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        mask: &Self::Tensor,
+        a: &Self::Tensor,
+        b: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Select, &[mask, a, b])
     }
 
@@ -163,8 +162,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn clamp(&self, x: &TensorHandle, lo: f64, hi: f64) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn clamp(&self, x: &Self::Tensor, lo: f64, hi: f64) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Clamp { lo, hi }, &[x])
     }
 
@@ -175,29 +174,29 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: mixed types, shapes that do not broadcast,
+    /// As [`Apply::apply`]: mixed types, shapes that do not broadcast,
     /// complex or `bool` tensors.
-    pub fn clamp_between(
+    fn clamp_between(
         &self,
-        x: &TensorHandle,
-        lo: &TensorHandle,
-        hi: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        x: &Self::Tensor,
+        lo: &Self::Tensor,
+        hi: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::ClampBetween, &[x, lo, hi])
     }
 
-    /// `x op value`, the scalar broadcast; see [`Lane::apply`].
+    /// `x op value`, the scalar broadcast; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a complex value for a real tensor, a value an
+    /// As [`Apply::apply`]: a complex value for a real tensor, a value an
     /// integer or `bool` tensor's type cannot hold exactly.
-    pub fn binary_scalar(
+    fn binary_scalar(
         &self,
         op: BinaryOp,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         value: Scalar,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::BinaryScalar {
                 op,
@@ -208,12 +207,24 @@ impl<E: TensorEngine> Lane<E> {
         )
     }
 
+    /// `value · x`: [`ElementwiseOps::binary_scalar`] with
+    /// [`BinaryOp::Mul`]. The value is part of the op (and of a recorded
+    /// program's plan): a factor that changes from run to run is a rank-0
+    /// input instead (see `Lane::run_program_with`).
+    ///
+    /// # Errors
+    ///
+    /// As [`ElementwiseOps::binary_scalar`].
+    fn scale(&self, x: &Self::Tensor, value: impl Into<Scalar>) -> Result<Self::Tensor, OpError> {
+        self.binary_scalar(BinaryOp::Mul, x, value.into())
+    }
+
     /// `x ** exponent` elementwise, broadcast.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn pow(&self, x: &TensorHandle, exponent: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn pow(&self, x: &Self::Tensor, exponent: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.binary(BinaryOp::Pow, x, exponent)
     }
 
@@ -224,8 +235,10 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// The handle errors of [`Lane::download`].
-    pub fn cast(&self, x: &TensorHandle, dtype: DType) -> Result<TensorHandle, OpError> {
+    /// The handle errors of [`crate::Lane::download`].
+    fn cast(&self, x: &Self::Tensor, dtype: DType) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Cast(dtype), &[x])
     }
 }
+
+impl<T: Apply + ?Sized> ElementwiseOps for T {}

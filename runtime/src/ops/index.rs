@@ -1,70 +1,79 @@
-//! Indexing ops of a lane: gather and scatter along an axis, dynamic
+//! Indexing ops: gather and scatter along an axis, dynamic
 //! slices, compression by a mask.
 
-use weft_core::{ScatterMode, TensorEngine, TensorOp};
+use super::vocabulary::Apply;
+use weft_core::{ScatterMode, TensorOp};
 
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 
-impl<E: TensorEngine> Lane<E> {
+/// Indexed reads and writes: gathers, scatters, dynamic slices, compress.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait IndexOps: Apply {
     /// `x` taken along `axis` at the integer tensor `indices` (NumPy's
     /// `take`; a negative index counts from the end).
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]; an index out of range fails the op on the actor
+    /// As [`Apply::apply`]; an index out of range fails the op on the actor
     /// with `TensorError::Index`, naming it and the extent.
-    pub fn gather(
+    fn gather(
         &self,
-        x: &TensorHandle,
-        indices: &TensorHandle,
+        x: &Self::Tensor,
+        indices: &Self::Tensor,
         axis: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Gather { axis }, &[x, indices])
     }
 
     /// `x` with its slices along `axis` at `indices` set to `updates`
-    /// (shaped as [`Lane::gather`] of the same indices would be); of
+    /// (shaped as [`IndexOps::gather`] of the same indices would be); of
     /// duplicate indices the last wins.
     ///
     /// # Errors
     ///
-    /// As [`Lane::gather`].
-    pub fn scatter(
+    /// As [`IndexOps::gather`].
+    fn scatter(
         &self,
-        x: &TensorHandle,
-        indices: &TensorHandle,
-        updates: &TensorHandle,
+        x: &Self::Tensor,
+        indices: &Self::Tensor,
+        updates: &Self::Tensor,
         axis: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.scatter_mode(x, indices, updates, axis, ScatterMode::Set)
     }
 
-    /// As [`Lane::scatter`], adding the updates (duplicate indices all
+    /// As [`IndexOps::scatter`], adding the updates (duplicate indices all
     /// add).
     ///
     /// # Errors
     ///
-    /// As [`Lane::gather`]; `bool` tensors have no add.
-    pub fn scatter_add(
+    /// As [`IndexOps::gather`]; `bool` tensors have no add.
+    fn scatter_add(
         &self,
-        x: &TensorHandle,
-        indices: &TensorHandle,
-        updates: &TensorHandle,
+        x: &Self::Tensor,
+        indices: &Self::Tensor,
+        updates: &Self::Tensor,
         axis: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.scatter_mode(x, indices, updates, axis, ScatterMode::Add)
     }
 
+    /// As [`IndexOps::scatter`], combining each update with the element
+    /// it lands on as `mode` says.
+    ///
+    /// # Errors
+    ///
+    /// As [`IndexOps::scatter`] and [`IndexOps::scatter_add`].
     fn scatter_mode(
         &self,
-        x: &TensorHandle,
-        indices: &TensorHandle,
-        updates: &TensorHandle,
+        x: &Self::Tensor,
+        indices: &Self::Tensor,
+        updates: &Self::Tensor,
         axis: usize,
         mode: ScatterMode,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Scatter { axis, mode }, &[x, indices, updates])
     }
 
@@ -74,29 +83,29 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a size past its axis, starts of another shape.
-    pub fn dynamic_slice(
+    /// As [`Apply::apply`]: a size past its axis, starts of another shape.
+    fn dynamic_slice(
         &self,
-        x: &TensorHandle,
-        starts: &TensorHandle,
+        x: &Self::Tensor,
+        starts: &Self::Tensor,
         sizes: &[usize],
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         let sizes = sizes.to_vec();
         self.apply(TensorOp::DynamicSlice { sizes }, &[x, starts])
     }
 
     /// `x` with `update` written at the offsets in `starts`, clamped as
-    /// [`Lane::dynamic_slice`]'s.
+    /// [`IndexOps::dynamic_slice`]'s.
     ///
     /// # Errors
     ///
-    /// As [`Lane::dynamic_slice`].
-    pub fn dynamic_update_slice(
+    /// As [`IndexOps::dynamic_slice`].
+    fn dynamic_update_slice(
         &self,
-        x: &TensorHandle,
-        update: &TensorHandle,
-        starts: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        x: &Self::Tensor,
+        update: &Self::Tensor,
+        starts: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::DynamicUpdateSlice, &[x, update, starts])
     }
 
@@ -107,14 +116,16 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]; a mask with another count fails the op on the
+    /// As [`Apply::apply`]; a mask with another count fails the op on the
     /// actor with `TensorError::MaskCount`.
-    pub fn compress(
+    fn compress(
         &self,
-        x: &TensorHandle,
-        mask: &TensorHandle,
+        x: &Self::Tensor,
+        mask: &Self::Tensor,
         len: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Compress { len }, &[x, mask])
     }
 }
+
+impl<T: Apply + ?Sized> IndexOps for T {}

@@ -1,10 +1,12 @@
-//! Contractions and linear algebra of a lane: matmul, einsum, dots, decompositions, solves.
+//! Contractions and linear algebra: matmul, einsum, dots, decompositions, solves.
 
 // The engines crate's one kernel-module path the runtime names: the axis
 // rule that `dot_general` shares with the structural ops.
+use super::vocabulary::Apply;
 use weft_core::ops::check_axes;
 use weft_core::{EinsumSpec, Linalg, MatOp, Scalar, TensorEngine, TensorError, TensorOp, UnaryOp};
 
+use super::elementwise::ElementwiseOps;
 use crate::error::OpError;
 
 /// The axes of a [`Lane::dot_general_into`], and which operands it
@@ -23,14 +25,18 @@ pub struct DotGeneral {
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
 
-impl<E: TensorEngine> Lane<E> {
+/// Contractions and linear algebra: matmul, einsum, dots, decompositions, solves.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait LinalgOps: Apply {
     /// `lhs @ rhs` (batched, batch axes broadcast) through faer over the
-    /// domain's pool; see [`Lane::apply`].
+    /// domain's pool; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn matmul(&self, lhs: &TensorHandle, rhs: &TensorHandle) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn matmul(&self, lhs: &Self::Tensor, rhs: &Self::Tensor) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Matmul, &[lhs, rhs])
     }
 
@@ -42,64 +48,237 @@ impl<E: TensorEngine> Lane<E> {
     /// one einsum: any number of operands, and labels beyond ASCII letters
     /// (letters and digits of any script, and other non-ASCII characters,
     /// as opt_einsum's symbols); give its path with
-    /// [`Lane::einsum_along`].
+    /// [`LinalgOps::einsum_along`].
     ///
     /// # Errors
     ///
     /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
-    /// as [`Lane::apply`].
-    pub fn einsum(&self, spec: &str, inputs: &[&TensorHandle]) -> Result<TensorHandle, OpError> {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|h| h.shape()).collect();
-        self.apply(
-            TensorOp::Einsum(EinsumSpec::parse_for(spec, &shapes)?),
-            inputs,
-        )
+    /// as [`Apply::apply`].
+    fn einsum(&self, spec: &str, inputs: &[&Self::Tensor]) -> Result<Self::Tensor, OpError> {
+        let spec = parse_einsum(self, spec, inputs)?;
+        self.apply(TensorOp::Einsum(spec), inputs)
     }
 
-    /// [`Lane::einsum`] contracted along `path`, as opt_einsum writes one
+    /// [`LinalgOps::einsum`] contracted along `path`, as opt_einsum writes one
     /// (`contract_path`'s pairs): each pair names two places in the
     /// current list of terms, which are contracted and their result
     /// appended at the end. The path is checked here, at the call site.
     ///
     /// # Errors
     ///
-    /// As [`Lane::einsum`]; [`TensorError::Einsum`] naming a pair that
+    /// As [`LinalgOps::einsum`]; [`TensorError::Einsum`] naming a pair that
     /// does not fit (see [`EinsumSpec::with_path`]).
-    pub fn einsum_along(
+    fn einsum_along(
         &self,
         spec: &str,
-        inputs: &[&TensorHandle],
+        inputs: &[&Self::Tensor],
         path: &[(usize, usize)],
-    ) -> Result<TensorHandle, OpError> {
-        let shapes: Vec<&[usize]> = inputs.iter().map(|h| h.shape()).collect();
-        let spec = EinsumSpec::parse_for(spec, &shapes)?.with_path(path)?;
+    ) -> Result<Self::Tensor, OpError> {
+        let spec = parse_einsum(self, spec, inputs)?
+            .with_path(path)
+            .map_err(|e| self.refused("einsum", e))?;
         self.apply(TensorOp::Einsum(spec), inputs)
     }
 
-    /// `alpha · op(a) @ op(b) + beta · c`, batched as [`Lane::matmul`]
+    /// `alpha · op(a) @ op(b) + beta · c`, batched as [`LinalgOps::matmul`]
     /// (BLAS's `gemm`: `MatOp::T` transposes, `MatOp::H` takes the
     /// adjoint); `c` has the product's shape and is not read when `beta`
     /// is 0. The result is a new tensor; `c` is unchanged.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: shapes that do not multiply, a `c` of another
+    /// As [`Apply::apply`]: shapes that do not multiply, a `c` of another
     /// shape, integer or `bool` operands.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm(
+    fn gemm(
         &self,
         alpha: Scalar,
-        a: &TensorHandle,
+        a: &Self::Tensor,
         a_op: MatOp,
-        b: &TensorHandle,
+        b: &Self::Tensor,
         b_op: MatOp,
         beta: Scalar,
-        c: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
+        c: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(gemm_op([alpha, beta], [a_op, b_op]), &[a, b, c])
     }
 
-    /// `c ← alpha · op(a) @ op(b) + beta · c`: [`Lane::gemm`] written into
+    /// `alpha · x + beta · y`, broadcast. As every accumulating op here
+    /// (`gemm`, `axpby`, their `_into` forms and `dot_general_into`), a
+    /// `beta` of 0 does not read `y`: its NaNs do not reach the result.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`].
+    fn axpby(
+        &self,
+        alpha: Scalar,
+        x: &Self::Tensor,
+        beta: Scalar,
+        y: &Self::Tensor,
+    ) -> Result<Self::Tensor, OpError> {
+        self.apply(TensorOp::Axpby { alpha, beta }, &[x, y])
+    }
+
+    /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`].
+    fn dot(&self, a: &Self::Tensor, b: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        self.apply(TensorOp::Dot { conjugate: false }, &[a, b])
+    }
+
+    /// `Σ conj(a_i) b_i` of two vectors, as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`].
+    fn vdot(&self, a: &Self::Tensor, b: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        self.apply(TensorOp::Dot { conjugate: true }, &[a, b])
+    }
+
+    /// XLA's `dot_general`: contracts `lhs` and `rhs` over the paired
+    /// `contract` axes, with the paired `batch` axes kept in front; the
+    /// result is `[batch…, lhs free…, rhs free…]`. Lowered to [`LinalgOps::einsum`].
+    ///
+    /// # Errors
+    ///
+    /// [`OpError::Tensor`] for axes out of range or used twice (as
+    /// [`TensorError::Axis`]) and for paired extents that differ.
+    fn dot_general(
+        &self,
+        lhs: &Self::Tensor,
+        rhs: &Self::Tensor,
+        batch: &[(usize, usize)],
+        contract: &[(usize, usize)],
+    ) -> Result<Self::Tensor, OpError> {
+        let labels: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
+        let (l_shape, r_shape) = (self.shape(lhs)?, self.shape(rhs)?);
+        let (l_type, r_type) = (self.dtype(lhs)?, self.dtype(rhs)?);
+        let (rl, rr) = (l_shape.len(), r_shape.len());
+        // Checked here, in the caller's axes: the einsum it lowers to would
+        // name labels the caller never wrote.
+        let bad = |reason: String| -> OpError {
+            let error = TensorError::DotGeneral {
+                lhs: l_shape.to_vec(),
+                rhs: r_shape.to_vec(),
+                reason,
+            };
+            self.refused("dot_general", error)
+        };
+        if rl + rr > labels.len() {
+            return Err(bad(format!(
+                "{} axes in all: at most {}",
+                rl + rr,
+                labels.len()
+            )));
+        }
+        if l_type != r_type {
+            let error = TensorError::MixedDTypes {
+                op: "dot_general",
+                lhs: l_type,
+                rhs: r_type,
+            };
+            return Err(self.refused("dot_general", error));
+        }
+        let (l_axes, r_axes): (Vec<usize>, Vec<usize>) =
+            batch.iter().chain(contract).copied().unzip();
+        check_axes("dot_general", rl, &l_axes).map_err(|e| self.refused("dot_general", e))?;
+        check_axes("dot_general", rr, &r_axes).map_err(|e| self.refused("dot_general", e))?;
+        for (kind, pairs) in [("batch", batch), ("contracting", contract)] {
+            for &(i, j) in pairs {
+                let (a, b) = (l_shape[i], r_shape[j]);
+                if a != b {
+                    return Err(bad(format!(
+                        "{kind} axes {i} of lhs (extent {a}) and {j} of rhs (extent {b}) differ"
+                    )));
+                }
+            }
+        }
+        let l: Vec<char> = labels[..rl].to_vec();
+        let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
+        for &(i, j) in batch.iter().chain(contract) {
+            r[j] = l[i];
+        }
+        let mut out: Vec<char> = batch.iter().map(|&(i, _)| l[i]).collect();
+        out.extend((0..rl).filter(|i| !l_axes.contains(i)).map(|i| l[i]));
+        out.extend((0..rr).filter(|j| !r_axes.contains(j)).map(|j| r[j]));
+        let spec = format!(
+            "{},{}->{}",
+            l.iter().collect::<String>(),
+            r.iter().collect::<String>(),
+            out.iter().collect::<String>()
+        );
+        self.einsum(&spec, &[lhs, rhs])
+    }
+
+    /// `A = Q R`, thin; returns `(Q, R)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`]: `a` not 2-D.
+    fn qr(&self, a: &Self::Tensor) -> Result<(Self::Tensor, Self::Tensor), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Qr), &[a])?
+            .into_iter();
+        Ok((out.next().expect("Q"), out.next().expect("R")))
+    }
+
+    /// `A = U diag(S) Vᴴ`, thin; returns `(U, S, Vᴴ)` with `S` real.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`]: `a` not 2-D. A failure to converge fails the op.
+    #[allow(clippy::type_complexity)] // (U, S, Vᴴ): three of the mode's tensors
+    fn svd(&self, a: &Self::Tensor) -> Result<(Self::Tensor, Self::Tensor, Self::Tensor), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Svd), &[a])?
+            .into_iter();
+        Ok((
+            out.next().expect("U"),
+            out.next().expect("S"),
+            out.next().expect("Vh"),
+        ))
+    }
+
+    /// Eigenvalues (real, ascending) and eigenvectors of Hermitian `a`
+    /// (its lower triangle is read); returns `(W, V)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`]: `a` not square.
+    fn eigh(&self, a: &Self::Tensor) -> Result<(Self::Tensor, Self::Tensor), OpError> {
+        let mut out = self
+            .apply_many(TensorOp::Linalg(Linalg::Eigh), &[a])?
+            .into_iter();
+        Ok((out.next().expect("W"), out.next().expect("V")))
+    }
+
+    /// `L` with `A = L Lᴴ`. A matrix that is not positive definite fails the
+    /// op (and its dependents), not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`]: `a` not square.
+    fn cholesky(&self, a: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Cholesky), &[a])
+    }
+
+    /// `X` with `A X = B`. A singular `A` fails the op, not the call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`]: `a` not square, `b` of another type or row count.
+    fn solve(&self, a: &Self::Tensor, b: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
+    }
+}
+
+impl<T: Apply + ?Sized> LinalgOps for T {}
+
+impl<E: TensorEngine> Lane<E> {
+    /// `c ← alpha · op(a) @ op(b) + beta · c`: [`LinalgOps::gemm`] written into
     /// `c`'s memory, which is given up (the returned handle names the
     /// result). When `c` is the last handle of its tensor as the op runs
     /// (see [`Lane::apply_into`] for the rule), the CPU accumulates in
@@ -109,7 +288,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::gemm`].
+    /// As [`LinalgOps::gemm`].
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_into(
         &self,
@@ -126,11 +305,11 @@ impl<E: TensorEngine> Lane<E> {
     }
 
     /// `y ← alpha · x + beta · y` (BLAS's `axpby`, `x` broadcast to `y`'s
-    /// shape): [`Lane::axpby`] accumulated in `y`'s memory, which is given
+    /// shape): [`LinalgOps::axpby`] accumulated in `y`'s memory, which is given
     /// up, under the rule of [`Lane::apply_into`].
     ///
     /// ```
-    /// use weft::{DType, Scalar, ops::BinaryOp};
+    /// use weft::{ops::BinaryOp, prelude::*};
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let x = lane.arange(DType::F64, 0.0, 1.0, 256)?;
@@ -146,7 +325,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::axpby`], and [`TensorError::Into`] when `x` broadcasts
+    /// As [`LinalgOps::axpby`], and [`TensorError::Into`] when `x` broadcasts
     /// `y` to a larger shape.
     pub fn axpby_into(
         &self,
@@ -161,13 +340,13 @@ impl<E: TensorEngine> Lane<E> {
 
     /// `c ← alpha · dot_general(lhs, rhs) + beta · c`, either operand
     /// conjugated first as `dims` says: the accumulating form of
-    /// [`Lane::dot_general`], lowered to its einsum (after a `conj` of an
+    /// [`LinalgOps::dot_general`], lowered to its einsum (after a `conj` of an
     /// operand to conjugate, for complex types) and one
     /// [`Lane::axpby_into`] of `c`.
     ///
     /// # Errors
     ///
-    /// As [`Lane::dot_general`] and [`Lane::axpby_into`]: a `c` not of the
+    /// As [`LinalgOps::dot_general`] and [`Lane::axpby_into`]: a `c` not of the
     /// contraction's shape is [`TensorError::Into`].
     pub fn dot_general_into(
         &self,
@@ -199,177 +378,20 @@ impl<E: TensorEngine> Lane<E> {
         }
         self.axpby_into(alpha, &product, beta, c)
     }
+}
 
-    /// `alpha · x + beta · y`, broadcast. As every accumulating op here
-    /// (`gemm`, `axpby`, their `_into` forms and `dot_general_into`), a
-    /// `beta` of 0 does not read `y`: its NaNs do not reach the result.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`].
-    pub fn axpby(
-        &self,
-        alpha: Scalar,
-        x: &TensorHandle,
-        beta: Scalar,
-        y: &TensorHandle,
-    ) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Axpby { alpha, beta }, &[x, y])
-    }
-
-    /// `Σ a_i b_i` of two vectors, as a rank-0 tensor.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`].
-    pub fn dot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Dot { conjugate: false }, &[a, b])
-    }
-
-    /// `Σ conj(a_i) b_i` of two vectors, as a rank-0 tensor.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`].
-    pub fn vdot(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Dot { conjugate: true }, &[a, b])
-    }
-
-    /// XLA's `dot_general`: contracts `lhs` and `rhs` over the paired
-    /// `contract` axes, with the paired `batch` axes kept in front; the
-    /// result is `[batch…, lhs free…, rhs free…]`. Lowered to [`Lane::einsum`].
-    ///
-    /// # Errors
-    ///
-    /// [`OpError::Tensor`] for axes out of range or used twice (as
-    /// [`TensorError::Axis`]) and for paired extents that differ.
-    pub fn dot_general(
-        &self,
-        lhs: &TensorHandle,
-        rhs: &TensorHandle,
-        batch: &[(usize, usize)],
-        contract: &[(usize, usize)],
-    ) -> Result<TensorHandle, OpError> {
-        let labels: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
-        let (rl, rr) = (lhs.shape().len(), rhs.shape().len());
-        // Checked here, in the caller's axes: the einsum it lowers to would
-        // name labels the caller never wrote.
-        let bad = |reason: String| -> OpError {
-            TensorError::DotGeneral {
-                lhs: lhs.shape().to_vec(),
-                rhs: rhs.shape().to_vec(),
-                reason,
-            }
-            .into()
-        };
-        if rl + rr > labels.len() {
-            return Err(bad(format!(
-                "{} axes in all: at most {}",
-                rl + rr,
-                labels.len()
-            )));
-        }
-        if lhs.dtype() != rhs.dtype() {
-            return Err(TensorError::MixedDTypes {
-                op: "dot_general",
-                lhs: lhs.dtype(),
-                rhs: rhs.dtype(),
-            }
-            .into());
-        }
-        let (l_axes, r_axes): (Vec<usize>, Vec<usize>) =
-            batch.iter().chain(contract).copied().unzip();
-        check_axes("dot_general", rl, &l_axes)?;
-        check_axes("dot_general", rr, &r_axes)?;
-        for (kind, pairs) in [("batch", batch), ("contracting", contract)] {
-            for &(i, j) in pairs {
-                let (a, b) = (lhs.shape()[i], rhs.shape()[j]);
-                if a != b {
-                    return Err(bad(format!(
-                        "{kind} axes {i} of lhs (extent {a}) and {j} of rhs (extent {b}) differ"
-                    )));
-                }
-            }
-        }
-        let l: Vec<char> = labels[..rl].to_vec();
-        let mut r: Vec<char> = labels[rl..rl + rr].to_vec();
-        for &(i, j) in batch.iter().chain(contract) {
-            r[j] = l[i];
-        }
-        let mut out: Vec<char> = batch.iter().map(|&(i, _)| l[i]).collect();
-        out.extend((0..rl).filter(|i| !l_axes.contains(i)).map(|i| l[i]));
-        out.extend((0..rr).filter(|j| !r_axes.contains(j)).map(|j| r[j]));
-        let spec = format!(
-            "{},{}->{}",
-            l.iter().collect::<String>(),
-            r.iter().collect::<String>(),
-            out.iter().collect::<String>()
-        );
-        self.einsum(&spec, &[lhs, rhs])
-    }
-
-    /// `A = Q R`, thin; returns `(Q, R)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`]: `a` not 2-D.
-    pub fn qr(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
-        let mut out = self
-            .apply_many(TensorOp::Linalg(Linalg::Qr), &[a])?
-            .into_iter();
-        Ok((out.next().expect("Q"), out.next().expect("R")))
-    }
-
-    /// `A = U diag(S) Vᴴ`, thin; returns `(U, S, Vᴴ)` with `S` real.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`]: `a` not 2-D. A failure to converge fails the op.
-    pub fn svd(
-        &self,
-        a: &TensorHandle,
-    ) -> Result<(TensorHandle, TensorHandle, TensorHandle), OpError> {
-        let mut out = self
-            .apply_many(TensorOp::Linalg(Linalg::Svd), &[a])?
-            .into_iter();
-        Ok((
-            out.next().expect("U"),
-            out.next().expect("S"),
-            out.next().expect("Vh"),
-        ))
-    }
-
-    /// Eigenvalues (real, ascending) and eigenvectors of Hermitian `a`
-    /// (its lower triangle is read); returns `(W, V)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`]: `a` not square.
-    pub fn eigh(&self, a: &TensorHandle) -> Result<(TensorHandle, TensorHandle), OpError> {
-        let mut out = self
-            .apply_many(TensorOp::Linalg(Linalg::Eigh), &[a])?
-            .into_iter();
-        Ok((out.next().expect("W"), out.next().expect("V")))
-    }
-
-    /// `L` with `A = L Lᴴ`. A matrix that is not positive definite fails the
-    /// op (and its dependents), not the call.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`]: `a` not square.
-    pub fn cholesky(&self, a: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Linalg(Linalg::Cholesky), &[a])
-    }
-
-    /// `X` with `A X = B`. A singular `A` fails the op, not the call.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lane::apply`]: `a` not square, `b` of another type or row count.
-    pub fn solve(&self, a: &TensorHandle, b: &TensorHandle) -> Result<TensorHandle, OpError> {
-        self.apply(TensorOp::Linalg(Linalg::Solve), &[a, b])
-    }
+/// `spec` parsed for the shapes of `inputs`, as NumPy's einsum reads it.
+fn parse_einsum<A: Apply + ?Sized>(
+    ops: &A,
+    spec: &str,
+    inputs: &[&A::Tensor],
+) -> Result<EinsumSpec, OpError> {
+    let shapes = inputs
+        .iter()
+        .map(|&x| ops.shape(x))
+        .collect::<Result<Vec<_>, _>>()?;
+    let shapes: Vec<&[usize]> = shapes.iter().map(|s| &s[..]).collect();
+    EinsumSpec::parse_for(spec, &shapes).map_err(|e| ops.refused("einsum", e))
 }
 
 /// The gemm of these scales and operand reads.

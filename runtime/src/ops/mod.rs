@@ -18,9 +18,16 @@ mod reduce;
 mod scalars;
 mod structural;
 mod truncation;
+mod vocabulary;
 
-pub use linalg::DotGeneral;
+pub use create::CreateOps;
+pub use elementwise::ElementwiseOps;
+pub use index::IndexOps;
+pub use linalg::{DotGeneral, LinalgOps};
+pub use reduce::ReduceOps;
+pub use structural::StructuralOps;
 pub use truncation::{TruncatedSvd, Truncation};
+pub use vocabulary::{Apply, Ops};
 // The vocabulary the ops name, and the CPU's kernels run on host tensors.
 pub use weft_core::{
     ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, ReduceOp, ScatterMode,
@@ -121,7 +128,7 @@ impl<E: TensorEngine> Lane<E> {
     /// until the caller drops it: reuse then depends on when the op runs.
     ///
     /// ```
-    /// use weft::{DType, ops::{BinaryOp, TensorOp}};
+    /// use weft::{ops::{BinaryOp, TensorOp}, prelude::*};
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let a = lane.arange(DType::F64, 0.0, 1.0, 256)?;
@@ -399,6 +406,7 @@ impl<E: TensorEngine> Lane<E> {
     /// fails with `DependencyFailed` if that op failed.
     ///
     /// ```
+    /// use weft::prelude::*;
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let x = lane.eye(weft::DType::F64, 256, 256)?;

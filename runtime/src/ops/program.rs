@@ -18,13 +18,13 @@ impl<E: TensorEngine> Lane<E> {
     /// [`OpError::Program`], naming the step; the inputs are untouched.
     ///
     /// ```
-    /// use weft::{DType, Program, Tensor};
+    /// use weft::prelude::*;
     ///
-    /// let program = Program::record(|p| {
+    /// let program = Program::record(|p| -> Result<(), weft::OpError> {
     ///     let a = p.input(DType::F64, &[2, 2]);
-    ///     let b = p.einsum("ij,jk->ik", &[a, a])?;
-    ///     let c = p.add(b, a)?;
-    ///     p.output(c)
+    ///     let b = p.einsum("ij,jk->ik", &[&a, &a])?;
+    ///     let c = p.add(&b, &a)?;
+    ///     Ok(p.output(c)?)
     /// })?;
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
@@ -65,15 +65,15 @@ impl<E: TensorEngine> Lane<E> {
     /// run (the scalars are constants of it).
     ///
     /// ```
-    /// use weft::{DType, Program, Scalar, Tensor};
+    /// use weft::prelude::*;
     ///
     /// // c₀·v₀ + c₁·v₁, the coefficients given at each run.
-    /// let combine = Program::record(|p| {
+    /// let combine = Program::record(|p| -> Result<(), weft::OpError> {
     ///     let v = [p.input(DType::F64, &[2]), p.input(DType::F64, &[2])];
     ///     let c = [p.input(DType::F64, &[]), p.input(DType::F64, &[])];
-    ///     let (a, b) = (p.mul(c[0], v[0])?, p.mul(c[1], v[1])?);
-    ///     let sum = p.add(a, b)?;
-    ///     p.output(sum)
+    ///     let (a, b) = (p.mul(&c[0], &v[0])?, p.mul(&c[1], &v[1])?);
+    ///     let sum = p.add(&a, &b)?;
+    ///     Ok(p.output(sum)?)
     /// })?;
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;

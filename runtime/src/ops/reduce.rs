@@ -1,25 +1,28 @@
-//! Reductions of a lane: over axes, or over every element.
+//! Reductions: over axes, or over every element.
 
-use weft_core::{ArgOp, ReduceOp, TensorEngine, TensorOp};
+use super::vocabulary::Apply;
+use weft_core::{ArgOp, ReduceOp, TensorOp};
 
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 
-impl<E: TensorEngine> Lane<E> {
-    /// A reduction of `x` over `axes`; see [`Lane::apply`].
+/// Reductions: over axes, or over every element.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait ReduceOps: Apply {
+    /// A reduction of `x` over `axes`; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: an axis out of range or given twice, max/min of
+    /// As [`Apply::apply`]: an axis out of range or given twice, max/min of
     /// complex or empty tensors.
-    pub fn reduce(
+    fn reduce(
         &self,
         op: ReduceOp,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         axes: &[usize],
         keep_dims: bool,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         let axes = axes.to_vec();
         self.apply(
             TensorOp::Reduce {
@@ -31,23 +34,43 @@ impl<E: TensorEngine> Lane<E> {
         )
     }
 
+    /// The sum of `x` over `axes`, which are dropped.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReduceOps::reduce`].
+    fn sum(&self, x: &Self::Tensor, axes: &[usize]) -> Result<Self::Tensor, OpError> {
+        self.reduce(ReduceOp::Sum, x, axes, false)
+    }
+
     /// The sum of all elements of `x`, as a rank-0 tensor.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn sum_all(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let axes: Vec<usize> = (0..x.shape().len()).collect();
+    /// As [`Apply::apply`].
+    fn sum_all(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let axes: Vec<usize> = (0..self.shape(x)?.len()).collect();
         self.reduce(ReduceOp::Sum, x, &axes, false)
+    }
+
+    /// The 2-norm of all elements of `x` (`√Σ|xᵢ|²`, real for a complex
+    /// `x`), as a rank-0 tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Apply::apply`].
+    fn norm(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let axes: Vec<usize> = (0..self.shape(x)?.len()).collect();
+        self.reduce(ReduceOp::Norm, x, &axes, false)
     }
 
     /// Whether any element of `x` is nonzero (`true`), as a rank-0 `bool`.
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn any(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let axes: Vec<usize> = (0..x.shape().len()).collect();
+    /// As [`Apply::apply`].
+    fn any(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let axes: Vec<usize> = (0..self.shape(x)?.len()).collect();
         self.reduce(ReduceOp::Any, x, &axes, false)
     }
 
@@ -56,9 +79,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn all(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let axes: Vec<usize> = (0..x.shape().len()).collect();
+    /// As [`Apply::apply`].
+    fn all(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let axes: Vec<usize> = (0..self.shape(x)?.len()).collect();
         self.reduce(ReduceOp::All, x, &axes, false)
     }
 
@@ -67,9 +90,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: an axis out of range or of extent 0, a complex
+    /// As [`Apply::apply`]: an axis out of range or of extent 0, a complex
     /// tensor.
-    pub fn argmax(&self, x: &TensorHandle, axis: usize) -> Result<TensorHandle, OpError> {
+    fn argmax(&self, x: &Self::Tensor, axis: usize) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::ArgReduce {
                 op: ArgOp::Max,
@@ -81,12 +104,12 @@ impl<E: TensorEngine> Lane<E> {
     }
 
     /// The `i64` index of the smallest element of `x` along `axis`; see
-    /// [`Lane::argmax`].
+    /// [`ReduceOps::argmax`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::argmax`].
-    pub fn argmin(&self, x: &TensorHandle, axis: usize) -> Result<TensorHandle, OpError> {
+    /// As [`ReduceOps::argmax`].
+    fn argmin(&self, x: &Self::Tensor, axis: usize) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::ArgReduce {
                 op: ArgOp::Min,
@@ -97,3 +120,5 @@ impl<E: TensorEngine> Lane<E> {
         )
     }
 }
+
+impl<T: Apply + ?Sized> ReduceOps for T {}

@@ -14,6 +14,7 @@ impl<E: TensorEngine> Lane<E> {
     /// and one round trip; nothing for the caller to download or free.
     ///
     /// ```
+    /// use weft::prelude::*;
     /// let rt = weft::Runtime::builder().split(1).build()?;
     /// let lane = rt.lane(0)?;
     /// let x = lane.upload(weft::Tensor::from_vec(vec![3.0f64, 4.0], &[2])?)?;

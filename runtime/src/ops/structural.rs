@@ -1,19 +1,22 @@
-//! Structural ops of a lane: shapes, axes, slices, joins, pads, diagonals, triangles.
+//! Structural ops: shapes, axes, slices, joins, pads, diagonals, triangles.
 
-use weft_core::{Scalar, TensorEngine, TensorOp};
+use super::vocabulary::Apply;
+use weft_core::{Scalar, TensorOp};
 
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 use weft_core::SliceAxis;
 
-impl<E: TensorEngine> Lane<E> {
-    /// `x` with shape `shape`; see [`Lane::apply`].
+/// Structural ops: shapes, axes, slices, joins, pads, diagonals, triangles.
+///
+/// Provided for every [`Apply`]: a [`crate::Lane`] runs them, a
+/// [`weft_core::Recorder`] records them.
+pub trait StructuralOps: Apply {
+    /// `x` with shape `shape`; see [`Apply::apply`].
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a shape with another element count.
-    pub fn reshape(&self, x: &TensorHandle, shape: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`]: a shape with another element count.
+    fn reshape(&self, x: &Self::Tensor, shape: &[usize]) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Reshape(shape.to_vec()), &[x])
     }
 
@@ -21,8 +24,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: not a permutation of the axes.
-    pub fn permute(&self, x: &TensorHandle, perm: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`]: not a permutation of the axes.
+    fn permute(&self, x: &Self::Tensor, perm: &[usize]) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Permute(perm.to_vec()), &[x])
     }
 
@@ -30,9 +33,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: fewer than two axes.
-    pub fn transpose(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let rank = x.shape().len();
+    /// As [`Apply::apply`]: fewer than two axes.
+    fn transpose(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let rank = self.shape(x)?.len();
         let mut perm: Vec<usize> = (0..rank).collect();
         if rank >= 2 {
             perm.swap(rank - 2, rank - 1);
@@ -46,9 +49,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a range per axis, steps of at least 1, starts
+    /// As [`Apply::apply`]: a range per axis, steps of at least 1, starts
     /// within the extents.
-    pub fn slice(&self, x: &TensorHandle, axes: &[SliceAxis]) -> Result<TensorHandle, OpError> {
+    fn slice(&self, x: &Self::Tensor, axes: &[SliceAxis]) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Slice(axes.to_vec()), &[x])
     }
 
@@ -56,8 +59,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn reverse(&self, x: &TensorHandle, axes: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn reverse(&self, x: &Self::Tensor, axes: &[usize]) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Reverse(axes.to_vec()), &[x])
     }
 
@@ -65,8 +68,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn broadcast_to(&self, x: &TensorHandle, shape: &[usize]) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn broadcast_to(&self, x: &Self::Tensor, shape: &[usize]) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::BroadcastTo(shape.to_vec()), &[x])
     }
 
@@ -76,14 +79,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a dimension out of range or given twice, an
+    /// As [`Apply::apply`]: a dimension out of range or given twice, an
     /// extent that does not fit.
-    pub fn broadcast_in_dim(
+    fn broadcast_in_dim(
         &self,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         shape: &[usize],
         dims: &[usize],
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         let op = TensorOp::BroadcastInDim {
             shape: shape.to_vec(),
             dims: dims.to_vec(),
@@ -95,8 +98,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn concatenate(&self, xs: &[&TensorHandle], axis: usize) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn concatenate(&self, xs: &[&Self::Tensor], axis: usize) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::Concatenate {
                 axis,
@@ -110,13 +113,13 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn pad(
+    /// As [`Apply::apply`].
+    fn pad(
         &self,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         widths: &[(usize, usize)],
         value: Scalar,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::Pad {
                 widths: widths.to_vec(),
@@ -131,9 +134,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: `x` of rank below 2.
-    pub fn diagonal(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let r = x.shape().len().max(2);
+    /// As [`Apply::apply`]: `x` of rank below 2.
+    fn diagonal(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let r = self.shape(x)?.len().max(2);
         self.diagonal_axes(x, r - 2, r - 1)
     }
 
@@ -142,14 +145,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: `x` of rank below 2, an axis out of range, the
+    /// As [`Apply::apply`]: `x` of rank below 2, an axis out of range, the
     /// same axis twice.
-    pub fn diagonal_axes(
+    fn diagonal_axes(
         &self,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         axis1: usize,
         axis2: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(
             TensorOp::Diagonal {
                 axes: [axis1, axis2],
@@ -163,9 +166,9 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a rank-0 `x`.
-    pub fn diag_embed(&self, x: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let r = x.shape().len().max(1);
+    /// As [`Apply::apply`]: a rank-0 `x`.
+    fn diag_embed(&self, x: &Self::Tensor) -> Result<Self::Tensor, OpError> {
+        let r = self.shape(x)?.len().max(1);
         self.diag_embed_axes(x, r - 1, r)
     }
 
@@ -175,14 +178,14 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`]: a rank-0 `x`, an axis past the output's rank,
+    /// As [`Apply::apply`]: a rank-0 `x`, an axis past the output's rank,
     /// the same axis twice.
-    pub fn diag_embed_axes(
+    fn diag_embed_axes(
         &self,
-        x: &TensorHandle,
+        x: &Self::Tensor,
         dim1: usize,
         dim2: usize,
-    ) -> Result<TensorHandle, OpError> {
+    ) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::DiagEmbed { axes: [dim1, dim2] }, &[x])
     }
 
@@ -190,8 +193,8 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn tril(&self, x: &TensorHandle, k: isize) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn tril(&self, x: &Self::Tensor, k: isize) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Triangle { k, upper: false }, &[x])
     }
 
@@ -199,8 +202,10 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// # Errors
     ///
-    /// As [`Lane::apply`].
-    pub fn triu(&self, x: &TensorHandle, k: isize) -> Result<TensorHandle, OpError> {
+    /// As [`Apply::apply`].
+    fn triu(&self, x: &Self::Tensor, k: isize) -> Result<Self::Tensor, OpError> {
         self.apply(TensorOp::Triangle { k, upper: true }, &[x])
     }
 }
+
+impl<T: Apply + ?Sized> StructuralOps for T {}

@@ -8,6 +8,7 @@ use weft_core::{DType, SliceAxis, TensorEngine, TensorError};
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
+use crate::ops::{LinalgOps, StructuralOps};
 
 /// Which singular values a truncated SVD keeps ([`Lane::svd_truncated`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,7 +71,7 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// [`TicketError::Op`] with the call's refusals: [`TensorError::Argument`]
     /// for a `max_rank` of 0 or a `cutoff` outside `[0, 1)`, and those of
-    /// [`Lane::svd`]; the SVD's own failure (no convergence, a failed
+    /// [`LinalgOps::svd`]; the SVD's own failure (no convergence, a failed
     /// producer of `a`) as its ticket's error.
     pub fn svd_truncated(
         &self,

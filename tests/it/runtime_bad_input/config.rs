@@ -1,6 +1,7 @@
 //! The catalog's rows of topology, runtime and actor configuration, and lanes.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, ReduceOps};
 
 /// The rows of topology.
 pub(super) fn topology(fx: &Fx) -> Vec<Row<'_>> {

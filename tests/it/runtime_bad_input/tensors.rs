@@ -1,6 +1,7 @@
 //! The catalog's rows of tensors: host side, shapes, element types, axes and slices, integers and bool, einsum, handles.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
 
 /// The rows of tensors: host side.
 pub(super) fn host(fx: &Fx) -> Vec<Row<'_>> {

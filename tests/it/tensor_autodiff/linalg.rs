@@ -1,6 +1,8 @@
 //! Gradients of the decompositions (solve, Cholesky, eigh, SVD, QR), of degenerate spectra, and of prod with zeros.
 
 use super::*;
+use weft::ops::{Apply, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 
 /// `A` random, made well conditioned: `+ 4I`.
 fn conditioned(dtype: DType, n: usize, seed: u64) -> Tensor {
@@ -26,17 +28,17 @@ fn conditioned(dtype: DType, n: usize, seed: u64) -> Tensor {
 }
 
 /// `xᴴ` of a recorded matrix.
-fn adjoint(p: &mut Recorder, x: Value) -> Result<Value, RecordError> {
-    let t = p.permute(x, &[1, 0])?;
-    p.unary(UnaryOp::Conj, t)
+fn adjoint(p: &Recorder, x: Value) -> Result<Value, OpError> {
+    let t = p.permute(&x, &[1, 0])?;
+    p.unary(UnaryOp::Conj, &t)
 }
 
 /// `M Mᴴ + 4I`: Hermitian positive definite, recorded from `M`.
-fn hpd(p: &mut Recorder, m: Value) -> Result<Value, RecordError> {
+fn hpd(p: &Recorder, m: Value) -> Result<Value, OpError> {
     let meta = p.meta(m)?.clone();
     let n = meta.shape[0];
     let mh = adjoint(p, m)?;
-    let mm = p.matmul(m, mh)?;
+    let mm = p.matmul(&m, &mh)?;
     let eye = p.apply(
         TensorOp::Eye {
             dtype: meta.dtype,
@@ -45,8 +47,8 @@ fn hpd(p: &mut Recorder, m: Value) -> Result<Value, RecordError> {
         },
         &[],
     )?;
-    let eye = p.scale(eye, 4.0)?;
-    p.add(mm, eye)
+    let eye = p.scale(&eye, 4.0)?;
+    p.add(&mm, &eye)
 }
 
 fn linalg(op: weft::ops::Linalg) -> TensorOp {
@@ -72,19 +74,19 @@ fn solve_and_cholesky() {
         check_case(
             &format!("{dtype} solve, vector"),
             &[a.clone(), random(dtype, &[4], 71)],
-            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[v[0], v[1]]),
+            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[&v[0], &v[1]]),
         );
         check_case(
             &format!("{dtype} solve, matrix"),
             &[a, random(dtype, &[4, 2], 72)],
-            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[v[0], v[1]]),
+            |p, v| p.apply(linalg(weft::ops::Linalg::Solve), &[&v[0], &v[1]]),
         );
         check_case(
             &format!("{dtype} cholesky of M Mᴴ + 4I"),
             &[random(dtype, &[4, 4], 73)],
             |p, v| {
                 let a = hpd(p, v[0])?;
-                p.apply(linalg(weft::ops::Linalg::Cholesky), &[a])
+                p.apply(linalg(weft::ops::Linalg::Cholesky), &[&a])
             },
         );
     }
@@ -108,27 +110,27 @@ fn solve_and_cholesky() {
         .unwrap()
         .remove(0);
     check_case("f64 cholesky of A itself", &[spd], |p, v| {
-        p.apply(linalg(weft::ops::Linalg::Cholesky), &[v[0]])
+        p.apply(linalg(weft::ops::Linalg::Cholesky), &[&v[0]])
     });
 }
 
 /// `V diag(sin w) Vᴴ + 3w` (broadcast over rows): neither part depends on
 /// the eigenvectors' phases.
-fn spectral(p: &mut Recorder, a: Value) -> Result<Value, RecordError> {
-    let out = p.apply_many(linalg(weft::ops::Linalg::Eigh), &[a])?;
+fn spectral(p: &Recorder, a: Value) -> Result<Value, OpError> {
+    let out = p.apply_many(linalg(weft::ops::Linalg::Eigh), &[&a])?;
     let (w, v) = (out[0], out[1]);
     let n = p.meta(w)?.shape[0];
     let dtype = p.meta(v)?.dtype;
-    let sw = p.unary(UnaryOp::Sin, w)?;
-    let sw = p.apply(TensorOp::Cast(dtype), &[sw])?;
-    let sw = p.reshape(sw, &[1, n])?;
-    let scaled = p.mul(v, sw)?;
+    let sw = p.unary(UnaryOp::Sin, &w)?;
+    let sw = p.apply(TensorOp::Cast(dtype), &[&sw])?;
+    let sw = p.reshape(&sw, &[1, n])?;
+    let scaled = p.mul(&v, &sw)?;
     let vh = adjoint(p, v)?;
-    let y = p.matmul(scaled, vh)?;
-    let w3 = p.scale(w, 3.0)?;
-    let w3 = p.apply(TensorOp::Cast(dtype), &[w3])?;
-    let w3 = p.reshape(w3, &[n, 1])?;
-    p.add(y, w3)
+    let y = p.matmul(&scaled, &vh)?;
+    let w3 = p.scale(&w, 3.0)?;
+    let w3 = p.apply(TensorOp::Cast(dtype), &[&w3])?;
+    let w3 = p.reshape(&w3, &[n, 1])?;
+    p.add(&y, &w3)
 }
 
 #[test]
@@ -139,7 +141,7 @@ fn eigh_with_gauge_invariant_losses() {
             &[random(dtype, &[4, 4], 80)],
             |p, v| {
                 let mh = adjoint(p, v[0])?;
-                let a = p.add(v[0], mh)?;
+                let a = p.add(&v[0], &mh)?;
                 spectral(p, a)
             },
         );
@@ -158,14 +160,14 @@ fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
                 &format!("{dtype} svd {shape:?}: U exp(S) Vᴴ"),
                 std::slice::from_ref(&x),
                 |p, v| {
-                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
+                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[&v[0]])?;
                     let (u, s, vh) = (out[0], out[1], out[2]);
                     let k = p.meta(s)?.shape[0];
-                    let es = p.unary(UnaryOp::Exp, s)?;
-                    let es = p.apply(TensorOp::Cast(dtype), &[es])?;
-                    let es = p.reshape(es, &[1, k])?;
-                    let us = p.mul(u, es)?;
-                    p.matmul(us, vh)
+                    let es = p.unary(UnaryOp::Exp, &s)?;
+                    let es = p.apply(TensorOp::Cast(dtype), &[&es])?;
+                    let es = p.reshape(&es, &[1, k])?;
+                    let us = p.mul(&u, &es)?;
+                    p.matmul(&us, &vh)
                 },
             );
             // Truncated to the two largest: U[:, :2] diag(S[:2]) Vᴴ[:2, :].
@@ -173,7 +175,7 @@ fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
                 &format!("{dtype} svd {shape:?} truncated to 2"),
                 std::slice::from_ref(&x),
                 |p, v| {
-                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
+                    let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[&v[0]])?;
                     let (u, s, vh) = (out[0], out[1], out[2]);
                     let all = SliceAxis {
                         start: 0,
@@ -185,13 +187,13 @@ fn svd_thin_and_truncated_for_tall_wide_and_square_matrices() {
                         stop: 2,
                         step: 1,
                     };
-                    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[u])?;
-                    let s2 = p.apply(TensorOp::Slice(vec![two]), &[s])?;
-                    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[vh])?;
-                    let s2 = p.apply(TensorOp::Cast(dtype), &[s2])?;
-                    let s2 = p.reshape(s2, &[1, 2])?;
-                    let us = p.mul(u2, s2)?;
-                    p.matmul(us, vh2)
+                    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[&u])?;
+                    let s2 = p.apply(TensorOp::Slice(vec![two]), &[&s])?;
+                    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[&vh])?;
+                    let s2 = p.apply(TensorOp::Cast(dtype), &[&s2])?;
+                    let s2 = p.reshape(&s2, &[1, 2])?;
+                    let us = p.mul(&u2, &s2)?;
+                    p.matmul(&us, &vh2)
                 },
             );
         }
@@ -206,16 +208,16 @@ fn qr_of_tall_and_square_matrices() {
             &format!("qr {shape:?}: Q and R"),
             std::slice::from_ref(&x),
             |p, v| {
-                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[v[0]])?;
+                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[&v[0]])?;
                 let (q, r) = (out[0], out[1]);
-                let qr = p.matmul(q, r)?;
-                let sq = p.unary(UnaryOp::Sin, q)?;
-                let qs = p.sum(sq, &[0])?;
-                let r2 = p.unary(UnaryOp::Tanh, r)?;
-                let rs = p.sum(r2, &[0])?;
-                let both = p.add(qs, rs)?;
-                let both = p.reshape(both, &[1, shape[1]])?;
-                p.add(qr, both)
+                let qr = p.matmul(&q, &r)?;
+                let sq = p.unary(UnaryOp::Sin, &q)?;
+                let qs = p.sum(&sq, &[0])?;
+                let r2 = p.unary(UnaryOp::Tanh, &r)?;
+                let rs = p.sum(&r2, &[0])?;
+                let both = p.add(&qs, &rs)?;
+                let both = p.reshape(&both, &[1, shape[1]])?;
+                p.add(&qr, &both)
             },
         );
     }
@@ -225,13 +227,13 @@ fn qr_of_tall_and_square_matrices() {
             &format!("{dtype} qr {shape:?}: Q and R"),
             std::slice::from_ref(&x),
             |p, v| {
-                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[v[0]])?;
+                let out = p.apply_many(linalg(weft::ops::Linalg::Qr), &[&v[0]])?;
                 let (q, r) = (out[0], out[1]);
-                let sq = p.unary(UnaryOp::Sin, q)?;
-                let tr = p.unary(UnaryOp::Tanh, r)?;
-                let mixed = p.matmul(sq, tr)?;
-                let qr = p.matmul(q, r)?;
-                p.add(qr, mixed)
+                let sq = p.unary(UnaryOp::Sin, &q)?;
+                let tr = p.unary(UnaryOp::Tanh, &r)?;
+                let mixed = p.matmul(&sq, &tr)?;
+                let qr = p.matmul(&q, &r)?;
+                p.add(&qr, &mixed)
             },
         );
     }
@@ -253,8 +255,8 @@ fn degenerate_spectra_give_bounded_gradients() {
         g[1]
     );
     let (p, inputs) = case(std::slice::from_ref(&a), |p, v| {
-        let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[v[0]])?;
-        p.matmul(out[0], out[2])
+        let out = p.apply_many(linalg(weft::ops::Linalg::Svd), &[&v[0]])?;
+        p.matmul(&out[0], &out[2])
     });
     let g = eval(&p.gradient(0, &[0]).unwrap(), &inputs);
     assert!(
@@ -278,18 +280,18 @@ fn prod_with_no_one_and_two_zeros() {
         check_case(
             &format!("{dtype} prod"),
             &[random(dtype, &[3, 4], 110)],
-            |p, v| p.apply(reduce(&[1]), &[v[0]]),
+            |p, v| p.apply(reduce(&[1]), &[&v[0]]),
         );
     }
     // Rows with no zero, one zero and two zeros: the derivative is the
     // product of the other elements, so only a lone zero gets one.
     let x = Tensor::from_vec(vec![2.0, 3.0, 0.5, -1.0, 0.0, 4.0, 0.0, 5.0, 0.0], &[3, 3]).unwrap();
     check_case("prod with zeros", std::slice::from_ref(&x), |p, v| {
-        p.apply(reduce(&[1]), &[v[0]])
+        p.apply(reduce(&[1]), &[&v[0]])
     });
-    let p = Program::record(|p| {
+    let p = Program::record(|p| -> Result<(), OpError> {
         let v = p.input(F, &[3, 3]);
-        let r = p.apply(reduce(&[0, 1]), &[v])?;
+        let r = p.apply(reduce(&[0, 1]), &[&v])?;
         let r = p
             .apply(
                 TensorOp::Reduce {
@@ -297,11 +299,11 @@ fn prod_with_no_one_and_two_zeros() {
                     axes: vec![1],
                     keep_dims: false,
                 },
-                &[v],
+                &[&v],
             )
-            .and_then(|rows| p.sum(rows, &[0]))
-            .and_then(|s| p.add(s, r))?;
-        p.output(r)
+            .and_then(|rows| p.sum(&rows, &[0]))
+            .and_then(|s| p.add(&s, &r))?;
+        Ok(p.output(r)?)
     })
     .unwrap();
     let g = eval(&p.gradient(0, &[0]).unwrap(), &[x]);

@@ -1,6 +1,8 @@
 //! The eager tape, and gradients across places through reverse transfers.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
+use weft::OpError;
 
 #[test]
 fn a_tape_records_eager_ops_programs_and_writes_into() {
@@ -9,10 +11,10 @@ fn a_tape_records_eager_ops_programs_and_writes_into() {
     let (av, xv) = (random(F, &[4, 3], 60), random(F, &[3], 61));
     let a = lane.upload(av.clone()).unwrap();
     let x = lane.upload(xv.clone()).unwrap();
-    let square = Program::record(|p| {
+    let square = Program::record(|p| -> Result<(), OpError> {
         let v = p.input(F, &[4]);
-        let s = p.mul(v, v)?;
-        p.output(s)
+        let s = p.mul(&v, &v)?;
+        Ok(p.output(s)?)
     })
     .unwrap();
     // L = Σ tanh(A x)², the square by a program, the tanh written into a
@@ -28,14 +30,14 @@ fn a_tape_records_eager_ops_programs_and_writes_into() {
     assert!(tape.len() >= 4, "{} entries", tape.len());
     let grads = tape.gradient(&lane, &loss, &[&x, &a]).unwrap();
     // The same loss, recorded as a program, by differences.
-    let p = Program::record(|p| {
+    let p = Program::record(|p| -> Result<(), OpError> {
         let xi = p.input(F, &[3]);
         let ai = p.input(F, &[4, 3]);
-        let y = p.einsum("ij,j->i", &[ai, xi])?;
-        let t = p.unary(UnaryOp::Tanh, y)?;
-        let s = p.mul(t, t)?;
-        let l = p.sum(s, &[0])?;
-        p.output(l)
+        let y = p.einsum("ij,j->i", &[&ai, &xi])?;
+        let t = p.unary(UnaryOp::Tanh, &y)?;
+        let s = p.mul(&t, &t)?;
+        let l = p.sum(&s, &[0])?;
+        Ok(p.output(l)?)
     })
     .unwrap();
     check(

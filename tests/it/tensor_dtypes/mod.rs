@@ -3,6 +3,7 @@
 //! `argmax`/`argmin`, each against a plain loop written here, and every
 //! refusal as a typed error naming the bad value.
 
+use weft::ops::{CreateOps, ElementwiseOps, StructuralOps};
 use weft::{
     c64,
     error::TensorError,

@@ -2,6 +2,7 @@
 //! events, checks at the call site, failures carried to dependents, and
 //! tensors freed when their handles are gone.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
 use weft::{
     actor::FailureCause, c64, error::TensorError, DType, OpError, Place, Runtime, Tensor,
     TicketError,

@@ -1,6 +1,8 @@
 //! dot_general, pipelines whose items fail or cross domains, transfers from one lane, sync, and each CPU provider's products.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 
 #[test]
 fn dot_general_is_batched_matmul_and_more() {
@@ -217,13 +219,13 @@ fn each_cpu_provider_computes_the_products_of_its_runtime() {
         let c = lane.matmul(&ha, &hb).unwrap();
         let bt = lane.transpose(&hb).unwrap();
         let d = lane.einsum("ij,kj->ik", &[&ha, &bt]).unwrap();
-        let program = weft::Program::record(|r| {
+        let program = weft::Program::record(|r| -> Result<(), OpError> {
             let (x, y) = (
                 r.input(DType::F64, &[130, 70]),
                 r.input(DType::F64, &[70, 90]),
             );
-            let z = r.einsum("ij,jk->ik", &[x, y])?;
-            r.output(z)
+            let z = r.einsum("ij,jk->ik", &[&x, &y])?;
+            Ok(r.output(z)?)
         })
         .unwrap();
         let e = lane.run_program(&program, &[&ha, &hb]).unwrap().remove(0);

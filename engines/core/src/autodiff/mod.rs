@@ -145,14 +145,15 @@ impl Program {
     /// inputs are this program's.
     ///
     /// ```
-    /// use weft_core::{DType, Program, Tensor};
+    /// use weft_core::{DType, EinsumSpec, Program, TensorOp};
     ///
     /// // L = Σ (A x)², and its gradient with respect to x.
+    /// let einsum = |text| TensorOp::Einsum(EinsumSpec::parse(text).expect("a valid spec"));
     /// let loss = Program::record(|p| {
     ///     let a = p.input(DType::F64, &[3, 2]);
     ///     let x = p.input(DType::F64, &[2]);
-    ///     let y = p.einsum("ij,j->i", &[a, x])?;
-    ///     let l = p.einsum("i,i->", &[y, y])?;
+    ///     let y = p.record_op(einsum("ij,j->i"), &[a, x])?;
+    ///     let l = p.record_op(einsum("i,i->"), &[y, y])?;
     ///     p.output(l)
     /// })?;
     /// let grad = loss.gradient(0, &[1])?;
@@ -261,7 +262,7 @@ enum Seeds<'a> {
 /// One derivation in progress: the recorder of the derived program and
 /// the original program's values as recorded there.
 struct Derivation<'a> {
-    r: &'a mut Recorder,
+    r: &'a Recorder,
     /// The derived program's value of each of the original's values.
     forward: Vec<Option<Value>>,
     /// The binary contractions an einsum of three or more operands was
@@ -303,7 +304,7 @@ impl From<RecordError> for Missing {
 impl Derivation<'_> {
     fn run(
         program: &Program,
-        r: &mut Recorder,
+        r: &Recorder,
         seeds: Seeds<'_>,
         wrt: &[usize],
     ) -> Result<(), GradError> {
@@ -330,7 +331,7 @@ impl Derivation<'_> {
                 TensorOp::Einsum(spec) if reached && args.len() > 2 => {
                     d.replay_einsum(number, spec, &args)?
                 }
-                op => d.r.apply_many(op.clone(), &args)?,
+                op => d.r.record_many(op.clone(), &args)?,
             };
             for (k, v) in outs.into_iter().enumerate() {
                 d.forward[step.first_result + k] = Some(v);
@@ -346,7 +347,7 @@ impl Derivation<'_> {
                     shape: Vec::new(),
                     value: Scalar::Real(1.0),
                 };
-                cot.insert(value, d.r.apply(one, &[])?);
+                cot.insert(value, d.r.record_op(one, &[])?);
             }
             Seeds::Cotangents(outputs) => {
                 for &output in outputs {
@@ -354,7 +355,9 @@ impl Derivation<'_> {
                     let m = &metas[value];
                     let seed = d.r.input(m.dtype, &m.shape);
                     let summed = match cot.get(&value) {
-                        Some(&earlier) => d.r.add(earlier, seed)?,
+                        Some(&earlier) => {
+                            d.r.record_op(TensorOp::Binary(BinaryOp::Add), &[earlier, seed])?
+                        }
                         None => seed,
                     };
                     cot.insert(value, summed);
@@ -395,7 +398,9 @@ impl Derivation<'_> {
                     continue;
                 };
                 let summed = match cot.get(&arg) {
-                    Some(&earlier) => d.r.add(earlier, c)?,
+                    Some(&earlier) => {
+                        d.r.record_op(TensorOp::Binary(BinaryOp::Add), &[earlier, c])?
+                    }
                     None => c,
                 };
                 cot.insert(arg, summed);
@@ -412,7 +417,7 @@ impl Derivation<'_> {
                 // The output does not depend on it: zeros.
                 None => {
                     let m = &metas[value];
-                    d.r.apply(
+                    d.r.record_op(
                         TensorOp::Full {
                             dtype: m.dtype,
                             shape: m.shape.clone(),
@@ -439,7 +444,7 @@ impl Derivation<'_> {
     }
 
     fn op(&mut self, op: TensorOp, args: &[Value]) -> Result<Value, Missing> {
-        Ok(self.r.apply(op, args)?)
+        Ok(self.r.record_op(op, args)?)
     }
 
     fn bin(&mut self, op: BinaryOp, a: Value, b: Value) -> Result<Value, Missing> {

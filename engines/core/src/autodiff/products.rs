@@ -118,7 +118,7 @@ impl Derivation<'_> {
         let pairs = match spec.pairwise(&refs) {
             Ok(Some(pairs)) => pairs,
             // As one node: a repeated label, or shapes its recording refuses.
-            _ => return Ok(self.r.apply_many(TensorOp::Einsum(spec.clone()), args)?),
+            _ => return Ok(self.r.record_many(TensorOp::Einsum(spec.clone()), args)?),
         };
         let mut terms: Vec<(Source, Value)> = args
             .iter()
@@ -143,7 +143,7 @@ impl Derivation<'_> {
             })?;
             let v = self
                 .r
-                .apply(TensorOp::Einsum(binary.clone()), &[a.1, b.1])?;
+                .record_op(TensorOp::Einsum(binary.clone()), &[a.1, b.1])?;
             nodes.push(PairNode {
                 spec: binary,
                 args: [a.0, b.0],

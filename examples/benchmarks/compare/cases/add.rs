@@ -2,6 +2,7 @@
 //! loop with the same threads.
 
 use rayon::prelude::*;
+use weft::ops::ElementwiseOps;
 use weft::Tensor;
 use weft_examples::{random, BoxError};
 

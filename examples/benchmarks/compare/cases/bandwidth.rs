@@ -9,6 +9,7 @@
 //! read one and write one. A write to memory not in the cache also reads
 //! the line first; that traffic is not counted on either side.
 
+use weft::ops::{ElementwiseOps, ReduceOps, StructuralOps};
 use weft::Tensor;
 use weft_examples::{copy_loop, random, written_buffer, BoxError};
 

@@ -1,6 +1,7 @@
 //! Case 7, `chain`: a chain of small dependent ops, against the mutex engine
 //! and against the kernel called inline.
 
+use weft::ops::ElementwiseOps;
 use weft::{
     ops::{BinaryOp, TensorOp},
     Tensor,

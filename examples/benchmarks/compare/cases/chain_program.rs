@@ -1,6 +1,8 @@
 //! Case `chain_program`: the 1 000 dependent adds of case 7 (`chain`) as
 //! one recorded program, against the same kernel called inline.
 
+use weft::ops::ElementwiseOps;
+use weft::OpError;
 use weft::{DType, Program, Tensor};
 use weft_examples::{random, BoxError};
 
@@ -19,13 +21,13 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
     const LINKS: u64 = 1_000;
     let x = Tensor::from_vec(random(64, 5), &[64])?;
     let small = lane.upload(x.clone())?;
-    let program = Program::record(|p| {
+    let program = Program::record(|p| -> Result<(), OpError> {
         let a = p.input(DType::F64, &[64]);
         let mut h = a;
         for _ in 0..LINKS {
-            h = p.add(h, a)?;
+            h = p.add(&h, &a)?;
         }
-        p.output(h)
+        Ok(p.output(h)?)
     })?
     .labelled("chain");
     let (mut got, mut want) = (Vec::new(), Vec::new());

@@ -2,6 +2,7 @@
 //! faer per batch with rayon over the batches.
 
 use rayon::prelude::*;
+use weft::ops::LinalgOps;
 use weft::Tensor;
 use weft_examples::{random, BoxError};
 

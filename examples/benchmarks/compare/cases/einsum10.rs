@@ -2,6 +2,8 @@
 //! one program, against ten direct faer products (tenferro measured this
 //! case at 137.8 µs one-shot and 55.1 µs in one held session).
 
+use weft::ops::LinalgOps;
+use weft::OpError;
 use weft::{DType, Program, Tensor, TensorHandle};
 use weft_examples::{random, BoxError};
 
@@ -25,13 +27,13 @@ fn run(domain: &Domain<'_>, rows: &mut Vec<Row>) -> Result<(), BoxError> {
         .iter()
         .map(|m| lane.upload(Tensor::from_vec(m.clone(), &[N, N])?))
         .collect::<Result<Vec<_>, _>>()?;
-    let program = Program::record(|p| {
+    let program = Program::record(|p| -> Result<(), OpError> {
         let inputs: Vec<_> = (0..=LINKS).map(|_| p.input(DType::F64, &[N, N])).collect();
         let mut x = inputs[0];
         for &m in &inputs[1..] {
-            x = p.einsum("ij,jk->ik", &[x, m])?;
+            x = p.einsum("ij,jk->ik", &[&x, &m])?;
         }
-        p.output(x)
+        Ok(p.output(x)?)
     })?
     .labelled("einsum10");
     let refs: Vec<&TensorHandle> = handles.iter().collect();

@@ -5,6 +5,7 @@
 //! threads. Each checks its result against its baseline's once.
 
 use rayon::prelude::*;
+use weft::ops::{ElementwiseOps, LinalgOps};
 use weft::Tensor;
 use weft_examples::{random, BoxError};
 

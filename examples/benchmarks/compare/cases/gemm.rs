@@ -2,6 +2,7 @@
 //! with the same threads; with the `blas` feature, a second weft row on
 //! the BLAS provider against the same baseline.
 
+use weft::ops::LinalgOps;
 use weft::Tensor;
 use weft_examples::{faer_gemm, random, BoxError};
 

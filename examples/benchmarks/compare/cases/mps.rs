@@ -4,6 +4,8 @@
 //! direct faer calls. Every value is checked against a plain-loop
 //! reference.
 
+use weft::ops::{Apply, CreateOps, LinalgOps};
+use weft::OpError;
 use weft::{c64, DType, Lane, Program, Tensor, TensorHandle};
 use weft_examples::{random, BoxError};
 
@@ -76,7 +78,7 @@ impl Mps {
 
     /// The program: both contractions of every site, from `E = [[1]]`.
     fn program(&self) -> Result<Program, BoxError> {
-        Ok(Program::record(|p| {
+        Ok(Program::record(|p| -> Result<(), OpError> {
             let sites: Vec<_> = (0..SITES)
                 .map(|k| {
                     let (l, r) = dims(self.bond, k);
@@ -98,10 +100,10 @@ impl Mps {
                 &[],
             )?;
             for (&a, &ac) in sites.iter().zip(&conj) {
-                let t = p.einsum("ab,bsd->asd", &[env, a])?;
-                env = p.einsum("asc,asd->cd", &[ac, t])?;
+                let t = p.einsum("ab,bsd->asd", &[&env, &a])?;
+                env = p.einsum("asc,asd->cd", &[&ac, &t])?;
             }
-            p.output(env)
+            Ok(p.output(env)?)
         })?
         .labelled(format!("mps-norm-bond{}", self.bond)))
     }

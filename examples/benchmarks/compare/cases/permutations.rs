@@ -18,6 +18,7 @@
 //! against the pattern's definition.
 
 use serde_json::Value;
+use weft::ops::StructuralOps;
 use weft::Tensor;
 use weft_examples::{copy_loop, written_buffer, BoxError};
 

@@ -1,6 +1,7 @@
 //! Case 8, `pipeline`: a 3-stage pipeline across two domains (`Pipeline`)
 //! against its slowest stage alone. It builds a runtime of its own.
 
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps};
 use weft::{ops::Distribution, runtime::Pipeline, DType, Lane, OpError, TensorHandle};
 use weft_examples::BoxError;
 

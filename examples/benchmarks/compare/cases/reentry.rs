@@ -6,6 +6,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use weft::ops::ElementwiseOps;
 
 use parking_lot::Mutex;
 use weft::{

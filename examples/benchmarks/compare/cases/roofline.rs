@@ -21,6 +21,7 @@
 //! figures for the same GEMMs come from `scripts/compare.sh`.
 
 use std::time::{Duration, Instant};
+use weft::ops::LinalgOps;
 
 use rayon::prelude::*;
 use weft::{c64, tensor::Field, Lane, Tensor};

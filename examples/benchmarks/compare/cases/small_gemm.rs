@@ -13,6 +13,8 @@
 //! same batch on the same threads.
 
 use std::time::{Duration, Instant};
+use weft::ops::LinalgOps;
+use weft::OpError;
 
 use rayon::prelude::*;
 use weft::{
@@ -194,14 +196,14 @@ fn shape_rows<T: Field>(
         lane.upload(Tensor::from_vec(p.clone(), &[b, 2 * b])?)?,
         lane.upload(Tensor::from_vec(q.clone(), &[2 * b, b])?)?,
     ];
-    let program = Program::record(|r| {
+    let program = Program::record(|r| -> Result<(), OpError> {
         let (p, q) = (r.input(dtype, &[b, 2 * b]), r.input(dtype, &[2 * b, b]));
         let mut x = p;
         for i in 0..PRODUCTS {
             let factor = if i.is_multiple_of(2) { q } else { p };
-            x = r.einsum("ij,jk->ik", &[x, factor])?;
+            x = r.einsum("ij,jk->ik", &[&x, &factor])?;
         }
-        r.output(x)
+        Ok(r.output(x)?)
     })?
     .labelled("small_gemm");
     let ids: Vec<TensorId> = handles.iter().map(|h| h.id()).collect();
