@@ -1,23 +1,22 @@
-//! A DMRG-style sweep over a matrix-product state, eagerly and as programs.
+//! A DMRG-style sweep over a matrix-product state, one code path run
+//! eagerly and as programs.
 //!
 //! Each bond update of the sweep contracts two neighbouring sites into one
 //! two-site tensor, applies a two-site gate, splits the result again by an
 //! SVD truncated to the bond dimension, and renormalizes: two einsums, a
-//! reshape, an SVD, slices, a norm, a diagonal product. Eagerly that is 15
-//! ops submitted one by one per bond; as a program it is one message per
-//! bond, compiled once on the actor (every bond has the same shapes) and
-//! replayed from the engine's plan cache.
+//! reshape, an SVD, slices, a norm, a diagonal product. The update is one
+//! [`Function`]: `lane.call` traces it once into a program (every bond has
+//! the same shapes) and runs it as one message per bond; inside
+//! [`eagerly`] the same call submits its 15 ops one by one.
 //!
 //! `cargo run --release -p weft-examples --example sweep`
 
 use std::time::{Duration, Instant};
-use weft::ops::{Apply, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
-use weft::OpError;
 
-use weft::{
-    ops::{SliceAxis, TensorOp, UnaryOp},
-    DType, Program, Runtime, Tensor, TensorHandle,
-};
+use weft::ops::{Function, SliceAxis};
+use weft::prelude::*;
+use weft::program::eagerly;
+use weft::OpError;
 use weft_examples::{random, BoxError};
 
 /// Sites of the chain.
@@ -52,8 +51,6 @@ fn main() -> Result<(), BoxError> {
         Tensor::from_vec(values, &[PHYS, PHYS, PHYS, PHYS])?
     };
     let g = lane.upload(gate)?;
-    let update = bond_update()?;
-    println!("{update}\n");
 
     let upload_all = || -> Result<Vec<TensorHandle>, BoxError> {
         Ok(sites
@@ -61,32 +58,40 @@ fn main() -> Result<(), BoxError> {
             .map(|t| lane.upload(t.clone()))
             .collect::<Result<_, _>>()?)
     };
+    // One sweep, whichever way `lane.call` runs the update.
+    let sweep = |mps: &mut Vec<TensorHandle>| -> Result<Duration, BoxError> {
+        let start = Instant::now();
+        for i in 0..SITES - 1 {
+            let mut out = lane.call(&BondUpdate, &[&mps[i], &mps[i + 1], &g], &[])?;
+            mps[i + 1] = out.pop().expect("two outputs");
+            mps[i] = out.pop().expect("two outputs");
+        }
+        lane.sync(&mps[SITES - 1])?.wait()?;
+        Ok(start.elapsed())
+    };
     let mut eager_mps = upload_all()?;
     let mut program_mps = upload_all()?;
     let mut times = [Duration::ZERO; 2];
-    for sweep in 0..=SWEEPS {
-        let start = Instant::now();
-        for i in 0..SITES - 1 {
-            let (a, b) = eager_step(&lane, &eager_mps[i], &eager_mps[i + 1], &g)?;
-            eager_mps[i] = a;
-            eager_mps[i + 1] = b;
-        }
-        lane.sync(&eager_mps[SITES - 1])?.wait()?;
-        let eager = start.elapsed();
-        let start = Instant::now();
-        for i in 0..SITES - 1 {
-            let mut out = lane.run_program(&update, &[&program_mps[i], &program_mps[i + 1], &g])?;
-            program_mps[i + 1] = out.pop().expect("two outputs");
-            program_mps[i] = out.pop().expect("two outputs");
-        }
-        lane.sync(&program_mps[SITES - 1])?.wait()?;
-        let programs = start.elapsed();
-        // The first sweep compiles the plan and warms the pools: not timed.
-        if sweep > 0 {
+    for round in 0..=SWEEPS {
+        let eager = eagerly(|| sweep(&mut eager_mps))?;
+        let programs = sweep(&mut program_mps)?;
+        // The first sweep traces and compiles the program and warms the
+        // pools: not timed.
+        if round > 0 {
             times[0] += eager;
             times[1] += programs;
         }
     }
+    let steps = Program::record(|p| -> Result<(), OpError> {
+        let site = || p.input(DType::F64, &[BOND, PHYS, BOND]);
+        let inputs = [site(), site(), p.input(DType::F64, &[PHYS; 4])];
+        for out in BondUpdate.call(p, &inputs)? {
+            p.output(out)?;
+        }
+        Ok(())
+    })?
+    .steps()
+    .len();
 
     // Both ways ran the same kernels in the same order: the same MPS.
     let mut worst = 0.0f64;
@@ -102,8 +107,7 @@ fn main() -> Result<(), BoxError> {
         SITES - 1
     );
     println!(
-        "  eager ({} ops per bond):     {:8.1} µs per bond update",
-        update.steps().len(),
+        "  eager ({steps} ops per bond):     {:8.1} µs per bond update",
         per_bond(times[0])
     );
     println!(
@@ -137,60 +141,28 @@ fn first(n: usize) -> SliceAxis {
     }
 }
 
-/// One bond update, recorded once: `(a, b, gate) -> (a', b')`.
-fn bond_update() -> Result<Program, BoxError> {
-    let two = BOND * PHYS;
-    Ok(Program::record(|p| -> Result<(), OpError> {
-        let a = p.input(DType::F64, &[BOND, PHYS, BOND]);
-        let b = p.input(DType::F64, &[BOND, PHYS, BOND]);
-        let g = p.input(DType::F64, &[PHYS, PHYS, PHYS, PHYS]);
-        let theta = p.einsum("apb,bqc->apqc", &[&a, &b])?;
-        let theta = p.einsum("apqc,pqrs->arsc", &[&theta, &g])?;
-        let m = p.reshape(&theta, &[two, two])?;
-        let usv = p.apply_many(TensorOp::Linalg(weft::ops::Linalg::Svd), &[&m])?;
-        let u = p.apply(
-            TensorOp::Slice(vec![SliceAxis::ALL, first(BOND)]),
-            &[&usv[0]],
-        )?;
-        let s = p.apply(TensorOp::Slice(vec![first(BOND)]), &[&usv[1]])?;
-        let vh = p.apply(
-            TensorOp::Slice(vec![first(BOND), SliceAxis::ALL]),
-            &[&usv[2]],
-        )?;
-        let squares = p.mul(&s, &s)?;
-        let norm = p.sum(&squares, &[0])?;
-        let norm = p.unary(UnaryOp::Sqrt, &norm)?;
-        let s = p.binary(weft::ops::BinaryOp::Div, &s, &norm)?;
-        let sv = p.apply(TensorOp::DiagEmbed { axes: [0, 1] }, &[&s])?;
-        let sv = p.matmul(&sv, &vh)?;
-        let a = p.reshape(&u, &[BOND, PHYS, BOND])?;
-        let b = p.reshape(&sv, &[BOND, PHYS, BOND])?;
-        p.output(a)?;
-        Ok(p.output(b)?)
-    })?
-    .labelled("bond-update"))
-}
+/// One bond update: `(a, b, gate) -> (a', b')`, in either mode.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct BondUpdate;
 
-/// The same bond update, one lane op at a time.
-fn eager_step(
-    lane: &weft::Lane,
-    a: &TensorHandle,
-    b: &TensorHandle,
-    g: &TensorHandle,
-) -> Result<(TensorHandle, TensorHandle), BoxError> {
-    let two = BOND * PHYS;
-    let theta = lane.einsum("apb,bqc->apqc", &[a, b])?;
-    let theta = lane.einsum("apqc,pqrs->arsc", &[&theta, g])?;
-    let m = lane.reshape(&theta, &[two, two])?;
-    let (u, s, vh) = lane.svd(&m)?;
-    let u = lane.slice(&u, &[SliceAxis::ALL, first(BOND)])?;
-    let s = lane.slice(&s, &[first(BOND)])?;
-    let vh = lane.slice(&vh, &[first(BOND), SliceAxis::ALL])?;
-    let norm = lane.unary(UnaryOp::Sqrt, &lane.sum_all(&lane.mul(&s, &s)?)?)?;
-    let s = lane.div(&s, &norm)?;
-    let sv = lane.matmul(&lane.diag_embed(&s)?, &vh)?;
-    Ok((
-        lane.reshape(&u, &[BOND, PHYS, BOND])?,
-        lane.reshape(&sv, &[BOND, PHYS, BOND])?,
-    ))
+impl Function for BondUpdate {
+    fn call<O: Ops>(&self, o: &O, inputs: &[O::Tensor]) -> Result<Vec<O::Tensor>, OpError> {
+        let [a, b, g] = inputs else {
+            unreachable!("three inputs")
+        };
+        let two = BOND * PHYS;
+        let theta = o.einsum("apb,bqc->apqc", &[a, b])?;
+        let theta = o.einsum("apqc,pqrs->arsc", &[&theta, g])?;
+        let m = o.reshape(&theta, &[two, two])?;
+        let (u, s, vh) = o.svd(&m)?;
+        let u = o.slice(&u, &[SliceAxis::ALL, first(BOND)])?;
+        let s = o.slice(&s, &[first(BOND)])?;
+        let vh = o.slice(&vh, &[first(BOND), SliceAxis::ALL])?;
+        let s = o.div(&s, &o.norm(&s)?)?;
+        let sv = o.matmul(&o.diag_embed(&s)?, &vh)?;
+        Ok(vec![
+            o.reshape(&u, &[BOND, PHYS, BOND])?,
+            o.reshape(&sv, &[BOND, PHYS, BOND])?,
+        ])
+    }
 }

@@ -190,6 +190,19 @@ impl Builder {
         self
     }
 
+    /// Traced functions the runtime keeps (default
+    /// [`FUNCTION_CACHE_CAPACITY`](crate::engine::FUNCTION_CACHE_CAPACITY),
+    /// 256; 0 keeps none, so every call traces), least recently used out
+    /// first: the programs [`Lane::call`](crate::Lane::call) traced, one
+    /// per function value and input types and shapes, shared by all the
+    /// runtime's lanes. `lane.memory()`'s `functions` counts them. Each
+    /// traced program is also a plan in a domain's program cache
+    /// ([`Builder::program_cache`]) once it has run there.
+    pub fn function_cache(mut self, programs: usize) -> Self {
+        self.config.function_cache = programs;
+        self
+    }
+
     /// Who computes the CPU domains' matrix products: faer (the default)
     /// or, built with the `blas` feature, the system's OpenBLAS
     /// (`CpuProvider::Blas`, single-threaded inside each domain's pool

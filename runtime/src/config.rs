@@ -55,6 +55,8 @@ pub(crate) struct Config {
     pub(crate) buffer_cap: usize,
     /// Plans each CPU domain keeps: compiled programs, einsums.
     pub(crate) plan_caches: (usize, usize),
+    /// Traced functions the runtime keeps.
+    pub(crate) function_cache: usize,
     pub(crate) provider: CpuProvider,
     /// How long a domain is idle before it lets its buffer pool go.
     pub(crate) idle_trim: Duration,
@@ -92,6 +94,7 @@ impl Default for Config {
             wait_spin: DEFAULT_WAIT_SPIN,
             buffer_cap: DEFAULT_BUFFER_CAP,
             plan_caches: (PROGRAM_CACHE_CAPACITY, EINSUM_CACHE_CAPACITY),
+            function_cache: crate::functions::FUNCTION_CACHE_CAPACITY,
             provider: CpuProvider::Faer,
             idle_trim: DEFAULT_IDLE_TRIM,
             trace_path: None,

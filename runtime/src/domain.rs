@@ -20,6 +20,7 @@ use weft_topology::{CpuDomain, CpuSet, Topology};
 
 use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
+use crate::functions::Functions;
 use crate::handle::{actor_name, DomainTensors, Release, RuntimeId, Spent};
 use crate::hosting::Seat;
 #[cfg(feature = "cuda")]
@@ -104,6 +105,7 @@ impl DomainTable {
         seats: Vec<Seat>,
     ) -> Result<DomainTable, BuildError> {
         let next_id = Arc::new(AtomicU64::new(0));
+        let functions = Arc::new(Functions::new(config.function_cache));
         let prefix: Arc<str> = config.name.as_str().into();
         let mut seats = seats.into_iter();
         let cpu = topology
@@ -118,8 +120,13 @@ impl DomainTable {
                     housekeeping.tidy(engine, idle)
                 };
                 let (actor, readback) = start_cpu(domain, config, seats.next(), housekeeping)?;
-                let tensors =
-                    DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);
+                let tensors = DomainTensors::start(
+                    runtime,
+                    (place, &prefix),
+                    (&next_id, &functions),
+                    freed,
+                    &actor,
+                );
                 Ok(Domain {
                     readback: Some(readback),
                     ..Domain::new(actor, tensors, domain.numa_node())
@@ -133,8 +140,13 @@ impl DomainTable {
                 .into_iter()
                 .map(|(ordinal, freed, actor)| {
                     let place = Place::Cuda(ordinal);
-                    let tensors =
-                        DomainTensors::start(runtime, (place, &prefix), &next_id, freed, &actor);
+                    let tensors = DomainTensors::start(
+                        runtime,
+                        (place, &prefix),
+                        (&next_id, &functions),
+                        freed,
+                        &actor,
+                    );
                     Domain::new(actor, tensors, None)
                 })
                 .collect(),

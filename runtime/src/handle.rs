@@ -31,6 +31,8 @@ use std::sync::{Arc, OnceLock};
 use weft_actors::{Actor, Event, Released, Releaser};
 use weft_core::{DType, Data, Meta, Place, TensorEngine, TensorId};
 
+use crate::functions::Functions;
+
 /// What a domain's free queue carries to its actor.
 #[derive(Debug)]
 pub(crate) enum Release {
@@ -83,6 +85,8 @@ pub(crate) struct DomainTensors {
     frees: Arc<Releaser<Release>>,
     freed: Arc<Released<Release>>,
     spent: Spent,
+    /// The runtime's traced functions, shared by all its domains.
+    functions: Arc<Functions>,
 }
 
 /// The handles of one finished op: those it read, those it wrote.
@@ -163,7 +167,7 @@ impl DomainTensors {
     pub(crate) fn start<E: 'static>(
         runtime: RuntimeId,
         (place, prefix): (Place, &Arc<str>),
-        next_id: &Arc<AtomicU64>,
+        (next_id, functions): (&Arc<AtomicU64>, &Arc<Functions>),
         (frees, freed, spent): (Releaser<Release>, Arc<Released<Release>>, Spent),
         actor: &Actor<E>,
     ) -> Arc<Self> {
@@ -175,7 +179,13 @@ impl DomainTensors {
             frees: Arc::new(frees.nudging(actor.nudge())),
             freed,
             spent,
+            functions: functions.clone(),
         })
+    }
+
+    /// The runtime's cache of traced functions.
+    pub(crate) fn functions(&self) -> &Arc<Functions> {
+        &self.functions
     }
 
     /// The domain's free queue, for another domain to give buffers back

@@ -65,6 +65,7 @@ mod builder;
 mod config;
 mod domain;
 pub mod error;
+mod functions;
 mod handle;
 mod hosting;
 mod lane;
@@ -100,6 +101,7 @@ pub mod tensor {
 /// Programs: computations recorded once and run as one op, their
 /// gradients, and the eager tape.
 pub mod program {
+    pub use crate::ops::{eagerly, Function};
     pub use crate::tape::Tape;
     pub use weft_core::{Program, Recorder, Step, Value, DEGENERACY};
 }
@@ -119,6 +121,7 @@ pub mod actor {
 /// Engines: the CPU engine a [`Lane`] drives, the trait any engine meets,
 /// and what they report.
 pub mod engine {
+    pub use crate::functions::FUNCTION_CACHE_CAPACITY;
     pub use weft_core::{BufferStats, CacheStats, EngineMemory, TensorEngine};
     pub use weft_cpu::{
         CpuEngine, CpuProvider, DomainInfo, Leases, Pinning, EINSUM_CACHE_CAPACITY,
@@ -149,7 +152,7 @@ pub mod cuda {
 /// The names most programs use, to import at once: `use weft::prelude::*;`.
 pub mod prelude {
     pub use crate::ops::{
-        Apply, CreateOps, ElementwiseOps, HostRun, IndexOps, LinalgOps, Ops, ReduceOps,
+        Apply, CreateOps, ElementwiseOps, Function, HostRun, IndexOps, LinalgOps, Ops, ReduceOps,
         StructuralOps,
     };
     pub use crate::{

@@ -34,6 +34,7 @@ mod tensor_donation;
 mod tensor_dtypes;
 mod tensor_einsum_broadcast;
 mod tensor_errors;
+mod tensor_functions;
 mod tensor_indexing;
 mod tensor_lanes;
 mod tensor_programs;

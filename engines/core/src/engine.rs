@@ -191,6 +191,10 @@ pub struct EngineMemory {
     pub programs: CacheStats,
     /// Its cache of einsum plans, keyed by subscripts, shapes and type.
     pub einsums: CacheStats,
+    /// The runtime's cache of traced functions (an engine reports it
+    /// empty; the runtime fills it in, and it is the same for all its
+    /// lanes).
+    pub functions: CacheStats,
 }
 
 /// A tensor engine as the runtime drives it. Every method runs on the

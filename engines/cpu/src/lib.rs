@@ -713,6 +713,7 @@ impl TensorEngine for CpuEngine {
             buffers: self.buffers.stats(),
             programs: self.programs.stats(),
             einsums: self.einsums.stats(),
+            ..EngineMemory::default()
         }
     }
     fn trim(&mut self) -> usize {

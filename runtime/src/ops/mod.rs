@@ -9,6 +9,7 @@
 // through and which frees the domain's released tensors before the op
 // runs. The files beside it only say which `TensorOp` each named method is.
 
+mod call;
 mod create;
 mod elementwise;
 mod index;
@@ -20,6 +21,7 @@ mod structural;
 mod truncation;
 mod vocabulary;
 
+pub use call::{eagerly, Function};
 pub use create::CreateOps;
 pub use elementwise::ElementwiseOps;
 pub use index::IndexOps;
@@ -434,7 +436,13 @@ impl<E: TensorEngine> Lane<E> {
     ///
     /// [`OpError::Closed`] after shutdown.
     pub fn memory(&self) -> Result<Ticket<EngineMemory>, OpError> {
-        self.submit_report("memory", |engine: &mut E| Ok(engine.memory()))
+        let functions = self.tensors().functions().clone();
+        self.submit_report("memory", move |engine: &mut E| {
+            Ok(EngineMemory {
+                functions: functions.stats(),
+                ..engine.memory()
+            })
+        })
     }
 
     /// The number of tensors resident in this lane's domain (or device)
