@@ -16,13 +16,8 @@
 //! `cargo run --release -p weft-examples --example gradient`
 
 use std::time::{Duration, Instant};
-use weft::ops::{Apply, CreateOps, ElementwiseOps, LinalgOps, StructuralOps};
-use weft::OpError;
-
-use weft::{
-    ops::TensorOp, program::Value, DType, Lane, Program, Recorder, Runtime, Scalar, Tensor,
-    TensorHandle,
-};
+use weft::prelude::*;
+use weft::{program::Value, OpError};
 use weft_examples::{random, BoxError};
 
 /// Physical dimension.
@@ -42,14 +37,7 @@ fn shapes(sites: usize, bond: usize) -> Vec<Vec<usize>> {
 /// `⟨a|b⟩` of two real MPS, as a rank-0 value: the environment swept left
 /// to right, one einsum per site.
 fn overlap(p: &Recorder, a: &[Value], b: &[Value]) -> Result<Value, OpError> {
-    let mut env = p.apply(
-        TensorOp::Full {
-            dtype: DType::F64,
-            shape: vec![1, 1],
-            value: Scalar::Real(1.0),
-        },
-        &[],
-    )?;
+    let mut env = p.ones(DType::F64, &[1, 1])?;
     for (&x, &y) in a.iter().zip(b) {
         env = p.einsum("ab,asc,bsd->cd", &[&env, &x, &y])?;
     }
@@ -88,14 +76,7 @@ fn fit(lane: &Lane) -> Result<(), BoxError> {
         let o2 = p.mul(&o, &o)?;
         let d = p.mul(&nn, &tt)?;
         let f = p.div(&o2, &d)?;
-        let l = p.apply(
-            TensorOp::BinaryScalar {
-                op: weft::ops::BinaryOp::Sub,
-                value: Scalar::Real(1.0),
-                scalar_first: true,
-            },
-            &[&f],
-        )?;
+        let l = p.sub(&p.ones(DType::F64, &[])?, &f)?;
         Ok(p.output(l)?)
     })?
     .labelled("fidelity loss");

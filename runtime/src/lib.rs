@@ -45,12 +45,14 @@ compile_error!(
 //   builder, scope, pipeline   entry points: make a runtime, app threads, pipelines
 //   mpi/ops.rs                 (feature mpi) the lane ops between ranks, and a runtime's rank
 //   runtime                    `Runtime`: lanes into its domains, hosted actors, shutdown
-//   transfer, ops/, tape       a lane's tensor ops (`impl Lane` blocks); transfers use ops
+//   transfer, ops/, tape       the vocabulary (traits over `Apply`, for lanes and recorders),
+//                              a lane's own ops, `Lane::call`; transfers use ops
 //   lane                       `Lane`: the type, and opening one into a domain
 //   domain                     the table of domains: started, looked up, stopped
 //   mpi/actor.rs               (feature mpi) the rank's MPI actor, one entry of that table
 //   ledger                     the process's claims on CPUs, between runtimes
-//   config, error              what actors start with; every error type
+//   config, error, functions   what actors start with; every error type; the runtime's
+//                              cache of traced functions
 //   trace/                     a trace as data, as JSON and as a picture
 //   handle                     tensor handles, `RuntimeId`, a domain's shared tensor state
 //
@@ -159,7 +161,7 @@ pub mod prelude {
         Builder, DType, Lane, Op, Place, Program, Recorder, Runtime, Scalar, Tensor, TensorEngine,
         TensorHandle, Ticket,
     };
-    pub use weft_core::{Element, Field};
+    pub use weft_core::{c32, c64, Element, Field};
 }
 
 /// The README's examples, compiled and run as doctests.
