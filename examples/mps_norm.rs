@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use weft::ops::{Distribution, Function, UnaryOp};
+use weft::ops::{Distribution, Function};
 use weft::prelude::*;
 use weft::program::eagerly;
 use weft::OpError;
@@ -26,7 +26,7 @@ impl Function for Norm {
         let mut env = o.ones(DType::C64, &[1, 1])?;
         for a in sites {
             let t = o.einsum("ab,bsd->asd", &[&env, a])?;
-            env = o.einsum("asc,asd->cd", &[&o.unary(UnaryOp::Conj, a)?, &t])?;
+            env = o.einsum("asc*,asd->cd", &[a, &t])?; // the bra read conjugated
         }
         Ok(vec![o.reshape(&env, &[])?])
     }

@@ -333,3 +333,78 @@ fn a_function_that_does_not_trace_is_named_and_loses_nothing() {
     let memory = wait_ok(lane.memory().unwrap()).functions;
     assert_eq!(memory.entries, 1, "traced again after the scope unwound");
 }
+
+/// `⟨a|M|b⟩` with the bra read conjugated by the spec's mark.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Sandwich {
+    marked: bool,
+}
+
+impl Function for Sandwich {
+    fn call<O: Ops>(&self, o: &O, inputs: &[O::Tensor]) -> Result<Vec<O::Tensor>, OpError> {
+        let [a, m, b] = inputs else {
+            unreachable!("three inputs")
+        };
+        let out = if self.marked {
+            o.einsum("i*,ij,j->", &[a, m, b])?
+        } else {
+            let bra = o.unary(weft::ops::UnaryOp::Conj, a)?;
+            o.einsum("i,ij,j->", &[&bra, m, b])?
+        };
+        // A real loss of it, for gradients.
+        Ok(vec![o.unary(weft::ops::UnaryOp::Abs, &out)?, out])
+    }
+}
+
+#[test]
+fn a_marked_operand_is_read_conjugated_in_either_mode() {
+    let rt = runtime(8);
+    let lane = rt.lane(0).unwrap();
+    let normal = weft::ops::Distribution::Normal;
+    let a = lane.random(DType::C64, &[3], normal, 1).unwrap();
+    let m = lane.random(DType::C64, &[3, 3], normal, 2).unwrap();
+    let b = lane.random(DType::C64, &[3], normal, 3).unwrap();
+    let item = |h: &TensorHandle| wait_ok(lane.item::<c64>(h).unwrap());
+    let mut seen = Vec::new();
+    for marked in [true, false] {
+        let f = Sandwich { marked };
+        let traced = lane.call(&f, &[&a, &m, &b], &[]).unwrap();
+        let eager = eagerly(|| lane.call(&f, &[&a, &m, &b], &[])).unwrap();
+        assert_eq!(item(&traced[1]), item(&eager[1]), "marked {marked}");
+        let (out, tape) = Tape::record(|| lane.call(&f, &[&a, &m, &b], &[]));
+        let grads = tape.gradient(&lane, &out.unwrap()[0], &[&a, &b]).unwrap();
+        let grads: Vec<Vec<c64>> = (grads.iter())
+            .map(|g| {
+                wait_ok(lane.download(g).unwrap())
+                    .into_vec::<c64>()
+                    .unwrap()
+            })
+            .collect();
+        seen.push((item(&traced[1]), grads));
+    }
+    assert_eq!(seen[0], seen[1], "the mark is the explicit conjugate");
+    // Against the definition: Σ conj(aᵢ) Mᵢⱼ bⱼ.
+    let get = |h: &TensorHandle| {
+        wait_ok(lane.download(h).unwrap())
+            .into_vec::<c64>()
+            .unwrap()
+    };
+    let (av, mv, bv) = (get(&a), get(&m), get(&b));
+    let mut want = c64::new(0.0, 0.0);
+    for i in 0..3 {
+        for j in 0..3 {
+            want += av[i].conj() * mv[i * 3 + j] * bv[j];
+        }
+    }
+    assert!((seen[0].0 - want).norm() < 1e-12, "{} vs {want}", seen[0].0);
+    // A real operand is its own conjugate: no op for the mark.
+    let x = lane.random(DType::F64, &[2, 2], normal, 4).unwrap();
+    let before = submitted(&rt);
+    let marked = lane.einsum("ij*,jk->ik", &[&x, &x]).unwrap();
+    assert_eq!(submitted(&rt) - before, 1);
+    let plain = lane.einsum("ij,jk->ik", &[&x, &x]).unwrap();
+    assert_eq!(values(&lane, &[marked]), values(&lane, &[plain]));
+    // A mark anywhere but after an operand's labels is the parser's error.
+    let err = lane.einsum("ij,jk->ik*", &[&x, &x]).unwrap_err();
+    assert!(err.to_string().contains('*'), "{err}");
+}

@@ -50,11 +50,24 @@ pub trait LinalgOps: Apply {
     /// as opt_einsum's symbols); give its path with
     /// [`LinalgOps::einsum_along`].
     ///
+    /// A `*` after an operand's labels reads that operand conjugated:
+    /// `⟨a|b⟩` is `einsum("i*,i->", &[a, b])`, an MPS transfer step
+    /// `einsum("asc*,asd->cd", &[a, t])`. The mark is taken here: a complex
+    /// operand it marks is conjugated by one more op before the
+    /// contraction (a real one is its own conjugate), so it records, runs
+    /// and differentiates as those ops do.
+    ///
     /// # Errors
     ///
     /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
     /// as [`Apply::apply`].
     fn einsum(&self, spec: &str, inputs: &[&Self::Tensor]) -> Result<Self::Tensor, OpError> {
+        if spec.contains('*') {
+            let (plain, read) = conjugate_marked(self, spec, inputs)?;
+            let read: Vec<&Self::Tensor> = read.iter().collect();
+            let spec = parse_einsum(self, &plain, &read)?;
+            return self.apply(TensorOp::Einsum(spec), &read);
+        }
         let spec = parse_einsum(self, spec, inputs)?;
         self.apply(TensorOp::Einsum(spec), inputs)
     }
@@ -74,10 +87,17 @@ pub trait LinalgOps: Apply {
         inputs: &[&Self::Tensor],
         path: &[(usize, usize)],
     ) -> Result<Self::Tensor, OpError> {
-        let spec = parse_einsum(self, spec, inputs)?
+        let (plain, read);
+        let (spec, inputs) = if spec.contains('*') {
+            (plain, read) = conjugate_marked(self, spec, inputs)?;
+            (plain.as_str(), read.iter().collect::<Vec<_>>())
+        } else {
+            (spec, inputs.to_vec())
+        };
+        let spec = parse_einsum(self, spec, &inputs)?
             .with_path(path)
             .map_err(|e| self.refused("einsum", e))?;
-        self.apply(TensorOp::Einsum(spec), inputs)
+        self.apply(TensorOp::Einsum(spec), &inputs)
     }
 
     /// `alpha · op(a) @ op(b) + beta · c`, batched as [`LinalgOps::matmul`]
@@ -378,6 +398,42 @@ impl<E: TensorEngine> Lane<E> {
         }
         self.axpby_into(alpha, &product, beta, c)
     }
+}
+
+/// `spec` without its conjugation marks (a `*` ending an operand's
+/// labels), and `inputs` with each complex operand so marked conjugated. A
+/// `*` anywhere else is left for the parser to name.
+fn conjugate_marked<A: Apply + ?Sized>(
+    ops: &A,
+    spec: &str,
+    inputs: &[&A::Tensor],
+) -> Result<(String, Vec<A::Tensor>), OpError> {
+    let (lhs, rhs) = match spec.split_once("->") {
+        Some((lhs, rhs)) => (lhs, Some(rhs)),
+        None => (spec, None),
+    };
+    let mut plain = String::with_capacity(spec.len());
+    let mut read = Vec::with_capacity(inputs.len());
+    for (k, term) in lhs.split(',').enumerate() {
+        let marked = term.trim_end().strip_suffix('*');
+        if k > 0 {
+            plain.push(',');
+        }
+        plain.push_str(marked.unwrap_or(term));
+        if let Some(&x) = inputs.get(k) {
+            read.push(match marked.is_some() && ops.dtype(x)?.is_complex() {
+                true => ops.apply(TensorOp::Unary(UnaryOp::Conj), &[x])?,
+                false => x.clone(),
+            });
+        }
+    }
+    if let Some(rhs) = rhs {
+        plain.push_str("->");
+        plain.push_str(rhs);
+    }
+    // Operands past the spec's terms stay, for the parser to count.
+    read.extend(inputs.iter().skip(read.len()).map(|&x| x.clone()));
+    Ok((plain, read))
 }
 
 /// `spec` parsed for the shapes of `inputs`, as NumPy's einsum reads it.

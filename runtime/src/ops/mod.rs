@@ -1,13 +1,19 @@
 //! The tensor vocabulary: the ops a [`Lane`] names ([`TensorOp`] and the
 //! enums of its arms), einsum specs, and the CPU's kernels run on host
 //! tensors ([`HostRun`]). The named ops themselves (`add`, `matmul`,
-//! `einsum`, `svd`, …) are methods of [`Lane`].
+//! `einsum`, `svd`, …) are provided methods of the traits gathered in
+//! [`Ops`], written once for a lane, which runs them, and a recorder,
+//! which records them; [`Function`] and [`Lane::call`] trace code written
+//! with them into programs.
 
-// This file owns the path every op takes: the handle checks, the shape
-// rules run at the call site, the output handles returned before the op
-// runs, and `Lane::submit_op`, which every op of the tensor API goes
+// This file owns the path every op of a lane takes: the handle checks, the
+// shape rules run at the call site, the output handles returned before the
+// op runs, and `Lane::submit_op`, which every op of the tensor API goes
 // through and which frees the domain's released tensors before the op
-// runs. The files beside it only say which `TensorOp` each named method is.
+// runs. vocabulary.rs holds `Apply` (one op, for lanes and recorders); the
+// theme files (create, elementwise, index, linalg, reduce, structural)
+// each say which `TensorOp` a named method is; the others are a lane's own
+// ops (programs and calls, scalars, the truncated SVD).
 
 mod call;
 mod create;
