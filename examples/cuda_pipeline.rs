@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::time::Instant;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
 
 use weft::{ops::Distribution, BuildError, DType, Place, Runtime};
 

@@ -18,6 +18,7 @@
 
 use std::process::ExitCode;
 use std::time::Instant;
+use weft::ops::{CreateOps, LinalgOps};
 
 use weft::{mpi::Reduction, DType, Lane, Runtime, Tensor, TensorHandle};
 

@@ -12,6 +12,7 @@
 use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps};
 
 use weft::{
     error::MpiError,

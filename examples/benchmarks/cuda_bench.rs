@@ -17,6 +17,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, StructuralOps};
 
 use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};

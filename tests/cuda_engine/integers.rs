@@ -1,6 +1,7 @@
 //! The integer and bool vocabulary on the device, against the CPU.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, ReduceOps, StructuralOps};
 
 /// Integer and bool tensors on the device: moved, made, compared, selected
 /// and converted as on the CPU (exactly), float-to-integer conversions

@@ -1,6 +1,8 @@
 //! Gradients, indexing ops and the decompositions on the device, against the CPU.
 
 use super::*;
+use weft::ops::{Apply, CreateOps, ElementwiseOps, IndexOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 
 /// A derived gradient program on the device equals the CPU's, and a tape
 /// whose loss crossed to the device gives its gradient back on the CPU.
@@ -11,7 +13,7 @@ pub(super) fn gradients_match_the_cpu() -> Result<Outcome, String> {
         let shapes: Vec<Vec<usize>> = (0..4)
             .map(|k| vec![if k == 0 { 1 } else { 4 }, 2, if k == 3 { 1 } else { 4 }])
             .collect();
-        let norm = weft::Program::record(|p| {
+        let norm = weft::Program::record(|p| -> Result<(), OpError> {
             let sites: Vec<weft::program::Value> =
                 shapes.iter().map(|s| p.input(DType::C64, s)).collect();
             let mut env = p.apply(
@@ -23,12 +25,12 @@ pub(super) fn gradients_match_the_cpu() -> Result<Outcome, String> {
                 &[],
             )?;
             for &a in &sites {
-                let ac = p.unary(weft::ops::UnaryOp::Conj, a)?;
-                env = p.einsum("ab,asc,bsd->cd", &[env, ac, a])?;
+                let ac = p.unary(weft::ops::UnaryOp::Conj, &a)?;
+                env = p.einsum("ab,asc,bsd->cd", &[&env, &ac, &a])?;
             }
-            let n = p.apply(weft::ops::TensorOp::Cast(DType::F64), &[env])?;
-            let n = p.reshape(n, &[])?;
-            p.output(n)
+            let n = p.apply(weft::ops::TensorOp::Cast(DType::F64), &[&env])?;
+            let n = p.reshape(&n, &[])?;
+            Ok(p.output(n)?)
         })
         .map_err(|e| e.to_string())?;
         let grad = norm.gradient(0, &[0, 1, 2, 3]).map_err(|e| e.to_string())?;

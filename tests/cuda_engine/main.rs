@@ -11,6 +11,7 @@
 //! NVRTC when its library can be loaded (`LD_LIBRARY_PATH`).
 
 use std::process::ExitCode;
+use weft::ops::{CreateOps, ElementwiseOps};
 
 use weft::{
     cuda::CudaEngine,

@@ -1,6 +1,7 @@
 //! Elementwise ops, reductions, structural and creation ops, products and the rest of the vocabulary on the device, against the CPU.
 
 use super::*;
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
 
 pub(super) fn elementwise_ops_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {

@@ -1,6 +1,8 @@
 //! Transfers, the order of lanes and streams, programs, CPU and GPU pipelines, typed errors, lane retirement and the driver calls of a chain.
 
 use super::*;
+use weft::ops::{Apply, CreateOps, ElementwiseOps, LinalgOps, ReduceOps, StructuralOps};
+use weft::OpError;
 
 /// Host → device → host is exact, for every type and size (the large ones
 /// go through the pinned staging in several chunks), and device → device
@@ -167,14 +169,14 @@ pub(super) fn a_tensor_read_on_two_lanes_outlives_both_reads() -> Result<Outcome
 /// were.
 pub(super) fn programs_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_, cpu, gpu| {
-        let program = weft::Program::record(|p| {
+        let program = weft::Program::record(|p| -> Result<(), OpError> {
             let e = p.input(DType::C64, &[16, 16]);
             let a = p.input(DType::C64, &[16, 2, 16]);
-            let ac = p.unary(weft::ops::UnaryOp::Conj, a)?;
-            let t = p.einsum("ab,bsd->asd", &[e, a])?;
-            let next = p.einsum("asc,asd->cd", &[ac, t])?;
-            let scaled = p.scale(next, 0.5)?;
-            p.output(scaled)
+            let ac = p.unary(weft::ops::UnaryOp::Conj, &a)?;
+            let t = p.einsum("ab,bsd->asd", &[&e, &a])?;
+            let next = p.einsum("asc,asd->cd", &[&ac, &t])?;
+            let scaled = p.scale(&next, 0.5)?;
+            Ok(p.output(scaled)?)
         })
         .map_err(|e| e.to_string())?;
         let e = random(cpu, DType::C64, &[16, 16], 1200)?;
@@ -221,14 +223,14 @@ pub(super) fn programs_match_the_cpu() -> Result<Outcome, String> {
         )?;
         // A random matrix has no Cholesky factor: the program fails at
         // that step, with the CPU's error.
-        let failing = weft::Program::record(|p| {
+        let failing = weft::Program::record(|p| -> Result<(), OpError> {
             let x = p.input(DType::C64, &[16, 16]);
-            let y = p.scale(x, 2.0)?;
+            let y = p.scale(&x, 2.0)?;
             let l = p.apply_many(
                 weft::ops::TensorOp::Linalg(weft::ops::Linalg::Cholesky),
-                &[y],
+                &[&y],
             )?;
-            p.output(l[0])
+            Ok(p.output(l[0])?)
         })
         .map_err(|e| e.to_string())?;
         let out = gpu

@@ -3,6 +3,7 @@
 //! rank's input failed or its runtime shut down first.
 
 use std::process::ExitCode;
+use weft::ops::ElementwiseOps;
 
 use weft::{mpi::Reduction, Runtime};
 
