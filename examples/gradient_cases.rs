@@ -136,10 +136,10 @@ fn truncated_svd(p: &Recorder, v: &[Value]) -> Result<Value, OpError> {
         stop: 2,
         step: 1,
     };
-    let u2 = p.apply(TensorOp::Slice(vec![all, two]), &[&u])?;
-    let s2 = p.apply(TensorOp::Slice(vec![two]), &[&s])?;
-    let vh2 = p.apply(TensorOp::Slice(vec![two, all]), &[&vh])?;
-    let s2 = p.apply(TensorOp::Cast(dtype), &[&s2])?;
+    let u2 = p.slice(&u, &[all, two])?;
+    let s2 = p.slice(&s, &[two])?;
+    let vh2 = p.slice(&vh, &[two, all])?;
+    let s2 = p.cast(&s2, dtype)?;
     let s2 = p.reshape(&s2, &[1, 2])?;
     let us = p.mul(&u2, &s2)?;
     let a2 = p.matmul(&us, &vh2)?;

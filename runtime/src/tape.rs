@@ -18,7 +18,6 @@ use weft_core::{
 use crate::error::OpError;
 use crate::handle::TensorHandle;
 use crate::lane::Lane;
-use crate::ops::{CreateOps, ElementwiseOps};
 
 /// What one taped submission did.
 #[derive(Debug, Clone)]
@@ -478,16 +477,19 @@ impl<E: TensorEngine> PlaceLane for Lane<E> {
     }
 
     fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError> {
-        CreateOps::full(self, dtype, &[], value)
+        let shape = Vec::new();
+        Lane::apply(self, TensorOp::Full { dtype, shape, value }, &[])
     }
 
     fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError> {
-        CreateOps::zeros(self, like.dtype(), like.shape())
+        let (dtype, shape, value) = (like.dtype(), like.shape().to_vec(), Scalar::Real(0.0));
+        Lane::apply(self, TensorOp::Full { dtype, shape, value }, &[])
     }
 
     fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError> {
         let mut handles = handles.into_iter();
         let first = handles.next().expect("a cotangent");
-        handles.try_fold(first, |acc, h| ElementwiseOps::add(self, &acc, &h))
+        let add = || TensorOp::Binary(weft_core::BinaryOp::Add);
+        handles.try_fold(first, |acc, h| Lane::apply(self, add(), &[&acc, &h]))
     }
 }
