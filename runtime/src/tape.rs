@@ -478,12 +478,28 @@ impl<E: TensorEngine> PlaceLane for Lane<E> {
 
     fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError> {
         let shape = Vec::new();
-        Lane::apply(self, TensorOp::Full { dtype, shape, value }, &[])
+        Lane::apply(
+            self,
+            TensorOp::Full {
+                dtype,
+                shape,
+                value,
+            },
+            &[],
+        )
     }
 
     fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError> {
         let (dtype, shape, value) = (like.dtype(), like.shape().to_vec(), Scalar::Real(0.0));
-        Lane::apply(self, TensorOp::Full { dtype, shape, value }, &[])
+        Lane::apply(
+            self,
+            TensorOp::Full {
+                dtype,
+                shape,
+                value,
+            },
+            &[],
+        )
     }
 
     fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError> {
