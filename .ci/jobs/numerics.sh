@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Numeric results against independent references: the vocabulary against
-# NumPy, the gradient example's own check, the derived gradients against JAX.
+# NumPy, the gradient example's own check, the DMRG against exact
+# diagonalization, the derived gradients against JAX.
 source "$(dirname "$0")/../lib.sh"
 
 step "the vocabulary against NumPy"
@@ -15,6 +16,12 @@ fi
 
 step "the gradient example (an MPS fitted by its derived gradient, checked)"
 cargo run --release -q -p weft-examples --example gradient
+
+step "the DMRG example (L = 16, χ 64: its energy within 1e-8 of exact diagonalization)"
+cargo run --release -q -p weft-examples --example dmrg
+
+step "one function compiled and eager (the MPS norm: the same bits both ways)"
+cargo run --release -q -p weft-examples --example mps_norm
 
 step "gradients against JAX"
 # The derived gradients of a fixed set of programs recomputed by JAX

@@ -11,7 +11,9 @@ use std::hash::{Hash, Hasher};
 
 use weft_core::{CacheStats, DType, Meta, Program};
 
-/// The default bound of [`Functions`]: traced programs a runtime keeps.
+/// The default bound of the runtime's cache of traced functions: the programs
+/// [`Lane::call`](crate::Lane::call) traced that a runtime keeps
+/// ([`Builder::function_cache`](crate::Builder::function_cache)).
 pub const FUNCTION_CACHE_CAPACITY: usize = 256;
 
 /// A traced program and what it was traced for.

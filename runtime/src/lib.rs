@@ -103,7 +103,7 @@ pub mod tensor {
 /// Programs: computations recorded once and run as one op, their
 /// gradients, and the eager tape.
 pub mod program {
-    pub use crate::ops::{eagerly, Function};
+    pub use crate::ops::call::eagerly;
     pub use crate::tape::Tape;
     pub use weft_core::{Program, Recorder, Step, Value, DEGENERACY};
 }

@@ -15,7 +15,7 @@
 // each say which `TensorOp` a named method is; the others are a lane's own
 // ops (programs and calls, scalars, the truncated SVD).
 
-mod call;
+pub(crate) mod call;
 mod create;
 mod elementwise;
 mod index;
@@ -27,7 +27,7 @@ mod structural;
 mod truncation;
 mod vocabulary;
 
-pub use call::{eagerly, Function};
+pub use call::Function;
 pub use create::CreateOps;
 pub use elementwise::ElementwiseOps;
 pub use index::IndexOps;
