@@ -463,6 +463,24 @@ trait PlaceLane {
     fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError>;
 }
 
+/// A tensor of `shape` filled with `value`, made on `lane`.
+fn filled<E: TensorEngine>(
+    lane: &Lane<E>,
+    dtype: DType,
+    shape: Vec<usize>,
+    value: Scalar,
+) -> Result<TensorHandle, OpError> {
+    Lane::apply(
+        lane,
+        TensorOp::Full {
+            dtype,
+            shape,
+            value,
+        },
+        &[],
+    )
+}
+
 impl<E: TensorEngine> PlaceLane for Lane<E> {
     fn run(
         &self,
@@ -477,29 +495,11 @@ impl<E: TensorEngine> PlaceLane for Lane<E> {
     }
 
     fn full(&self, dtype: DType, value: Scalar) -> Result<TensorHandle, OpError> {
-        let shape = Vec::new();
-        Lane::apply(
-            self,
-            TensorOp::Full {
-                dtype,
-                shape,
-                value,
-            },
-            &[],
-        )
+        filled(self, dtype, Vec::new(), value)
     }
 
     fn zeros(&self, like: &TensorHandle) -> Result<TensorHandle, OpError> {
-        let (dtype, shape, value) = (like.dtype(), like.shape().to_vec(), Scalar::Real(0.0));
-        Lane::apply(
-            self,
-            TensorOp::Full {
-                dtype,
-                shape,
-                value,
-            },
-            &[],
-        )
+        filled(self, like.dtype(), like.shape().to_vec(), Scalar::Real(0.0))
     }
 
     fn sum(&self, handles: Vec<TensorHandle>) -> Result<TensorHandle, OpError> {
