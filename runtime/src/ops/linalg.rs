@@ -62,14 +62,7 @@ pub trait LinalgOps: Apply {
     /// [`OpError::Tensor`] with [`TensorError::Einsum`] naming the problem;
     /// as [`Apply::apply`].
     fn einsum(&self, spec: &str, inputs: &[&Self::Tensor]) -> Result<Self::Tensor, OpError> {
-        if spec.contains('*') {
-            let (plain, read) = conjugate_marked(self, spec, inputs)?;
-            let read: Vec<&Self::Tensor> = read.iter().collect();
-            let spec = parse_einsum(self, &plain, &read)?;
-            return self.apply(TensorOp::Einsum(spec), &read);
-        }
-        let spec = parse_einsum(self, spec, inputs)?;
-        self.apply(TensorOp::Einsum(spec), inputs)
+        einsum_op(self, spec, inputs, None)
     }
 
     /// [`LinalgOps::einsum`] contracted along `path`, as opt_einsum writes one
@@ -87,17 +80,7 @@ pub trait LinalgOps: Apply {
         inputs: &[&Self::Tensor],
         path: &[(usize, usize)],
     ) -> Result<Self::Tensor, OpError> {
-        let (plain, read);
-        let (spec, inputs) = if spec.contains('*') {
-            (plain, read) = conjugate_marked(self, spec, inputs)?;
-            (plain.as_str(), read.iter().collect::<Vec<_>>())
-        } else {
-            (spec, inputs.to_vec())
-        };
-        let spec = parse_einsum(self, spec, &inputs)?
-            .with_path(path)
-            .map_err(|e| self.refused("einsum", e))?;
-        self.apply(TensorOp::Einsum(spec), &inputs)
+        einsum_op(self, spec, inputs, Some(path))
     }
 
     /// `alpha · op(a) @ op(b) + beta · c`, batched as [`LinalgOps::matmul`]
@@ -436,18 +419,43 @@ fn conjugate_marked<A: Apply + ?Sized>(
     Ok((plain, read))
 }
 
-/// `spec` parsed for the shapes of `inputs`, as NumPy's einsum reads it.
-fn parse_einsum<A: Apply + ?Sized>(
+/// The one path of [`LinalgOps::einsum`] and [`LinalgOps::einsum_along`]:
+/// conjugation marks taken, the spec parsed for the operands' shapes (as
+/// NumPy's einsum reads it) and given `path`, the op applied.
+fn einsum_op<A: Apply + ?Sized>(
     ops: &A,
     spec: &str,
     inputs: &[&A::Tensor],
-) -> Result<EinsumSpec, OpError> {
-    let shapes = inputs
-        .iter()
+    path: Option<&[(usize, usize)]>,
+) -> Result<A::Tensor, OpError> {
+    if spec.contains('*') {
+        // A `*` left in `plain` (not after an operand) is the parser's to
+        // name: no second round of marks.
+        let (plain, read) = conjugate_marked(ops, spec, inputs)?;
+        let read: Vec<&A::Tensor> = read.iter().collect();
+        return unmarked_einsum(ops, &plain, &read, path);
+    }
+    unmarked_einsum(ops, spec, inputs, path)
+}
+
+/// [`einsum_op`] of a spec whose marks were taken.
+fn unmarked_einsum<A: Apply + ?Sized>(
+    ops: &A,
+    spec: &str,
+    inputs: &[&A::Tensor],
+    path: Option<&[(usize, usize)]>,
+) -> Result<A::Tensor, OpError> {
+    let shapes = (inputs.iter())
         .map(|&x| ops.shape(x))
-        .collect::<Result<Vec<_>, _>>()?;
-    let shapes: Vec<&[usize]> = shapes.iter().map(|s| &s[..]).collect();
-    EinsumSpec::parse_for(spec, &shapes).map_err(|e| ops.refused("einsum", e))
+        .collect::<Result<smallvec::SmallVec<[_; 4]>, _>>()?;
+    let shapes: smallvec::SmallVec<[&[usize]; 4]> = shapes.iter().map(|s| &s[..]).collect();
+    let parsed = EinsumSpec::parse_for(spec, &shapes);
+    let parsed = match path {
+        Some(path) => parsed.and_then(|spec| spec.with_path(path)),
+        None => parsed,
+    };
+    let spec = parsed.map_err(|e| ops.refused("einsum", e))?;
+    ops.apply(TensorOp::Einsum(spec), inputs)
 }
 
 /// The gemm of these scales and operand reads.
