@@ -15,6 +15,10 @@
 //!   trip), the median of 5 rounds.
 //! - `allreduce` (sum) of 1 to 64 MiB of f64 over the ranks: weft's against
 //!   rsmpi's `all_reduce_into`, the same way.
+//! - `allreduce` (sum) of 1 and 8 f64 into a host value, waited for each
+//!   time (a distributed norm or Lanczos step): `Runtime::allreduce_values`
+//!   (`values`), and a resident tensor's `allreduce` and its download
+//!   (`tensor`), against rsmpi's `all_reduce_into`.
 
 use std::time::{Duration, Instant};
 
@@ -99,6 +103,44 @@ fn main() -> Result<(), BoxError> {
         })? / reps as u32;
         say(row(&size(bytes), bytes, weft, raw));
     }
+    say("allreduce (sum) of a few f64 into a host value (median of 5 rounds)".into());
+    for elements in [1usize, 8] {
+        let bytes = elements * 8;
+        let reps = 2000;
+        let local = vec![1.0f64; elements];
+        let values = median(|| {
+            let start = Instant::now();
+            for _ in 0..reps {
+                rt.allreduce_values(&local, Reduction::Sum)?.wait()?;
+            }
+            Ok(start.elapsed())
+        })? / reps as u32;
+        let x = lane.upload(Tensor::from_vec(local.clone(), &[elements])?)?;
+        let tensor = median(|| {
+            let start = Instant::now();
+            for _ in 0..reps {
+                let y = lane.allreduce(&x, Reduction::Sum)?;
+                lane.download(&y)?.wait()?;
+            }
+            Ok(start.elapsed())
+        })? / reps as u32;
+        let raw = median(|| {
+            let ticket = mpi.run(move |_| {
+                let world = SimpleCommunicator::world();
+                let send = vec![1.0f64; elements];
+                let mut recv = vec![0.0f64; elements];
+                let start = Instant::now();
+                for _ in 0..reps {
+                    world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
+                }
+                start.elapsed()
+            })?;
+            Ok(ticket.wait()?)
+        })? / reps as u32;
+        let name = size(bytes);
+        say(row(&format!("{name} values"), bytes, values, raw));
+        say(row(&format!("{name} tensor"), bytes, tensor, raw));
+    }
     rt.shutdown()?;
     Ok(())
 }
@@ -173,7 +215,7 @@ fn size(bytes: usize) -> String {
 fn row(name: &str, moved: usize, weft: Duration, raw: Duration) -> String {
     let rate = |t: Duration| moved as f64 / t.as_secs_f64() / 1e9;
     format!(
-        "{name:>8}   weft {:>10.2} µs {:>7.2} GB/s   rsmpi {:>10.2} µs {:>7.2} GB/s   \
+        "{name:>14}   weft {:>10.2} µs {:>7.2} GB/s   rsmpi {:>10.2} µs {:>7.2} GB/s   \
          weft/raw time {:>5.2}x",
         weft.as_secs_f64() * 1e6,
         rate(weft),

@@ -3,10 +3,12 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use weft_actors::{Event, EventState, Flow, Op, Promise, Ticket};
-use weft_core::{DType, Data, Meta, Tensor, TensorEngine};
+use weft_actors::{Event, EventState, Flow, Op, OpBody, Promise, Ticket};
+use weft_core::{DType, Data, Element, Meta, Tensor, TensorEngine};
 use weft_cpu::CpuEngine;
-use weft_mpi::{check_message, check_peer, Collective, Done, MpiEngine, MpiError, Reduction};
+use weft_mpi::{
+    check_message, check_peer, Collective, Done, Finished, MpiEngine, MpiError, Reduction,
+};
 
 use super::actor::MpiActor;
 use crate::domain::DomainTable;
@@ -35,10 +37,27 @@ type Spent = Arc<Mutex<Option<Data>>>;
 /// The promise of an MPI op while it is on its way to MPI: if the op never
 /// reaches MPI (its input failed, or a shutdown cancelled it), the promise
 /// fails saying why instead of reporting a lost actor.
-struct Owed {
-    promise: Option<Promise<(), OpError>>,
+struct Owed<T: Send + 'static = ()> {
+    promise: Option<Promise<T, OpError>>,
     op: &'static str,
     after: Vec<Event>,
+}
+
+impl<T: Send + 'static> Owed<T> {
+    /// The completion MPI calls, for a result the caller takes on the
+    /// host: `keep` turns what MPI finished into the promise's value.
+    fn done_with(
+        mut self,
+        keep: impl FnOnce(Finished) -> Result<T, OpError> + Send + 'static,
+    ) -> Done {
+        let promise = self.promise.take().expect("owed once");
+        Box::new(
+            move |outcome| match outcome.map_err(OpError::Mpi).and_then(keep) {
+                Ok(value) => promise.keep(value),
+                Err(e) => promise.fail(e),
+            },
+        )
+    }
 }
 
 impl Owed {
@@ -57,7 +76,7 @@ impl Owed {
     }
 }
 
-impl Drop for Owed {
+impl<T: Send + 'static> Drop for Owed<T> {
     fn drop(&mut self) {
         let Some(promise) = self.promise.take() else {
             return;
@@ -117,6 +136,86 @@ impl Runtime {
             engine.collective(Collective::Barrier, None, None, done)
         })?;
         Ok(posted.ticket)
+    }
+
+    /// The reduction of every rank's `values`, straight into a host vector
+    /// (same type and length on every rank; ranks that disagree all fail
+    /// with [`MpiError::Disagree`]): the dot products of a distributed
+    /// Lanczos step, a norm, a convergence flag. No tensor is made,
+    /// uploaded or downloaded, and no domain takes part: the values go to
+    /// the MPI actor with the call and come back in the ticket, two hops
+    /// where [`Lane::allreduce`] of a resident tensor and its download take
+    /// four or more. It takes its place among the rank's collectives in
+    /// call order, as every collective does.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use weft::mpi::Reduction;
+    /// let rt = weft::Runtime::builder().mpi().build()?;
+    /// let local = [1.5f64, 2.0]; // this rank's part of two dot products
+    /// let global = rt.allreduce_values(&local, Reduction::Sum)?.wait()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::Unsupported`] (max or min of complex values, sum or
+    /// product of `bool`), [`MpiError::TooLarge`], [`OpError::Mpi`]
+    /// ([`MpiError::Unavailable`]) when the runtime runs no MPI actor,
+    /// [`OpError::Closed`] after shutdown.
+    pub fn allreduce_values<T: Element>(
+        &self,
+        values: &[T],
+        reduction: Reduction,
+    ) -> Result<Ticket<Vec<T>, OpError>, OpError> {
+        self.host_collective(Collective::Allreduce(reduction), values)
+    }
+
+    /// `root`'s `values`, on every rank, straight into a host vector; the
+    /// other ranks pass as many values of the same type (not read). As
+    /// [`Runtime::allreduce_values`], with no tensor and no domain.
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::NoSuchRank`], as [`Runtime::allreduce_values`].
+    pub fn broadcast_values<T: Element>(
+        &self,
+        values: &[T],
+        root: usize,
+    ) -> Result<Ticket<Vec<T>, OpError>, OpError> {
+        self.host_collective(Collective::Broadcast { root }, values)
+    }
+
+    /// A collective over host values: checked here, posted by the MPI
+    /// actor's op at once (its input is ready), its result the ticket's.
+    fn host_collective<T: Element>(
+        &self,
+        what: Collective,
+        values: &[T],
+    ) -> Result<Ticket<Vec<T>, OpError>, OpError> {
+        let mpi = self.table().mpi().ok_or_else(no_mpi)?;
+        let shape = [values.len()];
+        what.output(T::DTYPE, &shape, mpi.ranks)?;
+        check_message(what.name(), T::DTYPE, &shape)?;
+        let input = Tensor::from_vec(values.to_vec(), &shape)?;
+        let (promise, ticket) = Promise::new(what.name());
+        let owed = Owed {
+            promise: Some(promise),
+            op: what.name(),
+            after: Vec::new(),
+        };
+        let body = Op::new(move |engine: &mut MpiEngine| {
+            engine.progress();
+            let done = owed.done_with(move |finished| match finished.tensor {
+                Some(tensor) => Ok(tensor.into_vec::<T>()?),
+                None => Err(OpError::Mpi(MpiError::Cancelled { op: what.name() })),
+            });
+            engine.collective(what, Some(input), None, done);
+        })
+        .label(what.name());
+        submit(mpi, body)?;
+        Ok(ticket)
     }
 }
 
@@ -195,7 +294,18 @@ where
     .label(op)
     .flow(Flow::Out(flow));
     let body = if wait { body.after(after) } else { body };
-    // The op's own ticket is not needed: the promise's is the result.
+    submit(mpi, body)?;
+    Ok(Posted {
+        ticket,
+        slot,
+        spent,
+        flow,
+    })
+}
+
+/// Submits an op to the MPI actor. Its own ticket is not kept: the
+/// promise the op holds is its result.
+fn submit<B: OpBody<MpiEngine>>(mpi: &MpiActor, body: Op<B>) -> Result<(), OpError> {
     let ticket_of_op = mpi.lane.submit(body).map_err(|e| match e {
         weft_actors::SubmitError::Closed(_) => OpError::Closed(weft_actors::ActorClosed {
             actor: mpi.actor.name().to_owned(),
@@ -203,12 +313,7 @@ where
         weft_actors::SubmitError::WouldDeadlock(_) => OpError::WouldDeadlock,
     })?;
     drop(ticket_of_op);
-    Ok(Posted {
-        ticket,
-        slot,
-        spent,
-        flow,
-    })
+    Ok(())
 }
 
 /// An MPI op on its way: the promise's ticket, where its result and its
