@@ -159,6 +159,10 @@ fn rank_main() -> ExitCode {
     let checks: &[(&str, Check)] = &[
         ("ranks_are_the_jobs", ranks_are_the_jobs),
         (
+            "ranks_given_the_same_cpus_take_parts_of_them",
+            ranks_given_the_same_cpus_take_parts_of_them,
+        ),
+        (
             "a_ring_of_sends_arrives_intact",
             a_ring_of_sends_arrives_intact,
         ),
@@ -363,6 +367,62 @@ fn ranks_are_the_jobs() -> Result<(), String> {
     check(
         ranks == want && rank < ranks,
         format!("rank {rank} of {ranks}, launcher says {want}"),
+    )
+}
+
+/// Ranks of one node that the launcher gave the same CPUs (Open MPI binds
+/// 2 ranks to a core each, but 4 on this 2-core machine to both cores)
+/// lay their domains out over a part each: no CPU carries more ranks'
+/// domains than the ranks given it need, and `threads()` says so.
+fn ranks_given_the_same_cpus_take_parts_of_them() -> Result<(), String> {
+    let (_, ranks, _) = me();
+    let mask = weft::topology::process_allowed_cpus().map_err(|e| e.to_string())?;
+    let threads = rt().threads();
+    let mine = (threads.iter()).fold(weft::topology::CpuSet::new(), |all, d| all.union(&d.cpus));
+    let top = mask.iter().chain(mine.iter()).max().map_or(0, |c| c + 1);
+    let width = rt()
+        .allreduce_values(&[top as i64], Reduction::Max)
+        .map_err(|e| e.to_string())?
+        .wait_timeout(OP_LIMIT)
+        .map_err(|e| e.to_string())?[0] as usize;
+    let count = |set: &weft::topology::CpuSet| -> Result<Vec<i64>, String> {
+        let mut v = vec![0i64; width];
+        for cpu in set.iter() {
+            v[cpu] = 1;
+        }
+        rt().allreduce_values(&v, Reduction::Sum)
+            .map_err(|e| e.to_string())?
+            .wait_timeout(OP_LIMIT)
+            .map_err(|e| e.to_string())
+    };
+    // Per CPU: how many ranks were given it, how many lay a domain on it.
+    let (given, load) = (count(&mask)?, count(&mine)?);
+    let sharing: Vec<i64> = mask.iter().map(|c| given[c]).collect();
+    let peers = sharing.iter().copied().max().unwrap_or(1);
+    let cpus = mask.len() as i64;
+    let most = (peers + cpus - 1) / cpus;
+    for cpu in mine.iter() {
+        check(
+            load[cpu] <= most,
+            format!(
+                "CPU {cpu} carries the domains of {} ranks; {peers} ranks were given CPUs {mask}, so at most {most} (this rank's domains: {mine})",
+                load[cpu]
+            ),
+        )?;
+    }
+    check(
+        mine.is_subset(&mask),
+        format!("domains on {mine} outside {mask}"),
+    )?;
+    let share = threads[0].share.as_ref();
+    let uniform = sharing.iter().all(|&n| n == peers);
+    check(
+        !uniform
+            || match share {
+                None => peers == 1,
+                Some(s) => s.parts as i64 == peers && s.of == mask && ranks >= s.parts,
+            },
+        format!("{peers} ranks given {mask}; threads() says {share:?}"),
     )
 }
 

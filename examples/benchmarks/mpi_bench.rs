@@ -53,6 +53,16 @@ fn main() -> Result<(), BoxError> {
         return Ok(());
     }
     let rank = rt.rank();
+    for d in rt.threads() {
+        let given = match &d.share {
+            Some(s) => format!("part {} of {} of CPUs {}", s.part, s.parts, s.of),
+            None => "all the CPUs it was given".into(),
+        };
+        eprintln!(
+            "rank {rank}: domain {} on CPUs {} ({given})",
+            d.domain, d.cpus
+        );
+    }
     let lane = rt.lane(0)?;
     let mpi = rt.mpi_lane()?;
     let say = |line: String| {

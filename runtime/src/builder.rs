@@ -435,6 +435,10 @@ impl Builder {
                 capacity: config.lane_capacity,
             });
         }
+        // Kept to lay the domains out again over this rank's part of the
+        // CPUs, when ranks of its node were given the same ones.
+        #[cfg(feature = "mpi")]
+        let relayout = self.prebuilt.is_none().then(|| self.topology.clone());
         let topology = match self.prebuilt {
             Some(topology) => topology,
             None => self.topology.build()?,
@@ -475,10 +479,22 @@ impl Builder {
         // of a test binary run side by side.
         #[cfg(weft_loom)]
         let claim = None;
+        // MPI starts before the domains: how many ranks of this node were
+        // given the same CPUs decides which of them this rank's domains
+        // take. (The claim above stays on all of them.)
+        #[cfg(feature = "mpi")]
+        let (topology, mpi) = start_mpi(&config, topology, relayout)?;
         // A failed start drops the claim: the CPUs are free again.
         let table = {
             let _building = ledger::building(id);
-            DomainTable::start(&topology, &config, id, seats)?
+            DomainTable::start(
+                &topology,
+                &config,
+                id,
+                seats,
+                #[cfg(feature = "mpi")]
+                mpi,
+            )?
         };
         let runtime = Runtime::from_parts(id, topology, table, config, (cpus, claim));
         #[cfg(feature = "tracing")]
@@ -533,6 +549,32 @@ fn threads_from_env() -> Result<Option<usize>, BuildError> {
     Ok(rayon
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&n| n > 0))
+}
+
+/// Starts the rank's MPI actor if `config` asks for one, and lays the
+/// domains out over this rank's part of its CPUs when other ranks of its
+/// node were given the same ones (no binding of the launcher's kept them
+/// apart): `relayout` is the layout asked for, `None` for a topology
+/// given whole ([`Builder::topology`]), which is kept. A layout that does
+/// not fit in the part (a split into more domains than it has CPUs) is
+/// kept whole too.
+#[cfg(feature = "mpi")]
+fn start_mpi(
+    config: &Config,
+    topology: Topology,
+    relayout: Option<TopologyBuilder>,
+) -> Result<(Topology, Option<crate::mpi::MpiActor>), BuildError> {
+    if !config.mpi {
+        return Ok((topology, None));
+    }
+    let actor = crate::mpi::MpiActor::start(config, topology.allowed())?;
+    let topology = match (relayout, actor.share) {
+        (Some(layout), (part, parts)) if parts > 1 => {
+            layout.share(part, parts).build().unwrap_or(topology)
+        }
+        _ => topology,
+    };
+    Ok((topology, Some(actor)))
 }
 
 /// Ranks over MPI (feature `mpi`).

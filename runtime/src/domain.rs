@@ -16,7 +16,7 @@ use weft_actors::{
 };
 use weft_core::{Place, TensorEngine};
 use weft_cpu::{CpuEngine, CpuEngineConfig, Leases, Pinning};
-use weft_topology::{CpuDomain, CpuSet, Topology};
+use weft_topology::{CpuDomain, CpuSet, Share, Topology};
 
 use crate::config::{Config, Hosting};
 use crate::error::{BuildError, PlaceError};
@@ -103,6 +103,7 @@ impl DomainTable {
         config: &Config,
         runtime: RuntimeId,
         seats: Vec<Seat>,
+        #[cfg(feature = "mpi")] mpi: Option<crate::mpi::MpiActor>,
     ) -> Result<DomainTable, BuildError> {
         let next_id = Arc::new(AtomicU64::new(0));
         let functions = Arc::new(Functions::new(config.function_cache));
@@ -151,10 +152,7 @@ impl DomainTable {
                 })
                 .collect(),
             #[cfg(feature = "mpi")]
-            mpi: match config.mpi {
-                true => Some(crate::mpi::MpiActor::start(config)?),
-                false => None,
-            },
+            mpi,
         })
     }
 
@@ -212,6 +210,7 @@ impl DomainTable {
                     names,
                     affinity,
                     leases: readback.leases,
+                    share: topology.share().cloned(),
                     stack_size: config.stack_size,
                     hosted: config.host.is_some(),
                 }
@@ -401,6 +400,13 @@ pub struct DomainThreads {
     /// of the domain was free; or why it could not lease
     /// ([`Builder::lease_dir`](crate::Builder::lease_dir)).
     pub leases: Leases,
+    /// The part of the CPUs it was given that this process took, when
+    /// other processes were given the same ones: MPI ranks of one node
+    /// that their launcher did not bind apart (feature `mpi`), each laying
+    /// its domains out over its own part
+    /// ([`TopologyBuilder::share`](weft_topology::TopologyBuilder::share)).
+    /// `None` when it took them all.
+    pub share: Option<Share>,
     /// The stack size asked for, if any ([`crate::Builder::stack_size`]).
     pub stack_size: Option<usize>,
     /// Whether the actor runs on a caller's thread ([`crate::Builder::host`]

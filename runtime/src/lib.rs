@@ -136,7 +136,7 @@ pub mod engine {
 pub mod topology {
     pub use weft_topology::{
         advise_huge_pages, current_cpu, pin_current_thread, process_allowed_cpus, CpuDomain,
-        CpuSet, LayoutSource, Topology, DOMAINS_ENV,
+        CpuSet, LayoutSource, Share, Topology, DOMAINS_ENV,
     };
     #[cfg(all(feature = "cuda", target_os = "linux"))]
     pub use weft_topology::{cuda_devices, CudaDevice};

@@ -201,6 +201,62 @@ fn split_allowed_cpus() {
 }
 
 #[test]
+fn a_share_takes_its_part_of_a_discovered_or_split_layout_only() {
+    let fake = FakeSysfs::new("share").node(0, "0-3").node(1, "4-7");
+    let shared = |part, parts| {
+        Topology::builder()
+            .sysfs_root(fake.path())
+            .allowed(set("0-7"))
+            .ignore_env()
+            .share(part, parts)
+            .build()
+            .expect("discovery succeeds")
+    };
+    // Two ranks on a node of two NUMA nodes: one node each.
+    let t = shared(1, 2);
+    assert_eq!(domains(&t), ["4-7"]);
+    assert_eq!(t.domains()[0].numa_node(), Some(1));
+    assert_eq!(t.allowed(), &set("4-7"));
+    let share = t.share().expect("shared");
+    assert_eq!((share.part, share.parts, &share.of), (1, 2, &set("0-7")));
+    assert!(t.to_string().contains("part 1 of 2 of CPUs 0-7"), "{t}");
+    // Three: nearly equal runs, in order, the first ones longer; a run
+    // over two NUMA nodes is a domain on each.
+    let parts: Vec<_> = (0..3).map(|p| domains(&shared(p, 3))).collect();
+    assert_eq!(parts, [vec!["0-2"], vec!["3", "4-5"], vec!["6-7"]]);
+    // More parts than CPUs: one CPU each, in turn.
+    let few = |part| {
+        Topology::builder()
+            .allowed(set("2,5"))
+            .split(1)
+            .share(part, 5)
+            .build()
+            .map(|t| domains(&t))
+            .expect("a split")
+    };
+    let parts: Vec<_> = (0..5).map(few).collect();
+    assert_eq!(parts, [["2"], ["5"], ["2"], ["5"], ["2"]]);
+    // A split splits the part.
+    let t = Topology::builder()
+        .allowed(set("0-7"))
+        .split(2)
+        .share(0, 2)
+        .build()
+        .expect("a split");
+    assert_eq!(domains(&t), ["0-1", "2-3"]);
+    // An explicit layout is kept as given; one part is no share.
+    let t = Topology::builder()
+        .allowed(set("0-7"))
+        .cpulists("0-7")
+        .share(1, 2)
+        .build()
+        .expect("explicit");
+    assert_eq!((domains(&t), t.share()), (vec!["0-7".to_string()], None));
+    assert!(shared(0, 1).share().is_none());
+    assert_eq!(domains(&shared(0, 1)), ["0-3", "4-7"]);
+}
+
+#[test]
 fn discovery_on_this_machine_is_consistent() {
     let t = Topology::builder().ignore_env().build().expect("discovery");
     let mut seen = CpuSet::new();

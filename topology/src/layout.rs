@@ -72,6 +72,21 @@ pub struct Topology {
     allowed: CpuSet,
     domains: Vec<CpuDomain>,
     source: LayoutSource,
+    share: Option<Share>,
+}
+
+/// The part of its CPUs a process took because other processes were given
+/// the same ones ([`TopologyBuilder::share`]): MPI ranks of one node that
+/// their launcher did not bind apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// This process's part, from 0.
+    pub part: usize,
+    /// How many processes were given the same CPUs.
+    pub parts: usize,
+    /// The CPUs they were given (the process's affinity mask); this
+    /// process's part of them is [`Topology::allowed`].
+    pub of: CpuSet,
 }
 
 impl Topology {
@@ -109,6 +124,12 @@ impl Topology {
     pub fn source(&self) -> LayoutSource {
         self.source
     }
+
+    /// The part of its CPUs this process took, when others were given the
+    /// same ones ([`TopologyBuilder::share`]); `None` when it took them all.
+    pub fn share(&self) -> Option<&Share> {
+        self.share.as_ref()
+    }
 }
 
 impl fmt::Display for Topology {
@@ -120,6 +141,13 @@ impl fmt::Display for Topology {
             self.allowed,
             self.source
         )?;
+        if let Some(share) = &self.share {
+            write!(
+                f,
+                ", part {} of {} of CPUs {}",
+                share.part, share.parts, share.of
+            )?;
+        }
         for d in &self.domains {
             write!(
                 f,
@@ -168,6 +196,7 @@ pub struct TopologyBuilder {
     allowed: Option<CpuSet>,
     layout: Layout,
     read_env: bool,
+    share: Option<(usize, usize)>,
 }
 
 impl Default for TopologyBuilder {
@@ -177,6 +206,7 @@ impl Default for TopologyBuilder {
             allowed: None,
             layout: Layout::Discover,
             read_env: true,
+            share: None,
         }
     }
 }
@@ -214,6 +244,20 @@ impl TopologyBuilder {
         self
     }
 
+    /// Takes part `part` of `parts` of the allowed CPUs, for a discovered
+    /// or split layout: the share of one of `parts` processes given the
+    /// same CPUs (MPI ranks of one node that their launcher did not bind
+    /// apart), so that their domains do not pin onto the same cores. The
+    /// parts are nearly equal runs of the CPUs in order; with more parts
+    /// than CPUs, part `p` is CPU `p mod n`, each CPU shared as evenly as
+    /// it can be. An explicit layout ([`TopologyBuilder::domains`],
+    /// [`TopologyBuilder::cpulists`], [`DOMAINS_ENV`]) is kept as given;
+    /// `parts` of 0 or 1, or a `part` not below `parts`, shares nothing.
+    pub fn share(mut self, part: usize, parts: usize) -> Self {
+        self.share = (parts > 1 && part < parts).then_some((part, parts));
+        self
+    }
+
     /// Ignores [`DOMAINS_ENV`] during discovery.
     pub fn ignore_env(mut self) -> Self {
         self.read_env = false;
@@ -245,31 +289,43 @@ impl TopologyBuilder {
             annotate_nodes(&mut topology, &self.sysfs_root);
             Ok(topology)
         };
-        match self.layout {
-            Layout::Sets(sets) => explicit(allowed, sets, LayoutSource::Explicit),
-            Layout::Text(text) => {
+        let env = match (&self.layout, self.read_env) {
+            (Layout::Discover, true) => std::env::var(DOMAINS_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty()),
+            _ => None,
+        };
+        // A share narrows what discovery or a split lays out.
+        let (allowed, share) = match (&self.layout, &env, self.share) {
+            (Layout::Discover | Layout::Split(_), None, Some((part, parts))) => {
+                let mine = part_of(&allowed, part, parts);
+                let share = Share {
+                    part,
+                    parts,
+                    of: allowed,
+                };
+                (mine, Some(share))
+            }
+            _ => (allowed, None),
+        };
+        let mut topology = match (self.layout, env) {
+            (Layout::Sets(sets), _) => explicit(allowed, sets, LayoutSource::Explicit),
+            (Layout::Text(text), _) => {
                 let sets = parse_layout(&text, "layout string")?;
                 explicit(allowed, sets, LayoutSource::Explicit)
             }
-            Layout::Split(n) => {
+            (Layout::Split(n), _) => {
                 let sets = split_sets(&allowed, n)?;
                 explicit(allowed, sets, LayoutSource::Split)
             }
-            Layout::Discover => {
-                let env = if self.read_env {
-                    std::env::var(DOMAINS_ENV).ok()
-                } else {
-                    None
-                };
-                match env.filter(|v| !v.trim().is_empty()) {
-                    Some(text) => {
-                        let sets = parse_layout(&text, DOMAINS_ENV)?;
-                        explicit(allowed, sets, LayoutSource::Environment)
-                    }
-                    None => discover(allowed, &self.sysfs_root),
-                }
+            (Layout::Discover, Some(text)) => {
+                let sets = parse_layout(&text, DOMAINS_ENV)?;
+                explicit(allowed, sets, LayoutSource::Environment)
             }
-        }
+            (Layout::Discover, None) => discover(allowed, &self.sysfs_root),
+        }?;
+        topology.share = share;
+        Ok(topology)
     }
 }
 
@@ -330,6 +386,7 @@ fn explicit(
         allowed,
         domains,
         source,
+        share: None,
     })
 }
 
@@ -345,6 +402,16 @@ fn annotate_nodes(topology: &mut Topology, sysfs_root: &std::path::Path) {
             .iter()
             .find(|node| domain.cpus.difference(&node.cpus).is_empty())
             .map(|node| node.id);
+    }
+}
+
+/// Part `part` of `parts` of `allowed` ([`TopologyBuilder::share`]).
+fn part_of(allowed: &CpuSet, part: usize, parts: usize) -> CpuSet {
+    let n = allowed.len();
+    match split_sets(allowed, parts) {
+        Ok(mut sets) => sets.swap_remove(part),
+        // More parts than CPUs: one CPU each, in turn.
+        Err(_) => allowed.iter().nth(part % n.max(1)).into_iter().collect(),
     }
 }
 
@@ -397,5 +464,6 @@ fn discover(allowed: CpuSet, sysfs_root: &std::path::Path) -> Result<Topology, T
         allowed,
         domains,
         source,
+        share: None,
     })
 }

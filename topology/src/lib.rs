@@ -34,5 +34,5 @@ pub use cuda::{cuda_devices, cuda_devices_in, pci_location, CudaDevice};
 #[cfg(all(feature = "cuda", target_os = "linux"))]
 pub use error::CudaUnavailable;
 pub use error::{AffinityError, TopologyError};
-pub use layout::{CpuDomain, LayoutSource, Topology, TopologyBuilder, DOMAINS_ENV};
+pub use layout::{CpuDomain, LayoutSource, Share, Topology, TopologyBuilder, DOMAINS_ENV};
 pub use memory::{advise_huge_pages, HUGE_PAGE_BYTES};

@@ -144,6 +144,21 @@ impl Exchange<MpiSession> {
         let (rank, ranks) = (session.rank()?, session.size()?);
         Ok(Exchange::new(session, rank, ranks))
     }
+
+    /// This rank's place among the ranks of its node that were given the
+    /// same CPUs (`key`, a digest of them), and how many they are: which
+    /// part of those CPUs it takes. Blocking and collective: every rank
+    /// calls it once, right after [`Exchange::start`].
+    ///
+    /// # Errors
+    ///
+    /// [`MpiError::Call`].
+    pub fn node_peers(&self, key: u64) -> Result<(usize, usize), MpiError> {
+        match &self.transport {
+            Some(session) => session.node_peers(key),
+            None => Ok((0, 1)),
+        }
+    }
 }
 
 impl<T: Transport> Exchange<T> {

@@ -185,6 +185,62 @@ impl Session {
         Ok(usize::try_from(size).unwrap_or(1))
     }
 
+    /// This rank's place among the ranks of its node whose `key` is the
+    /// same (a digest of the CPUs each was given), and how many they are.
+    /// Blocking and collective: every rank calls it once, at its start,
+    /// before any request is posted.
+    pub(super) fn node_peers(&self, key: u64) -> Result<(usize, usize), MpiError> {
+        let rank = c_int::try_from(self.rank()?).unwrap_or(0);
+        let mut node = mem::MaybeUninit::<sys::MPI_Comm>::uninit();
+        // SAFETY: reading rsmpi's initialised constants.
+        let (shared, info) = unsafe { (sys::RSMPI_COMM_TYPE_SHARED, sys::RSMPI_INFO_NULL) };
+        // SAFETY: a live communicator, predefined split type and info, and
+        // a valid out-pointer that MPI writes on success (read only then).
+        check("MPI_Comm_split_type", unsafe {
+            sys::MPI_Comm_split_type(self.comm, shared, rank, info, node.as_mut_ptr())
+        })?;
+        // SAFETY: MPI_Comm_split_type succeeded, so it wrote `node`.
+        let mut node = unsafe { node.assume_init() };
+        let peers = || -> Result<(usize, usize), MpiError> {
+            let (mut size, mut me): (c_int, c_int) = (0, 0);
+            // SAFETY: the communicator just made, valid out-pointers.
+            check("MPI_Comm_size", unsafe {
+                sys::MPI_Comm_size(node, &mut size)
+            })?;
+            // SAFETY: as above.
+            check("MPI_Comm_rank", unsafe {
+                sys::MPI_Comm_rank(node, &mut me)
+            })?;
+            let size = usize::try_from(size).unwrap_or(1).max(1);
+            let me = usize::try_from(me).unwrap_or(0);
+            let mut keys = vec![0u64; size];
+            // SAFETY: one u64 sent from `key`, one received from each of
+            // the node's `size` ranks into `keys`, which holds `size`;
+            // the call is blocking, so both outlive it.
+            check("MPI_Allgather", unsafe {
+                sys::MPI_Allgather(
+                    (&key as *const u64).cast(),
+                    1,
+                    sys::RSMPI_UINT64_T,
+                    keys.as_mut_ptr().cast(),
+                    1,
+                    sys::RSMPI_UINT64_T,
+                    node,
+                )
+            })?;
+            let alike = |k: &&u64| **k == key;
+            let part = keys[..me.min(size)].iter().filter(alike).count();
+            Ok((part, keys.iter().filter(alike).count()))
+        };
+        let found = peers();
+        // SAFETY: the communicator made above, freed once; nothing of it
+        // is used after.
+        let freed = check("MPI_Comm_free", unsafe { sys::MPI_Comm_free(&mut node) });
+        let found = found?;
+        freed?;
+        Ok(found)
+    }
+
     /// Ends the session without finalising MPI: for a shutdown that left
     /// requests MPI may still use (their buffers are leaked with them).
     pub(super) fn abandon(mut self) {

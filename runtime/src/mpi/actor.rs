@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use weft_actors::{Actor, ActorStats, ShutdownError, ShutdownReport, SpawnError};
 use weft_mpi::{launched, MpiEngine, MpiError};
+use weft_topology::CpuSet;
 
 use crate::config::Config;
 use crate::domain::{Hosted, Stop};
@@ -20,16 +21,23 @@ pub(crate) struct MpiActor {
     pub(super) lane: weft_actors::Lane<MpiEngine>,
     pub(super) rank: usize,
     pub(super) ranks: usize,
+    /// This rank's part of the CPUs it was given, and how many ranks of
+    /// its node were given the same ones.
+    pub(crate) share: (usize, usize),
 }
 
 impl MpiActor {
-    /// Starts the actor: MPI is initialised on its thread.
-    pub(crate) fn start(config: &Config) -> Result<MpiActor, BuildError> {
+    /// Starts the actor: MPI is initialised on its thread, and the ranks
+    /// of this node given the same CPUs as this one (`cpus`, the process's
+    /// mask) are counted, so that each takes its part of them.
+    pub(crate) fn start(config: &Config, cpus: &CpuSet) -> Result<MpiActor, BuildError> {
         launched()?;
+        let key = cpus_key(cpus);
         let (tx, rx) = crossbeam_channel::bounded(1);
         let factory = move || {
             let engine = MpiEngine::start()?;
-            let _ = tx.send((engine.rank(), engine.ranks()));
+            let share = engine.node_peers(key)?;
+            let _ = tx.send((engine.rank(), engine.ranks(), share));
             Ok::<_, MpiError>(engine)
         };
         // While requests are outstanding it tests them back to back for a
@@ -60,7 +68,7 @@ impl MpiActor {
                     reason: format!("the MPI actor could not start: {other}"),
                 }),
             })?;
-        let (rank, ranks) = rx.recv().map_err(|_| MpiError::Unavailable {
+        let (rank, ranks, share) = rx.recv().map_err(|_| MpiError::Unavailable {
             reason: "the MPI actor stopped before it said its rank".into(),
         })?;
         let lane = actor.lane().map_err(|e| MpiError::Unavailable {
@@ -71,8 +79,17 @@ impl MpiActor {
             lane,
             rank,
             ranks,
+            share,
         })
     }
+}
+
+/// A digest of a CPU set (FNV-1a over its CPUs): ranks of one node with
+/// the same digest were given the same CPUs.
+fn cpus_key(cpus: &CpuSet) -> u64 {
+    cpus.iter().fold(0xcbf2_9ce4_8422_2325, |h, cpu| {
+        (h ^ cpu as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The MPI actor always drains: its queued ops are collectives and sends
