@@ -15,7 +15,10 @@ use std::time::Duration;
 /// (`idle` is `None`: ops may be waiting), and when the actor has nothing
 /// to do and is about to park (`idle` is how long it has had nothing to
 /// do). While idle it returns how long the actor may stay parked before it
-/// asks again (`None`: until a message comes). Any
+/// asks again (`None`: until a message comes; `Some(Duration::ZERO)`: not
+/// at all, the actor looks at its mailbox and asks again at once, which is
+/// how a housekeeping polls; one that polls should give its CPU away now
+/// and then, `std::thread::yield_now`, for the threads that share it). Any
 /// `FnMut(&mut E, Option<Duration>) -> Option<Duration>` is one.
 pub trait Housekeeping<E>: Send + 'static {
     /// Does the work; see the trait.

@@ -18,7 +18,9 @@
 //! - `allreduce` (sum) of 1 and 8 f64 into a host value, waited for each
 //!   time (a distributed norm or Lanczos step): `Runtime::allreduce_values`
 //!   (`values`), and a resident tensor's `allreduce` and its download
-//!   (`tensor`), against rsmpi's `all_reduce_into`.
+//!   (`tensor`), against rsmpi's `all_reduce_into`; and MPI's own
+//!   nonblocking allreduce tested in a loop (`polled`), as weft's MPI actor
+//!   tests its requests: the least a nonblocking call costs.
 
 use std::time::{Duration, Instant};
 
@@ -147,9 +149,38 @@ fn main() -> Result<(), BoxError> {
             })?;
             Ok(ticket.wait()?)
         })? / reps as u32;
+        // MPI's nonblocking allreduce, tested in a loop as weft's MPI
+        // actor tests its requests: what weft's own call costs at least.
+        let polled = median(|| {
+            let ticket = mpi.run(move |_| {
+                let world = SimpleCommunicator::world();
+                let send = vec![1.0f64; elements];
+                let mut recv = vec![0.0f64; elements];
+                let start = Instant::now();
+                for _ in 0..reps {
+                    mpi::request::scope(|scope| {
+                        let mut request = world.immediate_all_reduce_into(
+                            scope,
+                            &send[..],
+                            &mut recv[..],
+                            SystemOperation::sum(),
+                        );
+                        loop {
+                            match request.test() {
+                                Ok(_) => break,
+                                Err(r) => request = r,
+                            }
+                        }
+                    });
+                }
+                start.elapsed()
+            })?;
+            Ok(ticket.wait()?)
+        })? / reps as u32;
         let name = size(bytes);
         say(row(&format!("{name} values"), bytes, values, raw));
         say(row(&format!("{name} tensor"), bytes, tensor, raw));
+        say(row(&format!("{name} polled"), bytes, polled, raw));
     }
     rt.shutdown()?;
     Ok(())
