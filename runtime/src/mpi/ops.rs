@@ -433,6 +433,7 @@ impl Lane {
     ///
     /// ```no_run
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use weft::prelude::*;
     /// let rt = weft::Runtime::builder().mpi().build()?;
     /// let lane = rt.lane(0)?;
     /// let x = lane.upload(weft::Tensor::from_vec(vec![1.0f64; 1 << 20], &[1 << 20])?)?;
