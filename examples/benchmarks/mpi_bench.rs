@@ -99,18 +99,7 @@ fn main() -> Result<(), BoxError> {
             Ok(start.elapsed())
         })? / reps as u32;
         let raw = median(|| {
-            let ticket = mpi.run(move |_| {
-                let world = SimpleCommunicator::world();
-                let send = vec![1.0f64; elements];
-                let mut recv = vec![0.0f64; elements];
-                // Once untimed: the receive buffer's pages are touched.
-                world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
-                let start = Instant::now();
-                for _ in 0..reps {
-                    world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
-                }
-                start.elapsed()
-            })?;
+            let ticket = mpi.run(move |_| allreduce_raw(elements, reps))?;
             Ok(ticket.wait()?)
         })? / reps as u32;
         say(row(&size(bytes), bytes, weft, raw));
@@ -137,16 +126,7 @@ fn main() -> Result<(), BoxError> {
             Ok(start.elapsed())
         })? / reps as u32;
         let raw = median(|| {
-            let ticket = mpi.run(move |_| {
-                let world = SimpleCommunicator::world();
-                let send = vec![1.0f64; elements];
-                let mut recv = vec![0.0f64; elements];
-                let start = Instant::now();
-                for _ in 0..reps {
-                    world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
-                }
-                start.elapsed()
-            })?;
+            let ticket = mpi.run(move |_| allreduce_raw(elements, reps))?;
             Ok(ticket.wait()?)
         })? / reps as u32;
         // MPI's nonblocking allreduce, tested in a loop as weft's MPI
@@ -215,6 +195,21 @@ fn ping_pong_weft(
         }
     }
     Ok(start.elapsed())
+}
+
+/// `reps` sums of `elements` f64 through rsmpi's blocking allreduce, on
+/// the MPI actor's thread, after one untimed (the receive buffer's pages
+/// are touched).
+fn allreduce_raw(elements: usize, reps: usize) -> Duration {
+    let world = SimpleCommunicator::world();
+    let send = vec![1.0f64; elements];
+    let mut recv = vec![0.0f64; elements];
+    world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
+    let start = Instant::now();
+    for _ in 0..reps {
+        world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
+    }
+    start.elapsed()
 }
 
 /// The same round trips through rsmpi, on the MPI actor's thread.
