@@ -6,6 +6,9 @@ source "$(dirname "$0")/../lib.sh"
 
 step "tests of the mpi feature"
 tests cargo test --release -p weft-mpi --features mpi --lib
+# The doctests of the mpi feature's calls (compiled; those that need
+# mpirun are no_run).
+tests cargo test --release -p weft --features mpi --doc
 tests cargo test --release -p weft-tests --features mpi --test mpi_ranks
 cargo build --release -q -p weft-examples --features mpi --example sliced_contraction --example lanczos_mpi
 mpirun --allow-run-as-root --oversubscribe -n 2 target/release/examples/sliced_contraction
