@@ -79,10 +79,7 @@ fn main() -> Result<(), BoxError> {
         let reps = ((64usize << 20) / bytes).clamp(4, 2000);
         let x = lane.upload(Tensor::from_vec(vec![1.0f64; elements], &[elements])?)?;
         let weft = median(|| ping_pong_weft(&lane, rank, &x, elements, reps))? / reps as u32;
-        let raw = median(|| {
-            let ticket = mpi.run(move |_| ping_pong_raw(rank, elements, reps))?;
-            Ok(ticket.wait()?)
-        })? / reps as u32;
+        let raw = on_mpi(&mpi, reps, move || ping_pong_raw(rank, elements, reps))?;
         say(row(&size(bytes), bytes * 2, weft, raw));
     }
     say("allreduce (sum) over 2 ranks (median of 5 rounds)".into());
@@ -90,18 +87,12 @@ fn main() -> Result<(), BoxError> {
         let bytes = elements * 8;
         let reps = ((256usize << 20) / bytes).clamp(3, 50);
         let x = lane.upload(Tensor::from_vec(vec![1.0f64; elements], &[elements])?)?;
-        let weft = median(|| {
-            let start = Instant::now();
-            for _ in 0..reps {
-                let y = lane.allreduce(&x, Reduction::Sum)?;
-                lane.sync(&y)?.wait()?;
-            }
-            Ok(start.elapsed())
-        })? / reps as u32;
-        let raw = median(|| {
-            let ticket = mpi.run(move |_| allreduce_raw(elements, reps))?;
-            Ok(ticket.wait()?)
-        })? / reps as u32;
+        let weft = per_rep(reps, || {
+            let y = lane.allreduce(&x, Reduction::Sum)?;
+            lane.sync(&y)?.wait()?;
+            Ok(())
+        })?;
+        let raw = on_mpi(&mpi, reps, move || allreduce_raw(elements, reps))?;
         say(row(&size(bytes), bytes, weft, raw));
     }
     say("allreduce (sum) of a few f64 into a host value (median of 5 rounds)".into());
@@ -109,54 +100,42 @@ fn main() -> Result<(), BoxError> {
         let bytes = elements * 8;
         let reps = 2000;
         let local = vec![1.0f64; elements];
-        let values = median(|| {
-            let start = Instant::now();
-            for _ in 0..reps {
-                rt.allreduce_values(&local, Reduction::Sum)?.wait()?;
-            }
-            Ok(start.elapsed())
-        })? / reps as u32;
+        let values = per_rep(reps, || {
+            rt.allreduce_values(&local, Reduction::Sum)?.wait()?;
+            Ok(())
+        })?;
         let x = lane.upload(Tensor::from_vec(local.clone(), &[elements])?)?;
-        let tensor = median(|| {
-            let start = Instant::now();
-            for _ in 0..reps {
-                let y = lane.allreduce(&x, Reduction::Sum)?;
-                lane.download(&y)?.wait()?;
-            }
-            Ok(start.elapsed())
-        })? / reps as u32;
-        let raw = median(|| {
-            let ticket = mpi.run(move |_| allreduce_raw(elements, reps))?;
-            Ok(ticket.wait()?)
-        })? / reps as u32;
+        let tensor = per_rep(reps, || {
+            let y = lane.allreduce(&x, Reduction::Sum)?;
+            lane.download(&y)?.wait()?;
+            Ok(())
+        })?;
+        let raw = on_mpi(&mpi, reps, move || allreduce_raw(elements, reps))?;
         // MPI's nonblocking allreduce, tested in a loop as weft's MPI
         // actor tests its requests: what weft's own call costs at least.
-        let polled = median(|| {
-            let ticket = mpi.run(move |_| {
-                let world = SimpleCommunicator::world();
-                let send = vec![1.0f64; elements];
-                let mut recv = vec![0.0f64; elements];
-                let start = Instant::now();
-                for _ in 0..reps {
-                    mpi::request::scope(|scope| {
-                        let mut request = world.immediate_all_reduce_into(
-                            scope,
-                            &send[..],
-                            &mut recv[..],
-                            SystemOperation::sum(),
-                        );
-                        loop {
-                            match request.test() {
-                                Ok(_) => break,
-                                Err(r) => request = r,
-                            }
+        let polled = on_mpi(&mpi, reps, move || {
+            let world = SimpleCommunicator::world();
+            let send = vec![1.0f64; elements];
+            let mut recv = vec![0.0f64; elements];
+            let start = Instant::now();
+            for _ in 0..reps {
+                mpi::request::scope(|scope| {
+                    let mut request = world.immediate_all_reduce_into(
+                        scope,
+                        &send[..],
+                        &mut recv[..],
+                        SystemOperation::sum(),
+                    );
+                    loop {
+                        match request.test() {
+                            Ok(_) => break,
+                            Err(r) => request = r,
                         }
-                    });
-                }
-                start.elapsed()
-            })?;
-            Ok(ticket.wait()?)
-        })? / reps as u32;
+                    }
+                });
+            }
+            start.elapsed()
+        })?;
         let name = size(bytes);
         say(row(&format!("{name} values"), bytes, values, raw));
         say(row(&format!("{name} tensor"), bytes, tensor, raw));
@@ -228,6 +207,36 @@ fn ping_pong_raw(rank: usize, elements: usize, reps: usize) -> Duration {
         }
     }
     start.elapsed()
+}
+
+/// The time per repetition of `once`, run `reps` times a round on this
+/// thread (the median round).
+fn per_rep(
+    reps: usize,
+    mut once: impl FnMut() -> Result<(), BoxError>,
+) -> Result<Duration, BoxError> {
+    let round = median(|| {
+        let start = Instant::now();
+        for _ in 0..reps {
+            once()?;
+        }
+        Ok(start.elapsed())
+    })?;
+    Ok(round / reps as u32)
+}
+
+/// The time per repetition of `round`, a timed loop of `reps` raw MPI
+/// calls run on the MPI actor's thread (the median round).
+fn on_mpi(
+    mpi: &weft::actor::Lane<weft::mpi::MpiEngine>,
+    reps: usize,
+    round: impl Fn() -> Duration + Send + Clone + 'static,
+) -> Result<Duration, BoxError> {
+    let round = median(|| {
+        let round = round.clone();
+        Ok(mpi.run(move |_| round())?.wait()?)
+    })?;
+    Ok(round / reps as u32)
 }
 
 /// The median of `ROUNDS` runs of `f`, after one warm-up.

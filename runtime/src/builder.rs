@@ -438,7 +438,7 @@ impl Builder {
         // Kept to lay the domains out again over this rank's part of the
         // CPUs, when ranks of its node were given the same ones.
         #[cfg(feature = "mpi")]
-        let relayout = self.prebuilt.is_none().then(|| self.topology.clone());
+        let relayout = (config.mpi && self.prebuilt.is_none()).then(|| self.topology.clone());
         let topology = match self.prebuilt {
             Some(topology) => topology,
             None => self.topology.build()?,

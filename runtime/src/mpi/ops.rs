@@ -44,8 +44,20 @@ struct Owed<T: Send + 'static = ()> {
 }
 
 impl<T: Send + 'static> Owed<T> {
-    /// The completion MPI calls, for a result the caller takes on the
-    /// host: `keep` turns what MPI finished into the promise's value.
+    /// A promise for `op`, owed until MPI completes it, and its ticket;
+    /// `after` says why it failed if it never reaches MPI.
+    fn new(op: &'static str, after: Vec<Event>) -> (Owed<T>, Ticket<T, OpError>) {
+        let (promise, ticket) = Promise::new(op);
+        let owed = Owed {
+            promise: Some(promise),
+            op,
+            after,
+        };
+        (owed, ticket)
+    }
+
+    /// The completion MPI calls: `keep` turns what MPI finished into the
+    /// promise's value.
     fn done_with(
         mut self,
         keep: impl FnOnce(Finished) -> Result<T, OpError> + Send + 'static,
@@ -63,15 +75,11 @@ impl<T: Send + 'static> Owed<T> {
 impl Owed {
     /// The completion MPI calls: fills `slot` and `spent` and keeps the
     /// promise.
-    fn done(mut self, slot: Slot, spent: Spent) -> Done {
-        let promise = self.promise.take().expect("owed once");
-        Box::new(move |outcome| match outcome {
-            Ok(finished) => {
-                *slot.lock() = finished.tensor;
-                *spent.lock() = finished.spent;
-                promise.keep(());
-            }
-            Err(e) => promise.fail(OpError::Mpi(e)),
+    fn done(self, slot: Slot, spent: Spent) -> Done {
+        self.done_with(move |finished| {
+            *slot.lock() = finished.tensor;
+            *spent.lock() = finished.spent;
+            Ok(())
         })
     }
 }
@@ -199,12 +207,7 @@ impl Runtime {
         what.output(T::DTYPE, &shape, mpi.ranks)?;
         check_message(what.name(), T::DTYPE, &shape)?;
         let input = Tensor::from_vec(values.to_vec(), &shape)?;
-        let (promise, ticket) = Promise::new(what.name());
-        let owed = Owed {
-            promise: Some(promise),
-            op: what.name(),
-            after: Vec::new(),
-        };
+        let (owed, ticket) = Owed::new(what.name(), Vec::new());
         let body = Op::new(move |engine: &mut MpiEngine| {
             engine.progress();
             let done = owed.done_with(move |finished| match finished.tensor {
@@ -277,12 +280,7 @@ fn post_op<F>(
 where
     F: FnOnce(&mut MpiEngine, Done) + Send + 'static,
 {
-    let (promise, ticket) = Promise::new(op);
-    let owed = Owed {
-        promise: Some(promise),
-        op,
-        after: after.clone(),
-    };
+    let (owed, ticket) = Owed::new(op, after.clone());
     let slot = Slot::default();
     let spent = Spent::default();
     let (fill, give) = (slot.clone(), spent.clone());
