@@ -237,6 +237,12 @@ pub enum OpError {
     /// The domain's actor is shut down.
     #[error(transparent)]
     Closed(#[from] ActorClosed),
+    /// A cubecl kernel that cannot be launched ([`crate::Lane::launch`]),
+    /// named: another element type, an expansion that panicked, source
+    /// cubecl cannot make.
+    #[cfg(feature = "cuda")]
+    #[error(transparent)]
+    Cube(#[from] weft_cuda::CubeError),
     /// An operation between ranks failed (feature `mpi`).
     #[cfg(feature = "mpi")]
     #[error(transparent)]

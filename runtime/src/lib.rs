@@ -146,7 +146,10 @@ pub mod topology {
 /// and the machine's devices.
 #[cfg(feature = "cuda")]
 pub mod cuda {
-    pub use weft_cuda::{CudaEngine, CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls};
+    pub use weft_cuda::{
+        cube_source, cubecl, CubeArgs, CubeError, CubeKernel, CubeSource, CudaEngine,
+        CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls, Signature, CUBE_DIM, CUBE_MIN_ARCH,
+    };
     #[cfg(target_os = "linux")]
     pub use weft_topology::{cuda_devices, CudaDevice};
 }

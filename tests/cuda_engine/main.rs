@@ -250,11 +250,13 @@ fn wait_err<E: weft::TensorEngine>(lane: &Lane<E>, h: &TensorHandle) -> Result<S
     }
 }
 
+mod cube;
 mod integers;
 mod linalg;
 mod ops;
 mod streams;
 
+use cube::*;
 use integers::*;
 use linalg::*;
 use ops::*;
@@ -263,6 +265,9 @@ use streams::*;
 fn main() -> ExitCode {
     run_checks(&[
         ("kernels_compile", kernels_compile as Check),
+        ("cube_kernels_compile", cube_kernels_compile),
+        ("cube_makes_no_thread", cube_makes_no_thread),
+        ("cube_kernels_match_the_cpu", cube_kernels_match_the_cpu),
         (
             "missing_devices_are_typed_errors",
             missing_devices_are_typed_errors,

@@ -19,8 +19,73 @@ use weft_core::{
 };
 use weft_cpu::HostRun;
 
+use crate::cube::CubeKernel;
 use crate::{device_error, CudaEngine, DeviceTensor};
 use crate::{kernels, launch, linalg, memory};
+
+impl CudaEngine {
+    /// Runs the cubecl kernel `K` on resident `inputs` and `scalars` into
+    /// new tensors `outputs` (made resident under their ids), on `lane`'s
+    /// stream, ordered after the inputs' writes like every launch. The
+    /// kernel is compiled on its first launch on this device for the
+    /// element type (cubecl to CUDA, NVRTC to the device's image) and kept.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::Arity`] for counts other than `K`'s signature;
+    /// [`ExecError::Device`] naming the kernel when cubecl or NVRTC cannot
+    /// compile it (`call`: `cubecl`, `nvrtcCompileProgram`) or the launch
+    /// is refused or fails; nothing is made resident then.
+    pub fn launch_cube<K: CubeKernel>(
+        &mut self,
+        inputs: &[TensorId],
+        scalars: &[f64],
+        outputs: &[(TensorId, DType, &[usize])],
+        lane: u64,
+    ) -> Result<(), ExecError> {
+        self.deferred_error()?;
+        let sig = K::SIGNATURE;
+        for (expected, got) in [
+            (sig.inputs, inputs.len()),
+            (sig.outputs, outputs.len()),
+            (sig.scalars, scalars.len()),
+        ] {
+            if expected != got {
+                return Err(TensorError::Arity {
+                    op: K::NAME,
+                    expected,
+                    got,
+                }
+                .into());
+            }
+        }
+        let dtype = outputs.first().map_or(DType::F32, |o| o.1);
+        self.lane(lane)?;
+        let made = self.with_exec(lane, |mut x, store| -> Result<_, ExecError> {
+            let reads = inputs
+                .iter()
+                .map(|id| store.get(id).ok_or(NotResident(*id)))
+                .collect::<Result<Vec<&DeviceTensor>, _>>()?;
+            let mut outs = outputs
+                .iter()
+                .map(|&(_, dtype, shape)| x.alloc(dtype, shape))
+                .collect::<Result<Vec<DeviceTensor>, _>>()?;
+            let source = || crate::cube::cube_source_cached::<K>(dtype);
+            x.launch.cube(
+                crate::cube::key::<K>(dtype),
+                source,
+                &reads,
+                &mut outs,
+                scalars,
+            )?;
+            Ok(outs)
+        })?;
+        for (&(id, ..), tensor) in outputs.iter().zip(made) {
+            self.insert(id, tensor);
+        }
+        Ok(())
+    }
+}
 
 impl CudaEngine {
     /// Refuses what an integer op cannot compute before anything is

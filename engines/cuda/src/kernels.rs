@@ -11,6 +11,8 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 use weft_core::layout::{row_major, View};
 use weft_core::DType;
 
+use super::cube::{CubeError, CubeKey, CubeSource, InfoLayout, CUBE_MIN_ARCH};
+
 /// The kernels' source files, in the order they are compiled: the common
 /// definitions, then the op families (reductions use the elementwise ops,
 /// scatters their addition).
@@ -288,8 +290,17 @@ pub(crate) fn source(dtype: DType) -> String {
 ///
 /// NVRTC's log, when the source does not compile.
 pub fn compile(dtype: DType, arch: Option<(i32, i32)>) -> Result<Ptx, String> {
+    compile_text(source(dtype), &format!("weft_{dtype}.cu"), arch)
+}
+
+/// Compiles CUDA source `text` (program `name`) to PTX for `arch`.
+pub(crate) fn compile_text(
+    text: String,
+    name: &str,
+    arch: Option<(i32, i32)>,
+) -> Result<Ptx, String> {
     let mut options = CompileOptions {
-        name: Some(format!("weft_{dtype}.cu")),
+        name: Some(name.to_owned()),
         ..CompileOptions::default()
     };
     if let Some((major, minor)) = arch {
@@ -297,7 +308,60 @@ pub fn compile(dtype: DType, arch: Option<(i32, i32)>) -> Result<Ptx, String> {
             .options
             .push(format!("--gpu-architecture=compute_{major}{minor}"));
     }
-    compile_ptx_with_opts(source(dtype), options).map_err(|e| e.to_string())
+    compile_ptx_with_opts(text, options).map_err(|e| e.to_string())
+}
+
+/// Compiles a cubecl kernel's source to PTX for `compute_{arch}` (at
+/// least [`CUBE_MIN_ARCH`](super::cube::CUBE_MIN_ARCH)), as the engine does
+/// for a device NVRTC cannot target: needs only NVRTC, no device.
+///
+/// # Errors
+///
+/// NVRTC's log.
+pub fn compile_cube(source: &CubeSource, arch: (i32, i32)) -> Result<Ptx, String> {
+    compile_text(
+        source.text.clone(),
+        &format!("{}.cu", source.entry),
+        Some(arch),
+    )
+}
+
+/// Compiles a cubecl kernel's source to a cubin for `sm_{arch}`, as the
+/// engine does for a device NVRTC targets.
+///
+/// # Errors
+///
+/// NVRTC's log.
+pub fn compile_cube_cubin(source: &CubeSource, arch: i32) -> Result<Vec<u8>, String> {
+    super::nvrtc::compile_cubin(&source.text, &format!("{}.cu", source.entry), arch)
+}
+
+/// What a device of architecture `arch` loads of CUDA source `text`: a
+/// cubin or PTX, as [`Target::choose`] says.
+fn image(text: String, name: &str, arch: (i32, i32)) -> Result<Ptx, KernelError> {
+    image_from(text, name, arch, None)
+}
+
+/// [`image`], with PTX for `floor` where NVRTC targets nothing at or
+/// below the device's architecture.
+fn image_from(
+    text: String,
+    name: &str,
+    arch: (i32, i32),
+    floor: Option<(i32, i32)>,
+) -> Result<Ptx, KernelError> {
+    if !super::nvrtc_present() {
+        return Err(KernelError::NoNvrtc);
+    }
+    match Target::choose(arch, &super::nvrtc::nvrtc_architectures()) {
+        Target::Cubin(sm) => Ok(Ptx::from_binary(
+            super::nvrtc::compile_cubin(&text, name, sm).map_err(KernelError::Compile)?,
+        )),
+        Target::Ptx(compute) => {
+            let compute = compute.map(|a| (a / 10, a % 10)).or(floor);
+            compile_text(text, name, compute).map_err(KernelError::Compile)
+        }
+    }
 }
 
 /// What NVRTC makes for a device: a cubin for its architecture when NVRTC
@@ -338,6 +402,9 @@ pub fn compile_cubin(dtype: DType, arch: i32) -> Result<Vec<u8>, String> {
 pub(crate) struct Kernels {
     modules: HashMap<DType, Arc<CudaModule>>,
     functions: HashMap<(DType, Kernel), CudaFunction>,
+    /// cubecl kernels (`cube.rs`), by kernel and element type, each in a
+    /// module of its own, with the layout of its argument block.
+    cube: HashMap<CubeKey, (CudaFunction, InfoLayout)>,
 }
 
 impl Kernels {
@@ -354,16 +421,7 @@ impl Kernels {
             return Ok(f.clone());
         }
         if !self.modules.contains_key(&dtype) {
-            if !super::nvrtc_present() {
-                return Err(KernelError::NoNvrtc);
-            }
-            let image = match Target::choose(arch, &super::nvrtc::nvrtc_architectures()) {
-                Target::Cubin(sm) => {
-                    Ptx::from_binary(compile_cubin(dtype, sm).map_err(KernelError::Compile)?)
-                }
-                Target::Ptx(compute) => compile(dtype, compute.map(|a| (a / 10, a % 10)))
-                    .map_err(KernelError::Compile)?,
-            };
+            let image = image(source(dtype), &format!("weft_{dtype}.cu"), arch)?;
             let module = ctx
                 .load_module(image)
                 .map_err(|e| KernelError::Load(e.to_string()))?;
@@ -382,10 +440,48 @@ impl Kernels {
     }
 }
 
+impl Kernels {
+    /// The cubecl kernel `key`, compiled from `source` on first use (to
+    /// CUDA by cubecl, then by NVRTC as the engine's own kernels are).
+    pub(crate) fn cube(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        arch: (i32, i32),
+        key: CubeKey,
+        source: impl FnOnce() -> Result<Arc<CubeSource>, CubeError>,
+    ) -> Result<(CudaFunction, InfoLayout), KernelError> {
+        if let Some(found) = self.cube.get(&key) {
+            return Ok(found.clone());
+        }
+        let source = source().map_err(KernelError::Cube)?;
+        if arch < CUBE_MIN_ARCH {
+            let (major, minor) = arch;
+            return Err(KernelError::Cube(CubeError::Architecture {
+                kernel: source.kernel,
+                major,
+                minor,
+            }));
+        }
+        let name = format!("{}.cu", source.entry);
+        let image = image_from(source.text.clone(), &name, arch, Some(CUBE_MIN_ARCH))?;
+        let module = ctx
+            .load_module(image)
+            .map_err(|e| KernelError::Load(e.to_string()))?;
+        let f = module
+            .load_function(&source.entry)
+            .map_err(|e| KernelError::Load(e.to_string()))?;
+        // The function keeps its module loaded.
+        self.cube.insert(key, (f, source.info));
+        Ok(self.cube[&key].clone())
+    }
+}
+
 /// Why a kernel is not available.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum KernelError {
     NoNvrtc,
+    /// cubecl could not make the kernel's source.
+    Cube(CubeError),
     Compile(String),
     Load(String),
 }

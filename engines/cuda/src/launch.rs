@@ -17,10 +17,11 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, DeviceRepr, DriverError, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
 };
 
 use super::access::Kind;
+use super::cube::{CubeError, CubeKey, CubeSource, CUBE_DIM};
 use super::kernels::{self, Dims, Kernel, KernelError, Kernels, Targets};
 use super::streams::Stream;
 use super::{device_error, DeviceTensor};
@@ -122,21 +123,100 @@ impl Launcher<'_> {
         )?;
         self.kernels
             .get(self.ctx, self.arch, dtype, kernel)
-            .map_err(|e| {
-                let (call, message) = match e {
-                    KernelError::NoNvrtc => {
-                        ("loading libnvrtc", "NVRTC cannot be loaded".to_owned())
-                    }
-                    KernelError::Compile(log) => ("nvrtcCompileProgram", log),
-                    KernelError::Load(m) => ("cuModuleLoadData", m),
-                };
-                ExecError::Device(DeviceError {
-                    device: self.device,
-                    call,
-                    message,
-                    out_of_memory: false,
-                })
-            })
+            .map_err(|e| self.unavailable(e))
+    }
+
+    /// The error of a kernel that could not be had, naming the call.
+    fn unavailable(&self, e: KernelError) -> ExecError {
+        let (call, message) = match e {
+            KernelError::NoNvrtc => ("loading libnvrtc", "NVRTC cannot be loaded".to_owned()),
+            KernelError::Cube(e) => ("cubecl", e.to_string()),
+            KernelError::Compile(log) => ("nvrtcCompileProgram", log),
+            KernelError::Load(m) => ("cuModuleLoadData", m),
+        };
+        ExecError::Device(DeviceError {
+            device: self.device,
+            call,
+            message,
+            out_of_memory: false,
+        })
+    }
+
+    /// Launches the cubecl kernel `key` (compiled from `source` on first
+    /// use) on `reads` and `outs` (its buffers, in that order) and
+    /// `scalars`: one thread per element of the largest output, in blocks
+    /// of the kernel's `cube_dim`, ordered and recorded as every launch.
+    pub(super) fn cube(
+        &mut self,
+        key: CubeKey,
+        source: impl FnOnce() -> Result<Arc<CubeSource>, CubeError>,
+        reads: &[&DeviceTensor],
+        outs: &mut [DeviceTensor],
+        scalars: &[f64],
+    ) -> Result<(), ExecError> {
+        const NAME: &str = "cuLaunchKernel (cubecl)";
+        let dtype = key.1;
+        let (f, info) = self
+            .kernels
+            .cube(self.ctx, self.arch, key, source)
+            .map_err(|e| self.unavailable(e))?;
+        let every = reads.iter().copied().chain(outs.iter());
+        self.require(
+            every.clone().all(|t| t.dtype == dtype),
+            NAME,
+            "an operand of another element type",
+        )?;
+        self.require(
+            info.buffers == reads.len() + outs.len(),
+            NAME,
+            "the kernel takes another number of buffers",
+        )?;
+        let lengths: Vec<usize> = every.map(DeviceTensor::len).collect();
+        let block = info
+            .block(scalars, &lengths)
+            .map_err(|why| self.refused(NAME, &why))?;
+        let threads = outs.iter().map(DeviceTensor::len).max().unwrap_or(0);
+        if threads == 0 {
+            return Ok(());
+        }
+        let blocks = threads.div_ceil(CUBE_DIM as usize);
+        self.require(
+            u32::try_from(blocks).is_ok_and(|b| b <= i32::MAX as u32),
+            NAME,
+            "more blocks than a grid holds",
+        )?;
+        let writes: Vec<&DeviceTensor> = outs.iter().collect();
+        self.order(reads, &writes)?;
+        drop(writes);
+        let config = LaunchConfig {
+            grid_dim: (blocks as u32, 1, 1),
+            block_dim: (CUBE_DIM, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = self.stream.launch_builder(&f);
+        for r in reads {
+            launch.arg(&*r.buf);
+        }
+        for o in outs.iter_mut() {
+            launch.arg(&mut *o.buf);
+        }
+        if let Some(first) = block.first() {
+            launch.arg(first);
+        }
+        // SAFETY: the kernel's parameters were read back from its source
+        // (`InfoLayout::of_source`): `info.buffers` element pointers, one
+        // per operand pushed (checked), every operand of the element type
+        // it was compiled for (checked), then `info_st` by value, whose
+        // bytes `block` holds in cubecl's layout (the driver copies the
+        // parameter's size from the first word's address; `block` holds
+        // the whole struct, scalars and every buffer's length, so the
+        // kernel's checked indexing keeps each access inside its buffer).
+        // One thread per element of the largest output, in blocks of the
+        // `cube_dim` the kernel was compiled for.
+        unsafe { launch.launch(config) }.map_err(self.err(NAME))?;
+        drop(launch);
+        let writes: Vec<&DeviceTensor> = outs.iter().collect();
+        self.recorded(reads, &writes)
     }
 
     /// Enqueues a launch whose operands passed the caller's checks: orders

@@ -70,6 +70,7 @@ mod access;
 mod codes;
 #[cfg(test)]
 mod coverage;
+mod cube;
 #[allow(unsafe_code)] // The product call and a handle's rebinding, each argued.
 mod cublas;
 #[allow(unsafe_code)] // The decompositions' calls, each argued.
@@ -90,13 +91,18 @@ mod nvrtc;
 mod streams;
 mod teardown;
 
+pub use cube::{
+    cube_source, cube_source_cached, cubecl, CubeArgs, CubeError, CubeKernel, CubeSource,
+    InfoLayout, ScalarType, Signature, CUBE_DIM, CUBE_MIN_ARCH,
+};
 pub use cublas::cublas_present;
 pub use cusolver::cusolver_present;
 pub use dispatch::{data_input, missing};
 pub use events::DriverCalls;
 use events::EventPool;
 pub use kernels::{
-    compile as compile_kernels, compile_cubin as compile_kernels_cubin, kernel_names,
+    compile as compile_kernels, compile_cube, compile_cube_cubin,
+    compile_cubin as compile_kernels_cubin, kernel_names,
 };
 pub use launch::driver_present;
 pub use nvrtc::{nvrtc_architectures, nvrtc_present};

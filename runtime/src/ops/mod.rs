@@ -17,6 +17,8 @@
 
 pub(crate) mod call;
 mod create;
+#[cfg(feature = "cuda")]
+mod cube;
 mod elementwise;
 mod index;
 mod linalg;

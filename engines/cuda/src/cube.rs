@@ -1,0 +1,667 @@
+//! Kernels written in Rust with cubecl's `#[cube]`, compiled by cubecl to
+//! CUDA source and from there by the engine's own NVRTC path: cubecl is a
+//! compiler here and nothing else. No cubecl client, server, thread,
+//! stream or memory pool is made; the kernel is launched on a lane's
+//! stream with weft's resident tensors as its buffers, ordered by the same
+//! access table as every other kernel.
+//!
+//! A kernel weft launches takes `inputs` arrays, then `outputs` arrays,
+//! then `scalars` values, all of the tensors' element type (`f32` or
+//! `f64`), and is launched over one thread per element of its largest
+//! output (`ABSOLUTE_POS`), in blocks of [`CUBE_DIM`]. A user says so by
+//! implementing [`CubeKernel`]: its [`Signature`] and one line that calls
+//! the `#[cube]` function's `expand` with the arguments weft made.
+//!
+//! # The argument block (cubecl 0.10's layout, checked against the source)
+//!
+//! The compiled kernel takes one pointer per buffer in declaration order,
+//! then, when it has any, an `info_st` struct by value (compiled with
+//! `__grid_constant__`): the scalars grouped by type, each group padded to
+//! 8 bytes, then the static metadata of the buffers (all buffer lengths,
+//! then all logical lengths, as `uint32`), padded to 8 bytes. Arrays have
+//! no extended metadata, so there is no `dynamic_meta` pointer. The layout
+//! is read back from the struct in the generated source
+//! ([`InfoLayout::of_source`]) and a launch fills exactly that; a source
+//! whose struct weft does not know is refused at compile time, before
+//! anything is launched. The version of cubecl is pinned (`=0.10.0`): this
+//! layout is internal to it.
+//!
+//! Kernels are compiled in cubecl's checked mode: a read past an array
+//! gives 0 and a write past it is dropped, so a kernel that indexes wrong
+//! computes wrong values but never writes outside its outputs.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cubecl_core::ir::Scope;
+use cubecl_core::prelude::{
+    AddressType, Array, ArrayCompilationArg, CubeDim, CubeElement, Float, KernelBuilder,
+    KernelSettings, LaunchArg, NativeExpand,
+};
+use cubecl_cpp::cuda::mma::CudaWmmaCompiler;
+use cubecl_cpp::cuda::CudaDialect;
+use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
+use cubecl_runtime::compiler::Compiler;
+use cubecl_runtime::server::ExecutionMode;
+use weft_core::DType;
+
+/// cubecl's frontend, for writing kernels: `use weft::cuda::cubecl;`, then
+/// `use cubecl::prelude::*;` and `#[cube]` as in cubecl's own examples.
+pub use cubecl_core as cubecl;
+
+/// Threads per block of every kernel weft compiles with cubecl.
+pub const CUBE_DIM: u32 = 256;
+
+/// cubecl's CUDA compiler: C++ in CUDA's dialect.
+type CudaCompiler = CppCompiler<CudaDialect<CudaWmmaCompiler>>;
+
+/// How many arrays a kernel reads and writes and how many scalars it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// Arrays read, first in the kernel's buffers.
+    pub inputs: usize,
+    /// Arrays written, after the inputs; at least one.
+    pub outputs: usize,
+    /// Scalars of the element type, in the argument block.
+    pub scalars: usize,
+}
+
+/// A `#[cube]` kernel weft can launch on a CUDA lane.
+///
+/// ```ignore
+/// use weft::cuda::cubecl;
+/// use cubecl::prelude::*;
+/// use weft::cuda::{CubeArgs, CubeKernel, Signature};
+///
+/// #[cube]
+/// fn axpy<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>, alpha: F) {
+///     if ABSOLUTE_POS < out.len() {
+///         out[ABSOLUTE_POS] = alpha * x[ABSOLUTE_POS] + y[ABSOLUTE_POS];
+///     }
+/// }
+///
+/// struct Axpy;
+/// impl CubeKernel for Axpy {
+///     const NAME: &'static str = "axpy";
+///     const SIGNATURE: Signature = Signature { inputs: 2, outputs: 1, scalars: 1 };
+///     fn expand<F: Float + CubeElement>(scope: &mut cubecl::ir::Scope, a: &CubeArgs<F>) {
+///         axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+///     }
+/// }
+/// ```
+pub trait CubeKernel: Send + Sync + 'static {
+    /// The kernel's name: its entry point is `{NAME}_{dtype}` (letters,
+    /// digits and `_` only).
+    const NAME: &'static str;
+    /// Its arrays and scalars.
+    const SIGNATURE: Signature;
+    /// Expands the kernel's body for element type `F`: calls the `#[cube]`
+    /// function's `expand` with `scope` and the arguments of `args`.
+    fn expand<F: Float + CubeElement>(scope: &mut Scope, args: &CubeArgs<F>);
+}
+
+/// The arguments weft made for a kernel's expansion, in its signature's order.
+#[allow(missing_debug_implementations)]
+pub struct CubeArgs<F: Float + CubeElement> {
+    inputs: Vec<NativeExpand<Array<F>>>,
+    outputs: Vec<NativeExpand<Array<F>>>,
+    scalars: Vec<NativeExpand<F>>,
+}
+
+impl<F: Float + CubeElement> CubeArgs<F> {
+    /// Input array `i` (panics past the signature's inputs: the expansion
+    /// fails with [`CubeError::Expand`], naming the kernel).
+    pub fn input(&self, i: usize) -> NativeExpand<Array<F>> {
+        self.inputs[i].clone()
+    }
+
+    /// Output array `i`.
+    pub fn output(&self, i: usize) -> NativeExpand<Array<F>> {
+        self.outputs[i].clone()
+    }
+
+    /// Scalar `i`.
+    pub fn scalar(&self, i: usize) -> NativeExpand<F> {
+        self.scalars[i].clone()
+    }
+}
+
+/// Why a cubecl kernel could not be compiled or launched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CubeError {
+    /// cubecl kernels are of `f32` and `f64` tensors here.
+    #[error("cubecl kernel `{kernel}` has no {dtype} form: kernels are of f32 and f64 tensors")]
+    DType {
+        /// The kernel.
+        kernel: &'static str,
+        /// The element type asked for.
+        dtype: DType,
+    },
+    /// The name is not a C identifier.
+    #[error("cubecl kernel name {kernel:?} is not made of letters, digits and `_`")]
+    Name {
+        /// The name.
+        kernel: &'static str,
+    },
+    /// The expansion panicked (an argument past the signature, an
+    /// operation cubecl refuses).
+    #[error("cubecl kernel `{kernel}` failed to expand: {message}")]
+    Expand {
+        /// The kernel.
+        kernel: &'static str,
+        /// cubecl's message.
+        message: String,
+    },
+    /// cubecl could not turn the expansion into CUDA source.
+    #[error("cubecl kernel `{kernel}` failed to compile to CUDA: {message}")]
+    Compile {
+        /// The kernel.
+        kernel: &'static str,
+        /// cubecl's message.
+        message: String,
+    },
+    /// The device is older than the kernels' arguments allow: the
+    /// argument block is passed as a grid constant (compute capability 7.0).
+    #[error(
+        "cubecl kernel `{kernel}` needs a device of compute capability 7.0 or later, \
+         not {major}.{minor}"
+    )]
+    Architecture {
+        /// The kernel.
+        kernel: &'static str,
+        /// The device's major version.
+        major: i32,
+        /// Its minor version.
+        minor: i32,
+    },
+    /// An array too long for the kernels' 32-bit indices.
+    #[error("cubecl kernel `{kernel}`: an array of {elements} elements (at most 2^32 - 1)")]
+    TooLong {
+        /// The kernel.
+        kernel: &'static str,
+        /// The array's elements.
+        elements: usize,
+    },
+    /// The source's parameters are not the layout weft fills.
+    #[error("cubecl kernel `{kernel}`: unknown argument layout ({message})")]
+    Layout {
+        /// The kernel.
+        kernel: &'static str,
+        /// What was not as expected.
+        message: String,
+    },
+}
+
+/// A kernel's CUDA source, its entry point and its argument block's layout.
+#[derive(Debug, Clone)]
+pub struct CubeSource {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// The entry point, `{NAME}_{dtype}`.
+    pub entry: String,
+    /// The source NVRTC compiles (no header: `cuda_runtime.h` is dropped).
+    pub text: String,
+    /// The `info_st` struct the kernel takes after its buffers.
+    pub info: InfoLayout,
+    /// Threads per block (the kernel's `__launch_bounds__`).
+    pub cube_dim: u32,
+}
+
+/// The oldest architecture the kernels compile for: grid constants
+/// (`__grid_constant__`) need `compute_70`.
+pub const CUBE_MIN_ARCH: (i32, i32) = (7, 0);
+
+/// What identifies a compiled cubecl kernel on one device.
+pub(crate) type CubeKey = (TypeId, DType);
+
+/// The kernel of `K` for `dtype`, as CUDA source.
+///
+/// # Errors
+///
+/// [`CubeError`] naming the kernel: another element type, a bad name, an
+/// expansion that panicked, a compile failure, a layout weft does not know.
+pub fn cube_source<K: CubeKernel>(dtype: DType) -> Result<CubeSource, CubeError> {
+    match dtype {
+        DType::F32 => source_of::<K, f32>(dtype),
+        DType::F64 => source_of::<K, f64>(dtype),
+        dtype => Err(CubeError::DType {
+            kernel: K::NAME,
+            dtype,
+        }),
+    }
+}
+
+fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<CubeSource, CubeError> {
+    let kernel = K::NAME;
+    let named = !kernel.is_empty()
+        && !kernel.starts_with(|c: char| c.is_ascii_digit())
+        && kernel
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !named {
+        return Err(CubeError::Name { kernel });
+    }
+    let sig = K::SIGNATURE;
+    if sig.outputs == 0 {
+        return Err(CubeError::Layout {
+            kernel,
+            message: "no output array".into(),
+        });
+    }
+    let entry = format!("{kernel}_{dtype}");
+    let settings = KernelSettings::default()
+        .kernel_name(&entry)
+        .cube_dim(CubeDim::new_1d(CUBE_DIM))
+        .address_type(AddressType::U32);
+    let message = |payload: Box<dyn std::any::Any + Send>| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "a panic without a message".into())
+    };
+    // The user's expansion (and cubecl's, on what it was given) may panic:
+    // isolated, and named.
+    let definition = catch_unwind(AssertUnwindSafe(|| {
+        let mut builder = KernelBuilder::default();
+        AddressType::U32.register(&mut builder.scope);
+        let array = ArrayCompilationArg { inplace: None };
+        let inputs = (0..sig.inputs)
+            .map(|_| <Array<F> as LaunchArg>::expand(&array, &mut builder))
+            .collect();
+        let outputs = (0..sig.outputs)
+            .map(|_| <Array<F> as LaunchArg>::expand_output(&array, &mut builder))
+            .collect();
+        let scalars = (0..sig.scalars)
+            .map(|_| <F as LaunchArg>::expand(&Default::default(), &mut builder))
+            .collect();
+        let args = CubeArgs {
+            inputs,
+            outputs,
+            scalars,
+        };
+        K::expand::<F>(&mut builder.scope, &args);
+        builder.build(settings)
+    }))
+    .map_err(|p| CubeError::Expand {
+        kernel,
+        message: message(p),
+    })?;
+    let options = CompilationOptions {
+        warp_size: 32,
+        supports_features: CppSupportedFeatures {
+            grid_constants: true,
+            ..CppSupportedFeatures::default()
+        },
+    };
+    let compiled = catch_unwind(AssertUnwindSafe(|| {
+        CudaCompiler::default()
+            .compile(
+                definition,
+                &options,
+                ExecutionMode::Checked,
+                AddressType::U32.unsigned_type(),
+            )
+            .map(|kernel| kernel.to_string())
+    }))
+    .map_err(|p| CubeError::Compile {
+        kernel,
+        message: message(p),
+    })?
+    .map_err(|e| CubeError::Compile {
+        kernel,
+        message: e.to_string(),
+    })?;
+    // NVRTC has no `cuda_runtime.h` of its own, and these kernels need
+    // nothing from it.
+    let text: String = compiled
+        .lines()
+        .filter(|line| line.trim() != "#include <cuda_runtime.h>")
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    let info = InfoLayout::of_source(&text, &entry)
+        .map_err(|message| CubeError::Layout { kernel, message })?;
+    let buffers = sig.inputs + sig.outputs;
+    let expected_meta = 2 * buffers;
+    if info.scalars.is_some_and(|(_, n)| n < sig.scalars)
+        || (sig.scalars > 0 && info.scalars.is_none())
+        || (info.static_meta != 0 && info.static_meta != expected_meta)
+        || info.buffers != buffers
+    {
+        return Err(CubeError::Layout {
+            kernel,
+            message: format!(
+                "{} buffers, {:?} scalars and {} metadata words in the source, for {sig:?}",
+                info.buffers, info.scalars, info.static_meta
+            ),
+        });
+    }
+    Ok(CubeSource {
+        kernel,
+        entry,
+        text,
+        info,
+        cube_dim: CUBE_DIM,
+    })
+}
+
+/// The element types a scalar group of the argument block can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarType {
+    /// `float` (`scalars_float`).
+    F32,
+    /// `double` (`scalars_double`).
+    F64,
+}
+
+impl ScalarType {
+    fn size(self) -> usize {
+        match self {
+            ScalarType::F32 => 4,
+            ScalarType::F64 => 8,
+        }
+    }
+}
+
+/// The layout of a kernel's `info_st` argument, as its source declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InfoLayout {
+    /// The kernel's buffer parameters (`buffer_0`, `buffer_1`, …).
+    pub buffers: usize,
+    /// The scalar group: its type and its declared length (the count
+    /// rounded up to 8 bytes).
+    pub scalars: Option<(ScalarType, usize)>,
+    /// `uint32` words of static metadata (0 when the kernel reads none).
+    pub static_meta: usize,
+    /// Whether the kernel takes the struct at all.
+    pub present: bool,
+}
+
+impl InfoLayout {
+    /// Reads the layout back from the source of entry point `entry`: the
+    /// fields of `struct info_st` and the parameters of the entry.
+    ///
+    /// # Errors
+    ///
+    /// What weft does not know: a field or parameter of another kind
+    /// (tensors' dynamic metadata, tensor maps, other scalar types).
+    pub fn of_source(text: &str, entry: &str) -> Result<InfoLayout, String> {
+        let head = format!("{entry} (");
+        let start = text
+            .find(&head)
+            .ok_or_else(|| format!("no entry point {entry}"))?
+            + head.len();
+        let end = text[start..]
+            .find(')')
+            .ok_or("the entry point's parameters do not close")?;
+        let mut buffers = 0;
+        let mut present = false;
+        for param in text[start..start + end].split(',').map(str::trim) {
+            let name = param.rsplit(' ').next().unwrap_or("");
+            match name {
+                "info" if param.contains("__grid_constant__ info_st") => present = true,
+                _ if name == format!("buffer_{buffers}") => buffers += 1,
+                "" => {}
+                _ => return Err(format!("parameter `{param}`")),
+            }
+        }
+        let mut scalars = None;
+        let mut static_meta = 0;
+        if present {
+            let open = text
+                .find("struct info_st {")
+                .ok_or("the kernel takes info_st, which the source does not declare")?;
+            let body = &text[open + "struct info_st {".len()..];
+            let body = &body[..body.find("};").ok_or("info_st does not close")?];
+            for field in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
+                let (ty, rest) = field.split_once(' ').ok_or(format!("field `{field}`"))?;
+                let (name, count) = rest
+                    .strip_suffix(']')
+                    .and_then(|r| r.split_once('['))
+                    .ok_or(format!("field `{field}`"))?;
+                let count: usize = count.parse().map_err(|_| format!("field `{field}`"))?;
+                match (ty, name) {
+                    ("float", "scalars_float") if scalars.is_none() => {
+                        scalars = Some((ScalarType::F32, count));
+                    }
+                    ("double", "scalars_double") if scalars.is_none() => {
+                        scalars = Some((ScalarType::F64, count));
+                    }
+                    ("uint32", "static_meta") => static_meta = count,
+                    _ => return Err(format!("field `{field}`")),
+                }
+            }
+        }
+        Ok(InfoLayout {
+            buffers,
+            scalars,
+            static_meta,
+            present,
+        })
+    }
+
+    /// The argument block for one launch: `scalars` (converted to the
+    /// group's type), then each buffer's length in elements twice over
+    /// (buffer length, then logical length), as 8-byte words: the struct's
+    /// bytes, aligned for it. Empty when the kernel takes no struct.
+    ///
+    /// # Errors
+    ///
+    /// A count that differs from the layout's, or a length past `u32`.
+    pub fn block(&self, scalars: &[f64], lengths: &[usize]) -> Result<Vec<u64>, String> {
+        if !self.present {
+            return Ok(Vec::new());
+        }
+        if lengths.len() != self.buffers {
+            return Err(format!(
+                "{} buffer lengths for {} buffers",
+                lengths.len(),
+                self.buffers
+            ));
+        }
+        let mut bytes = Vec::new();
+        match self.scalars {
+            Some((ty, declared)) => {
+                if scalars.len() > declared {
+                    return Err(format!("{} scalars for {declared}", scalars.len()));
+                }
+                for i in 0..declared {
+                    let v = scalars.get(i).copied().unwrap_or(0.0);
+                    match ty {
+                        ScalarType::F32 => bytes.extend((v as f32).to_ne_bytes()),
+                        ScalarType::F64 => bytes.extend(v.to_ne_bytes()),
+                    }
+                }
+                bytes.resize((declared * ty.size()).next_multiple_of(8), 0);
+            }
+            None if !scalars.is_empty() => return Err(format!("{} scalars for 0", scalars.len())),
+            None => {}
+        }
+        if self.static_meta > 0 {
+            let words: Vec<u32> = lengths
+                .iter()
+                .map(|&n| u32::try_from(n).map_err(|_| format!("a length of {n} elements")))
+                .collect::<Result<_, _>>()?;
+            for &w in words.iter().chain(&words) {
+                bytes.extend(w.to_ne_bytes());
+            }
+            bytes.resize(bytes.len().next_multiple_of(8), 0);
+        }
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes")))
+            .collect())
+    }
+}
+
+impl fmt::Display for CubeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The cache key of `K`'s kernel for `dtype`.
+pub(crate) fn key<K: CubeKernel>(dtype: DType) -> CubeKey {
+    (TypeId::of::<K>(), dtype)
+}
+
+/// [`cube_source`], made once per process for each kernel and element
+/// type (it is a function of the two): the call site of a launch checks
+/// a kernel with it, and each device compiles what it made.
+///
+/// # Errors
+///
+/// As [`cube_source`], the same error every time.
+pub fn cube_source_cached<K: CubeKernel>(dtype: DType) -> Result<Arc<CubeSource>, CubeError> {
+    type Made = HashMap<CubeKey, Result<Arc<CubeSource>, CubeError>>;
+    static MADE: OnceLock<Mutex<Made>> = OnceLock::new();
+    let made = MADE.get_or_init(Mutex::default);
+    // No panic is possible under the lock (the expansion runs outside
+    // it), so a poisoned lock only means a thread died holding it: its
+    // map is still whole.
+    let lock = || made.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = lock().get(&key::<K>(dtype)) {
+        return found.clone();
+    }
+    let source = cube_source::<K>(dtype).map(Arc::new);
+    lock().entry(key::<K>(dtype)).or_insert(source).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{
+        cube_source, cubecl, CubeArgs, CubeError, CubeKernel, InfoLayout, ScalarType, Scope,
+        Signature,
+    };
+    use cubecl_core::prelude::*;
+    use cubecl_core::InfoBuilder;
+    use weft_core::DType;
+
+    #[cube]
+    fn axpy<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>, alpha: F) {
+        if ABSOLUTE_POS < out.len() {
+            out[ABSOLUTE_POS] = alpha * x[ABSOLUTE_POS] + y[ABSOLUTE_POS];
+        }
+    }
+
+    struct Axpy;
+    impl CubeKernel for Axpy {
+        const NAME: &'static str = "axpy";
+        const SIGNATURE: Signature = Signature {
+            inputs: 2,
+            outputs: 1,
+            scalars: 1,
+        };
+        fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+            axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+        }
+    }
+
+    /// The layout read back from the source is the one cubecl's own
+    /// launcher fills, byte for byte, for both element types.
+    #[test]
+    fn the_argument_block_is_cubecls_own() {
+        let lengths = [5usize, 7, 3];
+        for (dtype, ty) in [(DType::F32, ScalarType::F32), (DType::F64, ScalarType::F64)] {
+            let source = cube_source::<Axpy>(dtype).unwrap();
+            assert_eq!(source.entry, format!("axpy_{dtype}"));
+            assert!(!source.text.contains("#include"), "{}", source.text);
+            let declared = 8 / ty.size();
+            assert_eq!(
+                source.info,
+                InfoLayout {
+                    buffers: 3,
+                    scalars: Some((ty, declared)),
+                    static_meta: 6,
+                    present: true,
+                }
+            );
+            let block = source.info.block(&[2.5], &lengths).unwrap();
+            let mut cubecl = InfoBuilder::default();
+            match dtype {
+                DType::F32 => cubecl.scalars.push(2.5f32),
+                _ => cubecl.scalars.push(2.5f64),
+            }
+            for &n in &lengths {
+                cubecl
+                    .metadata
+                    .register_array(n as u64, n as u64, AddressType::U32);
+            }
+            let theirs = cubecl.finish(AddressType::U32);
+            assert_eq!(block, theirs.data, "{dtype}");
+            // 8 bytes of scalars, 6 words of lengths.
+            assert_eq!(block.len() * 8, 8 + 24);
+        }
+    }
+
+    #[test]
+    fn a_block_of_the_wrong_counts_is_refused() {
+        let info = cube_source::<Axpy>(DType::F64).unwrap().info;
+        assert!(info
+            .block(&[1.0], &[1, 2])
+            .unwrap_err()
+            .contains("2 buffer lengths"));
+        assert!(info
+            .block(&[1.0, 2.0], &[1, 2, 3])
+            .unwrap_err()
+            .contains("2 scalars"));
+        let big = u32::MAX as usize + 1;
+        assert!(info
+            .block(&[1.0], &[1, 2, big])
+            .unwrap_err()
+            .contains("4294967296"));
+    }
+
+    struct Past;
+    impl CubeKernel for Past {
+        const NAME: &'static str = "past";
+        const SIGNATURE: Signature = Signature {
+            inputs: 1,
+            outputs: 1,
+            scalars: 0,
+        };
+        fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+            // One input too many: the signature has no scalar.
+            axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+        }
+    }
+
+    struct BadName;
+    impl CubeKernel for BadName {
+        const NAME: &'static str = "no spaces";
+        const SIGNATURE: Signature = Axpy::SIGNATURE;
+        fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+            Axpy::expand::<F>(scope, a);
+        }
+    }
+
+    #[test]
+    fn bad_kernels_are_typed_errors_naming_them() {
+        match cube_source::<Past>(DType::F32) {
+            Err(CubeError::Expand {
+                kernel: "past",
+                message,
+            }) => {
+                assert!(message.contains("index out of bounds"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            cube_source::<Axpy>(DType::C64).unwrap_err(),
+            CubeError::DType {
+                kernel: "axpy",
+                dtype: DType::C64
+            }
+        );
+        assert_eq!(
+            cube_source::<BadName>(DType::F32).unwrap_err(),
+            CubeError::Name {
+                kernel: "no spaces"
+            }
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! Kernels written in Rust with cubecl's `#[cube]`: their source compiles
+//! under NVRTC, cubecl makes it without a runtime of its own, and on a
+//! device a launch matches the CPU and mixes with the vocabulary.
+
+use weft::cuda::cubecl;
+use weft::cuda::{CubeArgs, CubeError, CubeKernel, Signature};
+use weft::ops::{CreateOps, ElementwiseOps};
+use weft::tensor::Meta;
+use weft::{error::TensorError, DType, OpError, Tensor};
+
+use cubecl::ir::Scope;
+use cubecl::prelude::*;
+
+use super::with_gpu;
+use weft_tests::{check, Outcome};
+
+#[cube]
+fn axpy<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>, alpha: F) {
+    if ABSOLUTE_POS < out.len() {
+        out[ABSOLUTE_POS] = alpha * x[ABSOLUTE_POS] + y[ABSOLUTE_POS];
+    }
+}
+
+/// `out = alpha·x + y`.
+struct Axpy;
+
+impl CubeKernel for Axpy {
+    const NAME: &'static str = "axpy";
+    const SIGNATURE: Signature = Signature {
+        inputs: 2,
+        outputs: 1,
+        scalars: 1,
+    };
+    fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+        axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+    }
+}
+
+#[cube]
+fn split_sign<F: Float>(x: &Array<F>, up: &mut Array<F>, down: &mut Array<F>) {
+    if ABSOLUTE_POS < x.len() {
+        let v = x[ABSOLUTE_POS];
+        up[ABSOLUTE_POS] = F::max(v, F::new(0.0));
+        down[ABSOLUTE_POS] = F::min(v, F::new(0.0));
+    }
+}
+
+/// Two outputs and no scalar: `x⁺` and `x⁻`.
+struct SplitSign;
+
+impl CubeKernel for SplitSign {
+    const NAME: &'static str = "split_sign";
+    const SIGNATURE: Signature = Signature {
+        inputs: 1,
+        outputs: 2,
+        scalars: 0,
+    };
+    fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+        split_sign::expand::<F>(scope, a.input(0), a.output(0), a.output(1));
+    }
+}
+
+/// A kernel whose expansion asks for a scalar its signature lacks.
+struct Broken;
+
+impl CubeKernel for Broken {
+    const NAME: &'static str = "broken";
+    const SIGNATURE: Signature = Signature {
+        inputs: 2,
+        outputs: 1,
+        scalars: 0,
+    };
+    fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+        axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+    }
+}
+
+/// The source cubecl makes of each kernel, for both element types,
+/// compiles under NVRTC to PTX (for Hopper and for the oldest
+/// architecture the kernels allow) with the entry point weft loads, and to a cubin for Hopper
+/// where this NVRTC targets it. Needs only NVRTC.
+pub(crate) fn cube_kernels_compile() -> Result<Outcome, String> {
+    if !weft_cuda::nvrtc_present() {
+        return Ok(Outcome::Skipped(
+            "NVRTC cannot be loaded (as libnvrtc.so, or .so.12 down to .so.9): put a CUDA 12 lib \
+             folder on LD_LIBRARY_PATH"
+                .into(),
+        ));
+    }
+    let sources = [
+        weft_cuda::cube_source::<Axpy>,
+        weft_cuda::cube_source::<SplitSign>,
+    ];
+    for make in sources {
+        for dtype in [DType::F32, DType::F64] {
+            let source = make(dtype).map_err(|e| e.to_string())?;
+            for arch in [(9, 0), weft::cuda::CUBE_MIN_ARCH] {
+                let ptx = weft_cuda::compile_cube(&source, arch)
+                    .map_err(|log| format!("{}: {log}", source.entry))?;
+                let entry = format!(".entry {}(", source.entry);
+                check(
+                    ptx.to_src().contains(&entry),
+                    format!("{}: no {entry}", source.entry),
+                )?;
+            }
+            if weft_cuda::nvrtc_architectures().contains(&90) {
+                let cubin = weft_cuda::compile_cube_cubin(&source, 90)
+                    .map_err(|log| format!("{} cubin: {log}", source.entry))?;
+                check(
+                    cubin.starts_with(b"\x7fELF"),
+                    format!("{}: the cubin is not an ELF image", source.entry),
+                )?;
+            }
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+/// The process's threads.
+fn threads() -> Result<usize, String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| d.count())
+        .map_err(|e| e.to_string())
+}
+
+/// cubecl is a compiler here: making a kernel's source starts no thread
+/// (cubecl's runtime would start its device server's), and the source is
+/// made once per process for a kernel and type.
+pub(crate) fn cube_makes_no_thread() -> Result<Outcome, String> {
+    let before = threads()?;
+    let a = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;
+    let b = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;
+    let after = threads()?;
+    check(
+        before == after,
+        format!("{before} threads before, {after} after"),
+    )?;
+    check(std::sync::Arc::ptr_eq(&a, &b), "the source was made twice")?;
+    // The argument block the engine fills: scalars none, six lengths.
+    let info = a.info;
+    check(
+        info.buffers == 3 && info.scalars.is_none() && info.static_meta == 6,
+        format!("{info:?}"),
+    )?;
+    Ok(Outcome::Passed)
+}
+
+/// A host tensor of `dtype` holding `values`.
+fn tensor(dtype: DType, values: &[f64]) -> Result<Tensor, String> {
+    let n = [values.len()];
+    match dtype {
+        DType::F32 => Tensor::from_vec(values.iter().map(|&v| v as f32).collect(), &n),
+        _ => Tensor::from_vec(values.to_vec(), &n),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// A host tensor's values, as `f64`.
+fn values(t: &Tensor) -> Result<Vec<f64>, String> {
+    match t.dtype() {
+        DType::F32 => Ok(t
+            .as_slice::<f32>()
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect()),
+        _ => Ok(t.as_slice::<f64>().map_err(|e| e.to_string())?.to_vec()),
+    }
+}
+
+/// On a device: `axpy` and `split_sign` match the host for both element
+/// types, a kernel's output feeds the vocabulary's ops on the same lane,
+/// and what cannot be launched is refused at the call, named.
+pub(crate) fn cube_kernels_match_the_cpu() -> Result<Outcome, String> {
+    with_gpu(|_rt, _cpu, gpu| {
+        let err = |e: OpError| e.to_string();
+        let get = |h: &weft::TensorHandle| -> Result<Vec<f64>, String> {
+            values(
+                &gpu.download(h)
+                    .map_err(err)?
+                    .wait()
+                    .map_err(|e| e.to_string())?,
+            )
+        };
+        // More elements than one block, not a multiple of it.
+        let n = 1000;
+        let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let ys: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos()).collect();
+        for dtype in [DType::F32, DType::F64] {
+            let tol = if dtype == DType::F32 { 1e-6 } else { 1e-15 };
+            let x = gpu.upload(tensor(dtype, &xs)?).map_err(err)?;
+            let y = gpu.upload(tensor(dtype, &ys)?).map_err(err)?;
+            let meta = || Meta {
+                dtype,
+                shape: vec![n],
+            };
+            let out = gpu
+                .launch::<Axpy>(&[&x, &y], &[2.5], &[meta()])
+                .map_err(err)?;
+            // Mixed with the vocabulary: the kernel's result feeds an op.
+            let twice = gpu.add(&out[0], &out[0]).map_err(err)?;
+            for (i, (got, doubled)) in get(&out[0])?.iter().zip(get(&twice)?).enumerate() {
+                let want = 2.5 * xs[i] + ys[i];
+                check(
+                    (got - want).abs() <= tol * 4.0 && (doubled - 2.0 * want).abs() <= tol * 8.0,
+                    format!("{dtype} axpy {i}: {got} and {doubled} for {want}"),
+                )?;
+            }
+            let parts = gpu
+                .launch::<SplitSign>(&[&x], &[], &[meta(), meta()])
+                .map_err(err)?;
+            let (up, down) = (get(&parts[0])?, get(&parts[1])?);
+            let rounded = values(&tensor(dtype, &xs)?)?;
+            for (i, v) in rounded.iter().enumerate() {
+                check(
+                    up[i] == v.max(0.0) && down[i] == v.min(0.0),
+                    format!("{dtype} split_sign {i}: {v} gave {} and {}", up[i], down[i]),
+                )?;
+            }
+        }
+        // Refused at the call.
+        let x = gpu.zeros(DType::F64, &[4]).map_err(err)?;
+        let f = gpu.zeros(DType::F32, &[4]).map_err(err)?;
+        let c = gpu.zeros(DType::C64, &[4]).map_err(err)?;
+        let m = |dtype| {
+            [Meta {
+                dtype,
+                shape: vec![4],
+            }]
+        };
+        match gpu.launch::<Axpy>(&[&x], &[1.0], &m(DType::F64)) {
+            Err(OpError::Tensor(TensorError::Arity {
+                op: "axpy",
+                expected: 2,
+                got: 1,
+            })) => {}
+            other => return Err(format!("one input for two: {other:?}")),
+        }
+        match gpu.launch::<Axpy>(&[&x, &f], &[1.0], &m(DType::F64)) {
+            Err(OpError::Tensor(TensorError::MixedDTypes { .. })) => {}
+            other => return Err(format!("f64 and f32: {other:?}")),
+        }
+        match gpu.launch::<Axpy>(&[&c, &c], &[1.0], &m(DType::C64)) {
+            Err(OpError::Cube(CubeError::DType {
+                kernel: "axpy",
+                dtype: DType::C64,
+            })) => {}
+            other => return Err(format!("c64: {other:?}")),
+        }
+        match gpu.launch::<Broken>(&[&x, &x], &[], &m(DType::F64)) {
+            Err(OpError::Cube(CubeError::Expand {
+                kernel: "broken", ..
+            })) => {}
+            other => return Err(format!("a broken expansion: {other:?}")),
+        }
+        // The lane still works after the refusals.
+        check(get(&x)? == [0.0; 4], "the lane after the refusals")?;
+        Ok(())
+    })
+}
