@@ -6,15 +6,17 @@
 #   scripts/gpu-check.sh run     # there (with .gpu/ carried): the op-by-op
 #                                # comparison against the CPU engine, the
 #                                # transfers, CPU+GPU pipelines (a test and
-#                                # the cuda_pipeline example), then the
-#                                # benchmark (GEMM, dispatch, bandwidth)
+#                                # the cuda_pipeline example), a kernel
+#                                # written in Rust (the cube_kernel
+#                                # example), then the benchmark (GEMM,
+#                                # dispatch, bandwidth)
 #
 # `.gpu/` is git-ignored, so the device command must carry it: `build` ends
 # by printing the exact command. `run` finds NVRTC, cuBLAS and cuSOLVER
 # (with the cuSPARSE and nvJitLink it loads) under the
 # CUDA toolkit or the Python CUDA wheels (CUDA 12 or 13, the newest by
-# version) and links them under the names the loader asks for. Its three
-# steps are bounded at 120 + 40 + 90 s: under 5 minutes in all, start
+# version) and links them under the names the loader asks for. Its four
+# steps are bounded at 120 + 40 + 40 + 90 s: under 5 minutes in all, start
 # included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,8 @@ newest() {
 case "${1:-}" in
 build)
     mkdir -p "$out"
-    cargo build --release -p weft-examples --features cuda --example cuda_bench --example cuda_pipeline
+    cargo build --release -p weft-examples --features cuda --example cuda_bench --example cuda_pipeline \
+        --example cube_kernel
     bin=$(cargo test --release -p weft-tests --features cuda --test cuda_engine --no-run \
         --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
@@ -46,7 +49,7 @@ for l in sys.stdin:
         print(m["executable"])')
     # Without their debug info the three fit the device tool's 64 MiB.
     strip -o "$out/cuda_engine" "$bin"
-    for example in cuda_bench cuda_pipeline; do
+    for example in cuda_bench cuda_pipeline cube_kernel; do
         strip -o "$out/$example" "target/release/examples/$example"
     done
     ls -la "$out"
@@ -78,6 +81,7 @@ run)
     status=0
     timeout 120 "$out/cuda_engine" || status=$?
     timeout 40 "$out/cuda_pipeline" || status=$?
+    timeout 40 "$out/cube_kernel" || status=$?
     timeout 90 "$out/cuda_bench" || status=$?
     exit "$status"
     ;;

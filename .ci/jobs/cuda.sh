@@ -5,6 +5,8 @@ source "$(dirname "$0")/../lib.sh"
 
 step "tests of the cuda feature"
 tests cargo test --release -p weft-tests --features cuda --test cuda_discovery
+# A kernel written in Rust: cubecl makes its source (the launch needs a GPU).
+cargo run --release -p weft-examples --features cuda --example cube_kernel
 # The GPU check's library search (newest CUDA by version), on a fake tree.
 bash scripts/gpu-check.sh selftest
 # NVRTC alone (no GPU needed) compiles the CUDA kernels' source: its

@@ -23,7 +23,7 @@ impl Lane<CudaEngine> {
     /// The kernel is turned into CUDA source by cubecl once per process
     /// and element type (here, at the first call) and compiled by NVRTC
     /// once per device (on the device's actor, at its first launch). A
-    /// [`crate::Tape`] sees its outputs as constants: a kernel of one's own
+    /// [`crate::program::Tape`] sees its outputs as constants: a kernel of one's own
     /// has no derivative weft knows.
     ///
     /// # Errors
