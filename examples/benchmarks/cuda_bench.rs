@@ -8,7 +8,10 @@
 //! - per-op dispatch of a one-element `binary_scalar` through a lane vs a
 //!   raw launch of the same kernel (the difference, in µs per op);
 //! - host↔device bandwidth of 256 MiB through a lane vs raw pinned and raw
-//!   pageable copies (the uploaded tensors copied before the clock starts).
+//!   pageable copies (the uploaded tensors copied before the clock starts);
+//! - the real types' unary maps as their cubecl kernels (the default) vs
+//!   the source's switch kernel they replaced, on the same lane: 16 Mi
+//!   elements (memory speed) and 1 element (dispatch), alternated.
 //!
 //! `cargo run --release -p weft-examples --features cuda --example cuda_bench`
 //! (`--quick`: smaller sizes). Without a GPU it says so and exits.
@@ -17,7 +20,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, StructuralOps};
+use weft::ops::{CreateOps, ElementwiseOps, LinalgOps, StructuralOps, UnaryOp};
 
 use cudarc::cublas::{CudaBlas, GemmConfig};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
@@ -252,6 +255,53 @@ fn dispatch(lane: &Lane<CudaEngine>, ctx: &Arc<CudaContext>, stream: &Arc<CudaSt
     Ok(())
 }
 
+/// The unary maps: cubecl's kernels against the source's, alternated on
+/// one lane (`CudaEngine::use_source_maps`); a ratio above 1 is cubecl's
+/// kernel faster.
+fn maps(lane: &Lane<CudaEngine>, n: usize) -> Res<()> {
+    let source = |on: bool| -> Res<()> {
+        Ok(lane
+            .run(move |e: &mut CudaEngine| e.use_source_maps(on))?
+            .wait()?)
+    };
+    for dtype in [DType::F32, DType::F64] {
+        for op in [UnaryOp::Neg, UnaryOp::Sqrt, UnaryOp::Tanh, UnaryOp::Expm1] {
+            for (elements, chain) in [(n, 10), (1, 1000)] {
+                let x = lane.full(dtype, &[elements], weft::Scalar::Real(1e-3))?;
+                let run = || -> Res<()> {
+                    let mut y = x.clone();
+                    for _ in 0..chain {
+                        y = lane.unary(op, &y)?;
+                    }
+                    sync(lane, &y)
+                };
+                let (mut cube, mut src) = (Vec::new(), Vec::new());
+                for _ in 0..3 {
+                    source(true)?;
+                    src.push(time(3, run)?);
+                    source(false)?;
+                    cube.push(time(3, run)?);
+                }
+                let (cube, src) = (median(cube), median(src));
+                let per = |d: Duration| d.as_secs_f64() * 1e6 / chain as f64;
+                let rate = |d: Duration| {
+                    (2 * elements * dtype.size()) as f64 * chain as f64 / d.as_secs_f64() / 1e9
+                };
+                println!(
+                    "unary {} {dtype} x{elements}: cubecl {:.2} µs/op ({:.0} GB/s), source {:.2} µs/op ({:.0} GB/s), cubecl/source speed {:.3} (goal >= 0.95)",
+                    op.name(),
+                    per(cube),
+                    rate(cube),
+                    per(src),
+                    rate(src),
+                    src.as_secs_f64() / cube.as_secs_f64()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn bandwidth(
     lane: &Lane<CudaEngine>,
     ctx: &Arc<CudaContext>,
@@ -349,6 +399,7 @@ fn main() -> Res<()> {
         }
     }
     dispatch(&lane, &ctx, &stream)?;
+    maps(&lane, if quick { 1 << 20 } else { 16 << 20 })?;
     bandwidth(
         &lane,
         &ctx,

@@ -75,7 +75,8 @@ impl CubeKernel for Broken {
     }
 }
 
-/// The source cubecl makes of each kernel, for both element types,
+/// The source cubecl makes of each kernel (weft's own, and the tests'),
+/// for both element types,
 /// compiles under NVRTC to PTX (for Hopper and for the oldest
 /// architecture the kernels allow) with the entry point weft loads, and to a cubin for Hopper
 /// where this NVRTC targets it. Needs only NVRTC.
@@ -87,11 +88,20 @@ pub(crate) fn cube_kernels_compile() -> Result<Outcome, String> {
                 .into(),
         ));
     }
-    let sources = [
+    let tests: [weft_cuda::MakeSource; 2] = [
         weft_cuda::cube_source::<Axpy>,
         weft_cuda::cube_source::<SplitSign>,
     ];
-    for make in sources {
+    // Weft's own (the ported unary maps), then the tests' kernels.
+    let own = weft_cuda::cube_kernels().iter().map(|(_, make)| *make);
+    check(
+        weft_cuda::cube_kernels().len() == 13,
+        format!(
+            "{} cubecl kernels of weft's own",
+            weft_cuda::cube_kernels().len()
+        ),
+    )?;
+    for make in own.chain(tests) {
         for dtype in [DType::F32, DType::F64] {
             let source = make(dtype).map_err(|e| e.to_string())?;
             for arch in [(9, 0), weft::cuda::CUBE_MIN_ARCH] {
@@ -256,5 +266,89 @@ pub(crate) fn cube_kernels_match_the_cpu() -> Result<Outcome, String> {
         // The lane still works after the refusals.
         check(get(&x)? == [0.0; 4], "the lane after the refusals")?;
         Ok(())
+    })
+}
+
+/// On a device: the ported maps (the real types' unary ops as cubecl
+/// kernels) give what the CPU gives, at the edges too (signed zeros,
+/// infinities, NaN, `expm1` near 0 and near overflow), and what the
+/// source's switch kernel they replaced gives.
+pub(crate) fn cube_maps_match_the_cpu_and_the_source() -> Result<Outcome, String> {
+    with_gpu(|_rt, cpu, gpu| {
+        let err = |e: OpError| e.to_string();
+        let edges = [
+            0.0,
+            -0.0,
+            1e-10,
+            -1e-10,
+            1e-3,
+            0.5,
+            -0.5,
+            2.0,
+            -3.0,
+            30.0,
+            88.0,
+            700.0,
+            709.0,
+            710.0,
+            -800.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let source = |on: bool| -> Result<(), String> {
+            gpu.run(move |e: &mut weft::cuda::CudaEngine| e.use_source_maps(on))
+                .map_err(|e| e.to_string())?
+                .wait()
+                .map_err(|e| e.to_string())
+        };
+        for dtype in [DType::F32, DType::F64] {
+            // Relative, and absolute near 0 (the CPU's libm and CUDA's
+            // differ by an ulp or two).
+            let tol = if dtype == DType::F32 { 4e-6 } else { 1e-14 };
+            let host = tensor(dtype, &edges)?;
+            let x = cpu.upload(host.clone()).map_err(err)?;
+            let g = gpu.upload(host).map_err(err)?;
+            for op in weft::ops::UnaryOp::ALL
+                .into_iter()
+                .filter(|op| op.supports(dtype))
+            {
+                let want = values(
+                    &cpu.download(&cpu.unary(op, &x).map_err(err)?)
+                        .map_err(err)?
+                        .wait()
+                        .map_err(|e| e.to_string())?,
+                )?;
+                let run = |on| -> Result<Vec<f64>, String> {
+                    source(on)?;
+                    let y = gpu.unary(op, &g).map_err(err)?;
+                    values(
+                        &gpu.download(&y)
+                            .map_err(err)?
+                            .wait()
+                            .map_err(|e| e.to_string())?,
+                    )
+                };
+                let (cube, src) = (run(false)?, run(true)?);
+                for (i, &v) in edges.iter().enumerate() {
+                    let same = |a: f64, b: f64| {
+                        (a.is_nan() && b.is_nan())
+                            || a == b && a.is_sign_negative() == b.is_sign_negative()
+                            || (a - b).abs() <= tol * b.abs().max(1e-30)
+                    };
+                    check(
+                        same(cube[i], want[i]) && same(cube[i], src[i]),
+                        format!(
+                            "{dtype} {} of {v}: cubecl {}, CPU {}, source {}",
+                            op.name(),
+                            cube[i],
+                            want[i],
+                            src[i]
+                        ),
+                    )?;
+                }
+            }
+        }
+        source(false)
     })
 }

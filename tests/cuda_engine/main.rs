@@ -269,6 +269,10 @@ fn main() -> ExitCode {
         ("cube_makes_no_thread", cube_makes_no_thread),
         ("cube_kernels_match_the_cpu", cube_kernels_match_the_cpu),
         (
+            "cube_maps_match_the_cpu_and_the_source",
+            cube_maps_match_the_cpu_and_the_source,
+        ),
+        (
             "missing_devices_are_typed_errors",
             missing_devices_are_typed_errors,
         ),

@@ -24,6 +24,13 @@ use crate::{device_error, CudaEngine, DeviceTensor};
 use crate::{kernels, launch, linalg, memory};
 
 impl CudaEngine {
+    /// Whether the real types' unary maps run as the source's switch
+    /// kernel (`true`) or as their cubecl kernels (`false`, the default):
+    /// for a benchmark of one against the other (`cuda_bench`).
+    pub fn use_source_maps(&mut self, on: bool) {
+        self.kernels.source_maps = on;
+    }
+
     /// Runs the cubecl kernel `K` on resident `inputs` and `scalars` into
     /// new tensors `outputs` (made resident under their ids), on `lane`'s
     /// stream, ordered after the inputs' writes like every launch. The

@@ -405,6 +405,9 @@ pub(crate) struct Kernels {
     /// cubecl kernels (`cube.rs`), by kernel and element type, each in a
     /// module of its own, with the layout of its argument block.
     cube: HashMap<CubeKey, (CudaFunction, InfoLayout)>,
+    /// Run the real types' unary maps with the source's switch kernel
+    /// instead of their cubecl kernels (`CudaEngine::use_source_maps`).
+    pub(crate) source_maps: bool,
 }
 
 impl Kernels {

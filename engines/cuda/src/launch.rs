@@ -25,6 +25,7 @@ use super::cube::{CubeError, CubeKey, CubeSource, CUBE_DIM};
 use super::kernels::{self, Dims, Kernel, KernelError, Kernels, Targets};
 use super::streams::Stream;
 use super::{device_error, DeviceTensor};
+use weft_core::ops::UnaryOp;
 use weft_core::DType;
 use weft_core::{DeviceError, ExecError};
 
@@ -531,8 +532,9 @@ impl Launcher<'_> {
         &mut self,
         out: &mut DeviceTensor,
         a: &DeviceTensor,
-        op: i32,
+        unary: UnaryOp,
     ) -> Result<(), ExecError> {
+        let op = super::codes::unary(unary);
         const NAME: &str = "cuLaunchKernel unary";
         let magnitude = out.dtype != a.dtype;
         self.require(
@@ -544,6 +546,21 @@ impl Launcher<'_> {
         let n = a.len() as i64;
         if n == 0 {
             return Ok(());
+        }
+        // The real types' maps are cubecl kernels, one per op (`cube/maps.rs`).
+        let ported = (!magnitude && !a.dtype.is_complex() && !self.kernels.source_maps)
+            .then(|| super::cube::unary_kernel(unary))
+            .flatten()
+            .filter(|_| matches!(a.dtype, DType::F32 | DType::F64));
+        if let Some(map) = ported {
+            let source = || (map.source)(a.dtype);
+            return self.cube(
+                (map.key)(a.dtype),
+                source,
+                &[a],
+                std::slice::from_mut(out),
+                &[],
+            );
         }
         let kernel = if magnitude {
             Kernel::Magnitude

@@ -48,6 +48,10 @@ use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::server::ExecutionMode;
 use weft_core::DType;
 
+mod maps;
+
+pub(crate) use maps::unary_kernel;
+
 /// cubecl's frontend, for writing kernels: `use weft::cuda::cubecl;`, then
 /// `use cubecl::prelude::*;` and `#[cube]` as in cubecl's own examples.
 pub use cubecl_core as cubecl;
@@ -217,6 +221,16 @@ pub const CUBE_MIN_ARCH: (i32, i32) = (7, 0);
 
 /// What identifies a compiled cubecl kernel on one device.
 pub(crate) type CubeKey = (TypeId, DType);
+
+/// What makes a kernel's source for an element type.
+pub type MakeSource = fn(DType) -> Result<CubeSource, CubeError>;
+
+/// The kernels weft itself compiles with cubecl (the real types' unary
+/// maps): each one's name and its source for an element type. CI compiles
+/// every one under NVRTC.
+pub fn cube_kernels() -> &'static [(&'static str, MakeSource)] {
+    maps::MAPS
+}
 
 /// The kernel of `K` for `dtype`, as CUDA source.
 ///
