@@ -14,7 +14,7 @@
 
 use weft::cuda::cubecl;
 use weft::cuda::{cube_source, CubeArgs, CubeKernel, Signature};
-use weft::ops::{CreateOps, Distribution, ElementwiseOps, ReduceOps};
+use weft::ops::{CreateOps, CubeOps, Distribution, ElementwiseOps, ReduceOps};
 use weft::tensor::Meta;
 use weft::{BuildError, DType, Place, Runtime};
 

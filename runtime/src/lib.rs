@@ -147,7 +147,7 @@ pub mod topology {
 #[cfg(feature = "cuda")]
 pub mod cuda {
     pub use weft_cuda::{
-        cube_source, cubecl, CubeArgs, CubeError, CubeKernel, CubeSource, CudaEngine,
+        cube_source, cubecl, kernel_op, CubeArgs, CubeError, CubeKernel, CubeSource, CudaEngine,
         CudaEngineConfig, CudaInfo, DeviceTensor, DriverCalls, Signature, CUBE_DIM, CUBE_MIN_ARCH,
     };
     #[cfg(target_os = "linux")]
@@ -156,6 +156,8 @@ pub mod cuda {
 
 /// The names most programs use, to import at once: `use weft::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "cuda")]
+    pub use crate::ops::CubeOps;
     pub use crate::ops::{
         Apply, CreateOps, ElementwiseOps, Function, HostRun, IndexOps, LinalgOps, Ops, ReduceOps,
         StructuralOps,

@@ -4,9 +4,9 @@
 
 use weft::cuda::cubecl;
 use weft::cuda::{CubeArgs, CubeError, CubeKernel, Signature};
-use weft::ops::{CreateOps, ElementwiseOps};
+use weft::ops::{CreateOps, CubeOps, ElementwiseOps, ReduceOps};
 use weft::tensor::Meta;
-use weft::{error::TensorError, DType, OpError, Tensor};
+use weft::{error::TensorError, DType, OpError, Program, Tensor};
 
 use cubecl::ir::Scope;
 use cubecl::prelude::*;
@@ -350,5 +350,164 @@ pub(crate) fn cube_maps_match_the_cpu_and_the_source() -> Result<Outcome, String
             }
         }
         source(false)
+    })
+}
+
+/// The `y = alpha·x + y` program of the checks below, reduced to its sum.
+fn axpy_program(n: usize, dtype: DType) -> Result<Program, OpError> {
+    Program::record(|p| -> Result<(), OpError> {
+        let x = p.input(dtype, &[n]);
+        let y = p.input(dtype, &[n]);
+        let out = p.launch::<Axpy>(
+            &[&x, &y],
+            &[2.5],
+            &[Meta {
+                dtype,
+                shape: vec![n],
+            }],
+        )?;
+        let total = p.sum_all(&out[0])?;
+        Ok(p.output(total)?)
+    })
+}
+
+/// Without a device: a kernel is a step of a recorded program like any
+/// op, checked when recorded (counts, types, the source cubecl makes);
+/// its gradient is refused, naming the step; a CPU lane refuses it at the
+/// call and a program holding it fails naming the step.
+pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
+    let program = axpy_program(8, DType::F64).map_err(|e| e.to_string())?;
+    let names: Vec<&str> = program.steps().iter().map(|s| s.op.name()).collect();
+    check(names == ["axpy", "sum"], format!("steps {names:?}"))?;
+    match program.gradient(0, &[0]) {
+        Err(weft::error::GradError::NoRule {
+            step: 0,
+            op: "axpy",
+            ..
+        }) => {}
+        other => return Err(format!("the gradient through a kernel: {other:?}")),
+    }
+    // Checked when recorded.
+    let refused = Program::record(|p| -> Result<(), OpError> {
+        let x = p.input(DType::F64, &[4]);
+        let f = p.input(DType::F32, &[4]);
+        let out = p.launch::<Axpy>(
+            &[&x, &f],
+            &[1.0],
+            &[Meta {
+                dtype: DType::F64,
+                shape: vec![4],
+            }],
+        )?;
+        Ok(p.output(out[0])?)
+    });
+    check(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("different element types")),
+        format!("mixed types recorded: {refused:?}"),
+    )?;
+    let refused = Program::record(|p| -> Result<(), OpError> {
+        let x = p.input(DType::F64, &[4]);
+        let out = p.launch::<Broken>(
+            &[&x, &x],
+            &[],
+            &[Meta {
+                dtype: DType::F64,
+                shape: vec![4],
+            }],
+        )?;
+        Ok(p.output(out[0])?)
+    });
+    check(
+        matches!(
+            refused,
+            Err(OpError::Cube(CubeError::Expand {
+                kernel: "broken",
+                ..
+            }))
+        ),
+        format!("a broken kernel recorded: {refused:?}"),
+    )?;
+    // A CPU lane: refused at the call; the program fails at its step.
+    let rt = weft::Runtime::builder()
+        .split(1)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let cpu = rt.lane(0).map_err(|e| e.to_string())?;
+    let x = cpu.ones(DType::F64, &[8]).map_err(|e| e.to_string())?;
+    match cpu.launch::<Axpy>(
+        &[&x, &x],
+        &[2.5],
+        &[Meta {
+            dtype: DType::F64,
+            shape: vec![8],
+        }],
+    ) {
+        Err(OpError::Tensor(TensorError::ForeignKernel { kernel: "axpy" })) => {}
+        other => return Err(format!("a kernel on a CPU lane: {other:?}")),
+    }
+    let out = cpu
+        .run_program(&program, &[&x, &x])
+        .map_err(|e| e.to_string())?;
+    let failed = cpu.download(&out[0]).map_err(|e| e.to_string())?.wait();
+    let message = format!("{failed:?}");
+    check(
+        failed.is_err() && message.contains("axpy") && message.contains("runs only on"),
+        format!("the program on a CPU lane: {message}"),
+    )?;
+    // The lane goes on.
+    let two = cpu.add(&x, &x).map_err(|e| e.to_string())?;
+    let two = cpu
+        .download(&two)
+        .map_err(|e| e.to_string())?
+        .wait()
+        .map_err(|e| e.to_string())?;
+    check(values(&two)? == [2.0; 8], "the CPU lane after the refusals")?;
+    rt.shutdown().map_err(|e| e.to_string())?;
+    Ok(Outcome::Passed)
+}
+
+/// On a device: the recorded program holding a kernel gives what the same
+/// ops give eagerly.
+pub(crate) fn cube_kernels_run_in_programs() -> Result<Outcome, String> {
+    with_gpu(|_rt, _cpu, gpu| {
+        let err = |e: OpError| e.to_string();
+        let n = 3000;
+        let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let ys: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos()).collect();
+        for dtype in [DType::F32, DType::F64] {
+            let x = gpu.upload(tensor(dtype, &xs)?).map_err(err)?;
+            let y = gpu.upload(tensor(dtype, &ys)?).map_err(err)?;
+            let program = axpy_program(n, dtype).map_err(err)?;
+            let recorded = gpu.run_program(&program, &[&x, &y]).map_err(err)?.remove(0);
+            let out = gpu
+                .launch::<Axpy>(
+                    &[&x, &y],
+                    &[2.5],
+                    &[Meta {
+                        dtype,
+                        shape: vec![n],
+                    }],
+                )
+                .map_err(err)?;
+            let eager = gpu.sum_all(&out[0]).map_err(err)?;
+            let get = |h: &weft::TensorHandle| -> Result<Vec<f64>, String> {
+                values(
+                    &gpu.download(h)
+                        .map_err(err)?
+                        .wait()
+                        .map_err(|e| e.to_string())?,
+                )
+            };
+            let (a, b) = (get(&recorded)?, get(&eager)?);
+            let want: f64 = xs.iter().zip(&ys).map(|(x, y)| 2.5 * x + y).sum();
+            let tol = if dtype == DType::F32 { 1e-3 } else { 1e-9 };
+            check(
+                a == b && (a[0] - want).abs() <= tol * want.abs().max(1.0),
+                format!("{dtype}: recorded {a:?}, eager {b:?}, host {want}"),
+            )?;
+        }
+        Ok(())
     })
 }

@@ -267,6 +267,11 @@ fn main() -> ExitCode {
         ("kernels_compile", kernels_compile as Check),
         ("cube_kernels_compile", cube_kernels_compile),
         ("cube_makes_no_thread", cube_makes_no_thread),
+        (
+            "cube_kernels_record_into_programs",
+            cube_kernels_record_into_programs,
+        ),
+        ("cube_kernels_run_in_programs", cube_kernels_run_in_programs),
         ("cube_kernels_match_the_cpu", cube_kernels_match_the_cpu),
         (
             "cube_maps_match_the_cpu_and_the_source",

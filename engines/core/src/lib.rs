@@ -45,8 +45,8 @@ pub use engine::{
 };
 // The vocabulary (the rest of it, the shape rules, is in `ops`).
 pub use ops::{
-    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, Meta, ReduceOp, Scalar,
-    ScatterMode, SliceAxis, TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, KernelOp, Linalg, MatOp, Meta, ReduceOp,
+    Scalar, ScatterMode, SliceAxis, TensorOp, UnaryOp,
 };
 // Programs: computations recorded once, run as one message.
 pub use autodiff::{GradError, DEGENERACY};

@@ -76,6 +76,7 @@ fn kernel(
     let one = |t: Result<Tensor, TensorError>| t.map(|t| vec![t]);
     match op {
         TensorOp::Linalg(op) => linalg::run(*op, inputs),
+        TensorOp::Kernel(k) => Err(TensorError::ForeignKernel { kernel: k.name }),
         TensorOp::Einsum(spec) => one(match plan {
             Some(plan) => plan.run(inputs, compute),
             None => einsum::run(spec, inputs, compute),

@@ -19,7 +19,7 @@ use weft_core::{
 };
 use weft_cpu::HostRun;
 
-use crate::cube::CubeKernel;
+use crate::cube::{CubeKernel, CubeLaunch};
 use crate::{device_error, CudaEngine, DeviceTensor};
 use crate::{kernels, launch, linalg, memory};
 
@@ -355,6 +355,10 @@ pub fn missing(op: &TensorOp, dtype: DType) -> Option<&'static str> {
     // and bool tensors have every other op the device has.
     let exact = !dtype.is_field();
     match op {
+        TensorOp::Kernel(k) if k.run.downcast_ref::<CubeLaunch>().is_none() => {
+            Some("a kernel of another engine")
+        }
+        TensorOp::Kernel(_) => None,
         TensorOp::Linalg(_) if exact => Some("decompositions are of float and complex matrices"),
         TensorOp::Linalg(_) => None,
         TensorOp::Matmul
@@ -419,6 +423,12 @@ impl TensorEngine for CudaEngine {
         lane: u64,
     ) -> Result<(), ExecError> {
         self.deferred_error()?;
+        if let TensorOp::Kernel(k) = op {
+            // A cubecl kernel launches itself (its type is in `launch`).
+            let launch = k.run.downcast_ref::<CubeLaunch>();
+            let launch = launch.ok_or(TensorError::ForeignKernel { kernel: k.name })?;
+            return (launch.0)(self, inputs, &k.scalars, outputs, lane);
+        }
         let place = self.place();
         let (out_id, out_dtype, out_shape) = match outputs {
             [one] => *one,
@@ -492,6 +502,7 @@ impl TensorEngine for CudaEngine {
                 |x: &mut Exec<'_>, view: Result<View, TensorError>| x.gather(resident[0], &view?);
             // Every op of the vocabulary, each with what it does here.
             Ok(match op {
+                TensorOp::Kernel(_) => unreachable!("launched above"),
                 TensorOp::Binary(b) => x.binary(*b, resident[0], resident[1], out_shape)?,
                 TensorOp::BinaryScalar {
                     op: b,

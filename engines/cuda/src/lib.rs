@@ -92,8 +92,8 @@ mod streams;
 mod teardown;
 
 pub use cube::{
-    cube_kernels, cube_source, cube_source_cached, cubecl, CubeArgs, CubeError, CubeKernel,
-    CubeSource, InfoLayout, MakeSource, ScalarType, Signature, CUBE_DIM, CUBE_MIN_ARCH,
+    cube_kernels, cube_source, cube_source_cached, cubecl, kernel_op, CubeArgs, CubeError,
+    CubeKernel, CubeSource, InfoLayout, MakeSource, ScalarType, Signature, CUBE_DIM, CUBE_MIN_ARCH,
 };
 pub use cublas::cublas_present;
 pub use cusolver::cusolver_present;

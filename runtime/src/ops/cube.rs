@@ -1,46 +1,51 @@
-//! Kernels written in Rust (feature `cuda`): a `#[cube]` function launched
-//! on a CUDA lane, with the lane's resident tensors as its arrays.
+//! Kernels written in Rust (feature `cuda`): a `#[cube]` function as an
+//! op of the vocabulary, launched on a CUDA lane with the lane's resident
+//! tensors as its arrays, or recorded into a program like any op.
 
-use std::sync::Arc;
+use weft_core::{Meta, TensorError, TensorOp};
+use weft_cuda::{cube_source_cached, kernel_op, CubeError, CubeKernel};
 
-use weft_core::{Meta, TensorError};
-use weft_cuda::{cube_source_cached, CubeError, CubeKernel, CudaEngine};
-
+use super::Apply;
 use crate::error::OpError;
-use crate::handle::TensorHandle;
-use crate::lane::Lane;
 
-impl Lane<CudaEngine> {
-    /// Launches the cubecl kernel `K` on this lane's stream: `inputs` are
-    /// its input arrays (resident tensors of this device, read in
-    /// row-major order), `scalars` its scalars (converted to the element
-    /// type), and a new tensor of each of `outputs` its output arrays, one
-    /// thread per element of the largest (`ABSOLUTE_POS`). Returns the
-    /// outputs' handles at once, like every op; the kernel runs after the
-    /// inputs' producers, ordered by the device's access table, and its
-    /// results stay resident.
+/// Kernels written in Rust with cubecl's `#[cube]`, for lanes and
+/// recorders alike (feature `cuda`; in `weft::prelude`). Implemented for
+/// every [`Apply`]; a kernel runs on a CUDA device's lane, and a CPU lane
+/// refuses it at the call ([`TensorError::ForeignKernel`]).
+pub trait CubeOps: Apply {
+    /// Kernel `K` on `inputs` (its input arrays, read in row-major order)
+    /// and `scalars` (converted to the element type), making a new tensor
+    /// of each of `outputs` (its output arrays, written by one thread per
+    /// element of the largest, `ABSOLUTE_POS`). On a lane the outputs'
+    /// handles come back at once, like every op; the kernel runs on the
+    /// lane's stream after the inputs' producers, ordered by the device's
+    /// access table, and its results stay resident. On a recorder it is a
+    /// step of the program, run where the program runs.
     ///
     /// The kernel is turned into CUDA source by cubecl once per process
     /// and element type (here, at the first call) and compiled by NVRTC
-    /// once per device (on the device's actor, at its first launch). A
-    /// [`crate::program::Tape`] sees its outputs as constants: a kernel of one's own
-    /// has no derivative weft knows.
+    /// once per device (on the device's actor, at its first launch). It
+    /// has no derivative: a gradient through it, of a program or of a
+    /// [`crate::program::Tape`], is refused (`GradError::NoRule`, naming
+    /// the step).
     ///
     /// # Errors
     ///
-    /// At the call, with nothing submitted: [`TensorError::Arity`] when the
-    /// counts differ from `K::SIGNATURE`; [`TensorError::MixedDTypes`] when
-    /// the operands' element types differ; [`OpError::Cube`] naming the
-    /// kernel when an array has 2³² elements or more, when it has no form for the type (only `f32` and `f64`), its
-    /// expansion panicked or cubecl cannot compile it; the handle errors of
-    /// [`Lane::download`]. On the device (the outputs' op fails):
+    /// At the call, with nothing submitted or recorded:
+    /// [`TensorError::Arity`] when the counts differ from `K::SIGNATURE`;
+    /// [`TensorError::MixedDTypes`] when the operands' element types
+    /// differ; [`TensorError::ForeignKernel`] on a CPU lane;
+    /// [`OpError::Cube`] naming the kernel when an array has 2³² elements
+    /// or more, or when it has no form for the type (only `f32` and
+    /// `f64`), its expansion panicked or cubecl cannot compile it; a
+    /// lane's handle errors. On the device (the outputs' op fails):
     /// NVRTC's log or the driver's error, naming the call.
-    pub fn launch<K: CubeKernel>(
+    fn launch<K: CubeKernel>(
         &self,
-        inputs: &[&TensorHandle],
+        inputs: &[&Self::Tensor],
         scalars: &[f64],
         outputs: &[Meta],
-    ) -> Result<Vec<TensorHandle>, OpError> {
+    ) -> Result<Vec<Self::Tensor>, OpError> {
         let sig = K::SIGNATURE;
         let op = K::NAME;
         for (expected, got) in [
@@ -49,39 +54,23 @@ impl Lane<CudaEngine> {
             (sig.scalars, scalars.len()),
         ] {
             if expected != got {
-                return Err(TensorError::Arity { op, expected, got }.into());
+                return Err(self.refused(op, TensorError::Arity { op, expected, got }));
             }
         }
-        for input in inputs {
-            self.check(op, input)?;
+        let mut metas = Vec::with_capacity(inputs.len() + outputs.len());
+        for x in inputs {
+            metas.push(Meta {
+                dtype: self.dtype(x)?,
+                shape: self.shape(x)?.into_owned(),
+            });
         }
-        let metas: Vec<Meta> = inputs
-            .iter()
-            .map(|h| h.meta())
-            .chain(outputs.iter().cloned())
-            .collect();
-        let Some(first) = metas.first() else {
-            return Err(TensorError::Arity {
-                op,
-                expected: 1,
-                got: 0,
-            }
-            .into());
-        };
-        let dtype = first.dtype;
-        if let Some(other) = metas.iter().find(|m| m.dtype != dtype) {
-            return Err(TensorError::MixedDTypes {
-                op,
-                lhs: dtype,
-                rhs: other.dtype,
-            }
-            .into());
-        }
+        metas.extend(outputs.iter().cloned());
         for meta in &metas {
             let elements =
                 weft_core::element_count(&meta.shape).ok_or_else(|| TensorError::TooLarge {
                     shape: meta.shape.clone(),
-                })?;
+                });
+            let elements = elements.map_err(|e| self.refused(op, e))?;
             if u32::try_from(elements).is_err() {
                 return Err(CubeError::TooLong {
                     kernel: op,
@@ -90,21 +79,21 @@ impl Lane<CudaEngine> {
                 .into());
             }
         }
-        let _checked: Arc<_> = cube_source_cached::<K>(dtype)?;
-        let scalars = scalars.to_vec();
-        let lane = self.actor_lane().id();
-        self.produce(
-            op,
-            inputs,
-            None,
-            outputs.to_vec(),
-            move |engine, ids, outs| {
-                let outputs: Vec<_> = outs
-                    .iter()
-                    .map(|o| (o.id(), o.dtype(), o.shape()))
-                    .collect();
-                Ok(engine.launch_cube::<K>(ids, &scalars, &outputs, lane)?)
-            },
-        )
+        // The types are the op's own check (`KernelOp::infer`, when it is
+        // applied); the source is made for the first operand's.
+        let Some(first) = metas.first() else {
+            return Err(CubeError::Layout {
+                kernel: op,
+                message: "no output array".into(),
+            }
+            .into());
+        };
+        if metas.iter().all(|m| m.dtype == first.dtype) {
+            cube_source_cached::<K>(first.dtype)?;
+        }
+        let kernel = TensorOp::Kernel(kernel_op::<K>(scalars, outputs));
+        self.apply_many(kernel, inputs)
     }
 }
+
+impl<T: Apply + ?Sized> CubeOps for T {}

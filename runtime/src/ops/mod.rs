@@ -31,6 +31,8 @@ mod vocabulary;
 
 pub use call::Function;
 pub use create::CreateOps;
+#[cfg(feature = "cuda")]
+pub use cube::CubeOps;
 pub use elementwise::ElementwiseOps;
 pub use index::IndexOps;
 pub use linalg::{DotGeneral, LinalgOps};
@@ -40,15 +42,15 @@ pub use truncation::{TruncatedSvd, Truncation};
 pub use vocabulary::{Apply, Ops};
 // The vocabulary the ops name, and the CPU's kernels run on host tensors.
 pub use weft_core::{
-    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, Linalg, MatOp, ReduceOp, ScatterMode,
-    SliceAxis, TensorOp, UnaryOp,
+    ArgOp, BinaryOp, CmpOp, Distribution, EinsumSpec, KernelOp, Linalg, MatOp, ReduceOp,
+    ScatterMode, SliceAxis, TensorOp, UnaryOp,
 };
 pub use weft_cpu::HostRun;
 
 use std::fmt;
 
 use weft_actors::{ActorClosed, Event, Flow, Op, SubmitError, Ticket};
-use weft_core::{DType, EngineMemory, Meta, Tensor, TensorEngine, TensorError, TensorId};
+use weft_core::{DType, EngineMemory, Meta, Place, Tensor, TensorEngine, TensorError, TensorId};
 use weft_cpu::CpuEngine;
 
 use crate::error::OpError;
@@ -240,6 +242,10 @@ impl<E: TensorEngine> Lane<E> {
     fn check_op(&self, op: &TensorOp, inputs: &[&TensorHandle]) -> Result<Vec<Meta>, OpError> {
         for input in inputs {
             self.check(op.name(), input)?;
+        }
+        // A kernel of one's own runs where its engine is: a CUDA device.
+        if let (TensorOp::Kernel(k), Place::Cpu(_)) = (op, self.place()) {
+            return Err(TensorError::ForeignKernel { kernel: k.name }.into());
         }
         let metas: Vec<Meta> = inputs.iter().map(|h| h.meta()).collect();
         Ok(op.infer(&metas)?)

@@ -688,6 +688,10 @@ impl Derivation<'_> {
             | TensorOp::Arange { .. }
             | TensorOp::Random { .. } => Ok(Vec::new()),
             TensorOp::Linalg(_) => unreachable!("decompositions have their own rules"),
+            // Its body is not weft's: its derivative is unknown.
+            TensorOp::Kernel(_) => Err(Missing::Rule(Some(
+                "a kernel of one's own has no derivative weft knows",
+            ))),
         }
     }
 }

@@ -7,6 +7,7 @@ mod create;
 mod einsum;
 mod elementwise;
 mod index;
+mod kernel;
 mod linalg;
 mod matmul;
 mod reduce;
@@ -23,6 +24,7 @@ pub use elementwise::check_integer_operands;
 pub use elementwise::{check_binary_meta, check_compare, check_select, BinaryOp, CmpOp};
 pub use index::{check_starts, check_window, gather_meta, scatter_meta, ScatterMode};
 pub use index::{clamped_starts, mask_positions, positions, split_at_axis, window_axes};
+pub use kernel::KernelOp;
 pub use linalg::Linalg;
 pub use matmul::{matmul_shape, MatOp};
 pub use reduce::{arg_meta, reduce_meta, ArgOp, ReduceOp};
@@ -225,6 +227,9 @@ pub enum TensorOp {
         /// Upper rather than lower.
         upper: bool,
     },
+    /// A kernel of one's own (a cubecl kernel on a CUDA device), which
+    /// only the engine it was written for runs.
+    Kernel(KernelOp),
     /// The inner product of two vectors (`conjugate`: of the first one's
     /// conjugate, `vdot`), as a rank-0 tensor.
     Dot {
@@ -286,6 +291,7 @@ impl TensorOp {
             TensorOp::Binary(op) => op.name(),
             TensorOp::Unary(op) => op.name(),
             TensorOp::Matmul => "matmul",
+            TensorOp::Kernel(k) => k.name,
             TensorOp::Gemm { .. } => "gemm",
             TensorOp::Axpby { .. } => "axpby",
             TensorOp::Linalg(op) => op.name(),
@@ -370,6 +376,7 @@ impl TensorOp {
             TensorOp::Concatenate { inputs, .. } => *inputs,
             TensorOp::Linalg(op) => op.arity(),
             TensorOp::Einsum(spec) => spec.arity(),
+            TensorOp::Kernel(k) => k.inputs,
         }
     }
 
@@ -406,6 +413,7 @@ impl TensorOp {
         }
         let outputs = match self {
             TensorOp::Linalg(op) => op.infer(inputs)?,
+            TensorOp::Kernel(k) => k.infer(inputs)?,
             _ => vec![self.infer_one(inputs)?],
         };
         // A shape whose bytes overflow can never be allocated: refuse it
@@ -423,6 +431,7 @@ impl TensorOp {
     fn infer_one(&self, inputs: &[Meta]) -> Result<Meta, TensorError> {
         match self {
             TensorOp::Linalg(_) => unreachable!("decompositions have their own infer"),
+            TensorOp::Kernel(_) => unreachable!("kernels have their own infer"),
             TensorOp::Einsum(spec) => spec.infer(inputs),
             TensorOp::Binary(op) => {
                 let (a, b) = (&inputs[0], &inputs[1]);

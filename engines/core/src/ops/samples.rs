@@ -179,6 +179,9 @@ fn inputs(op: &TensorOp, dtype: DType) -> Vec<Meta> {
         // aᴴ [3, 2] @ b [2, 3] + c [3, 3].
         TensorOp::Gemm { .. } => vec![matrix.clone(), matrix, meta(&[3, 3])],
         TensorOp::Concatenate { inputs, .. } => vec![matrix; *inputs],
+        // Not among the samples (its body is an engine's), but it has an
+        // arm: its inputs are of one type.
+        TensorOp::Kernel(k) => vec![matrix; k.inputs],
         TensorOp::Select => vec![
             Meta {
                 dtype: DType::Bool,

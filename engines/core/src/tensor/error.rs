@@ -60,6 +60,16 @@ pub enum TensorError {
         /// Which rule they break.
         reason: &'static str,
     },
+    /// A kernel of one's own ([`crate::ops::KernelOp`]) reached an engine
+    /// it was not written for.
+    #[error(
+        "kernel `{kernel}` runs only on the engine it was written for \
+         (a cubecl kernel: a CUDA device's lane)"
+    )]
+    ForeignKernel {
+        /// The kernel's name.
+        kernel: &'static str,
+    },
     /// The op is not defined for this element type.
     #[error("{op} is not defined for {dtype} tensors")]
     Unsupported {

@@ -133,7 +133,10 @@ mod tests {
         keys.dedup();
         assert_eq!(keys.len(), real.len());
         assert!(unary_kernel(UnaryOp::Not).is_none());
-        let names: Vec<String> = real.iter().map(|op| format!("unary_{}", op.name())).collect();
+        let names: Vec<String> = real
+            .iter()
+            .map(|op| format!("unary_{}", op.name()))
+            .collect();
         let listed: Vec<String> = MAPS.iter().map(|(n, _)| (*n).to_owned()).collect();
         assert_eq!(names, listed);
     }

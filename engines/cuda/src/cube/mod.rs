@@ -46,7 +46,10 @@ use cubecl_cpp::cuda::CudaDialect;
 use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::server::ExecutionMode;
-use weft_core::DType;
+use weft_core::ops::KernelOp;
+use weft_core::{DType, ExecError, Meta, TensorId};
+
+use crate::CudaEngine;
 
 mod maps;
 
@@ -221,6 +224,32 @@ pub const CUBE_MIN_ARCH: (i32, i32) = (7, 0);
 
 /// What identifies a compiled cubecl kernel on one device.
 pub(crate) type CubeKey = (TypeId, DType);
+
+/// What launches a cubecl kernel on the engine: the [`KernelOp::run`] of
+/// the ops [`kernel_op`] makes, which the engine downcasts to this.
+pub(crate) struct CubeLaunch(pub(crate) Launch);
+
+/// `CudaEngine::launch_cube::<K>`.
+pub(crate) type Launch = fn(
+    &mut CudaEngine,
+    &[TensorId],
+    &[f64],
+    &[(TensorId, DType, &[usize])],
+    u64,
+) -> Result<(), ExecError>;
+
+/// The vocabulary's op of kernel `K` with `scalars`, making `outputs`: a
+/// [`weft_core::TensorOp::Kernel`] a lane runs, or a recorder records,
+/// like any op. Only a CUDA engine runs it.
+pub fn kernel_op<K: CubeKernel>(scalars: &[f64], outputs: &[Meta]) -> KernelOp {
+    KernelOp {
+        name: K::NAME,
+        inputs: K::SIGNATURE.inputs,
+        outputs: outputs.to_vec(),
+        scalars: scalars.to_vec(),
+        run: Arc::new(CubeLaunch(CudaEngine::launch_cube::<K>)),
+    }
+}
 
 /// What makes a kernel's source for an element type.
 pub type MakeSource = fn(DType) -> Result<CubeSource, CubeError>;
