@@ -134,9 +134,23 @@ fn threads() -> Result<usize, String> {
 }
 
 /// cubecl is a compiler here: making a kernel's source starts no thread
-/// (cubecl's runtime would start its device server's), and the source is
-/// made once per process for a kernel and type.
+/// (cubecl's runtime would start its device server's), the source is made
+/// once per process for a kernel and type, and no cubecl runtime for a
+/// device is even built (no `cubecl-cuda`, `-hip`, `-wgpu` or `-cpu` in
+/// the workspace's lock file: without one, no `ComputeClient` can exist).
 pub(crate) fn cube_makes_no_thread() -> Result<Outcome, String> {
+    let lock = concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock");
+    let lock = std::fs::read_to_string(lock).map_err(|e| format!("Cargo.lock: {e}"))?;
+    check(
+        lock.contains("name = \"cubecl-cpp\""),
+        "cubecl's compiler is not in the lock file",
+    )?;
+    for runtime in ["cubecl-cuda", "cubecl-hip", "cubecl-wgpu", "cubecl-cpu"] {
+        check(
+            !lock.contains(&format!("name = \"{runtime}\"")),
+            format!("{runtime} is built"),
+        )?;
+    }
     let before = threads()?;
     let a = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;
     let b = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;

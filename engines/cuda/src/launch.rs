@@ -10,9 +10,12 @@
 //! and every offset a walk reaches lies inside its buffer. A launch that
 //! fails a check is refused with a [`DeviceError`] naming it, so the
 //! `unsafe` blocks rest on checks made in this file (and, for the library
-//! calls of `cublas` and `cusolver`, in theirs). Every launch then takes
-//! one path, [`Launcher::enqueue`]: order after the operands' earlier
-//! accesses, fetch the kernel, push and launch, record the access.
+//! calls of `cublas` and `cusolver`, in theirs). Every launch of a source
+//! kernel then takes one path, [`Launcher::enqueue`]: order after the
+//! operands' earlier accesses, fetch the kernel, push and launch, record
+//! the access. A cubecl kernel (`cube/`: a user's, or a ported map) takes
+//! the same steps in [`Launcher::cube`], for any number of outputs, its
+//! arguments checked against the parameters read back from its source.
 
 use std::sync::Arc;
 
