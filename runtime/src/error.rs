@@ -237,7 +237,7 @@ pub enum OpError {
     /// The domain's actor is shut down.
     #[error(transparent)]
     Closed(#[from] ActorClosed),
-    /// A cubecl kernel that cannot be launched ([`crate::Lane::launch`]),
+    /// A cubecl kernel that cannot be launched ([`crate::ops::CubeOps::launch`]),
     /// named: another element type, an expansion that panicked, source
     /// cubecl cannot make.
     #[cfg(feature = "cuda")]

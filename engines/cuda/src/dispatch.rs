@@ -51,21 +51,7 @@ impl CudaEngine {
         lane: u64,
     ) -> Result<(), ExecError> {
         self.deferred_error()?;
-        let sig = K::SIGNATURE;
-        for (expected, got) in [
-            (sig.inputs, inputs.len()),
-            (sig.outputs, outputs.len()),
-            (sig.scalars, scalars.len()),
-        ] {
-            if expected != got {
-                return Err(TensorError::Arity {
-                    op: K::NAME,
-                    expected,
-                    got,
-                }
-                .into());
-            }
-        }
+        K::SIGNATURE.check(K::NAME, inputs.len(), outputs.len(), scalars.len())?;
         let dtype = outputs.first().map_or(DType::F32, |o| o.1);
         self.lane(lane)?;
         let made = self.with_exec(lane, |mut x, store| -> Result<_, ExecError> {

@@ -46,17 +46,10 @@ pub trait CubeOps: Apply {
         scalars: &[f64],
         outputs: &[Meta],
     ) -> Result<Vec<Self::Tensor>, OpError> {
-        let sig = K::SIGNATURE;
         let op = K::NAME;
-        for (expected, got) in [
-            (sig.inputs, inputs.len()),
-            (sig.outputs, outputs.len()),
-            (sig.scalars, scalars.len()),
-        ] {
-            if expected != got {
-                return Err(self.refused(op, TensorError::Arity { op, expected, got }));
-            }
-        }
+        K::SIGNATURE
+            .check(op, inputs.len(), outputs.len(), scalars.len())
+            .map_err(|e| self.refused(op, e))?;
         let mut metas = Vec::with_capacity(inputs.len() + outputs.len());
         for x in inputs {
             metas.push(Meta {

@@ -47,7 +47,7 @@ use cubecl_cpp::shared::{CompilationOptions, CppCompiler, CppSupportedFeatures};
 use cubecl_runtime::compiler::Compiler;
 use cubecl_runtime::server::ExecutionMode;
 use weft_core::ops::KernelOp;
-use weft_core::{DType, ExecError, Meta, TensorId};
+use weft_core::{DType, ExecError, Meta, TensorError, TensorId};
 
 use crate::CudaEngine;
 
@@ -77,6 +77,36 @@ pub struct Signature {
     pub outputs: usize,
     /// Scalars of the element type, in the argument block.
     pub scalars: usize,
+}
+
+impl Signature {
+    /// Checks the counts of a launch of kernel `kernel` against this.
+    ///
+    /// # Errors
+    ///
+    /// [`TensorError::Arity`] naming the kernel and the first count
+    /// (inputs, outputs, scalars) that differs.
+    pub fn check(
+        &self,
+        kernel: &'static str,
+        inputs: usize,
+        outputs: usize,
+        scalars: usize,
+    ) -> Result<(), TensorError> {
+        let counts = [
+            (self.inputs, inputs),
+            (self.outputs, outputs),
+            (self.scalars, scalars),
+        ];
+        match counts.into_iter().find(|(expected, got)| expected != got) {
+            Some((expected, got)) => Err(TensorError::Arity {
+                op: kernel,
+                expected,
+                got,
+            }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A `#[cube]` kernel weft can launch on a CUDA lane.
@@ -447,22 +477,24 @@ mod tests {
     use weft_core::DType;
 
     #[cube]
-    fn axpy<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>, alpha: F) {
+    fn affine<F: Float>(x: &Array<F>, out: &mut Array<F>, a: F, b: F) {
         if ABSOLUTE_POS < out.len() {
-            out[ABSOLUTE_POS] = alpha * x[ABSOLUTE_POS] + y[ABSOLUTE_POS];
+            out[ABSOLUTE_POS] = a * x[ABSOLUTE_POS] + b;
         }
     }
 
-    struct Axpy;
-    impl CubeKernel for Axpy {
-        const NAME: &'static str = "axpy";
+    /// `a·x + b`: one array in, one out, two scalars (which fill 8 bytes
+    /// as `f32`, 16 as `f64`).
+    struct Affine;
+    impl CubeKernel for Affine {
+        const NAME: &'static str = "affine";
         const SIGNATURE: Signature = Signature {
-            inputs: 2,
+            inputs: 1,
             outputs: 1,
-            scalars: 1,
+            scalars: 2,
         };
         fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
-            axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+            affine::expand::<F>(scope, a.input(0), a.output(0), a.scalar(0), a.scalar(1));
         }
     }
 
@@ -470,26 +502,33 @@ mod tests {
     /// launcher fills, byte for byte, for both element types.
     #[test]
     fn the_argument_block_is_cubecls_own() {
-        let lengths = [5usize, 7, 3];
+        let lengths = [5usize, 7];
         for (dtype, ty) in [(DType::F32, ScalarType::F32), (DType::F64, ScalarType::F64)] {
-            let source = cube_source::<Axpy>(dtype).unwrap();
-            assert_eq!(source.entry, format!("axpy_{dtype}"));
+            let source = cube_source::<Affine>(dtype).unwrap();
+            assert_eq!(source.entry, format!("affine_{dtype}"));
             assert!(!source.text.contains("#include"), "{}", source.text);
-            let declared = 8 / ty.size();
+            // Two scalars, padded to 8 bytes.
+            let declared = (2 * ty.size()).next_multiple_of(8) / ty.size();
             assert_eq!(
                 source.info,
                 InfoLayout {
-                    buffers: 3,
+                    buffers: 2,
                     scalars: Some((ty, declared)),
-                    static_meta: 6,
+                    static_meta: 4,
                     present: true,
                 }
             );
-            let block = source.info.block(&[2.5], &lengths).unwrap();
+            let block = source.info.block(&[2.5, -0.75], &lengths).unwrap();
             let mut cubecl = InfoBuilder::default();
             match dtype {
-                DType::F32 => cubecl.scalars.push(2.5f32),
-                _ => cubecl.scalars.push(2.5f64),
+                DType::F32 => {
+                    cubecl.scalars.push(2.5f32);
+                    cubecl.scalars.push(-0.75f32);
+                }
+                _ => {
+                    cubecl.scalars.push(2.5f64);
+                    cubecl.scalars.push(-0.75f64);
+                }
             }
             for &n in &lengths {
                 cubecl
@@ -498,27 +537,41 @@ mod tests {
             }
             let theirs = cubecl.finish(AddressType::U32);
             assert_eq!(block, theirs.data, "{dtype}");
-            // 8 bytes of scalars, 6 words of lengths.
-            assert_eq!(block.len() * 8, 8 + 24);
+            // The scalars, then 4 lengths of 4 bytes.
+            assert_eq!(block.len() * 8, declared * ty.size() + 16, "{dtype}");
         }
     }
 
     #[test]
     fn a_block_of_the_wrong_counts_is_refused() {
-        let info = cube_source::<Axpy>(DType::F64).unwrap().info;
+        let info = cube_source::<Affine>(DType::F64).unwrap().info;
         assert!(info
-            .block(&[1.0], &[1, 2])
+            .block(&[1.0, 2.0], &[1])
             .unwrap_err()
-            .contains("2 buffer lengths"));
+            .contains("1 buffer lengths"));
         assert!(info
-            .block(&[1.0, 2.0], &[1, 2, 3])
+            .block(&[1.0, 2.0, 3.0], &[1, 2])
             .unwrap_err()
-            .contains("2 scalars"));
+            .contains("3 scalars"));
         let big = u32::MAX as usize + 1;
         assert!(info
-            .block(&[1.0], &[1, 2, big])
+            .block(&[1.0, 2.0], &[1, big])
             .unwrap_err()
             .contains("4294967296"));
+    }
+
+    #[test]
+    fn counts_are_checked_against_the_signature() {
+        let sig = Affine::SIGNATURE;
+        assert!(sig.check("affine", 1, 1, 2).is_ok());
+        assert_eq!(
+            sig.check("affine", 1, 1, 1),
+            Err(weft_core::TensorError::Arity {
+                op: "affine",
+                expected: 2,
+                got: 1
+            })
+        );
     }
 
     struct Past;
@@ -530,17 +583,17 @@ mod tests {
             scalars: 0,
         };
         fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
-            // One input too many: the signature has no scalar.
-            axpy::expand::<F>(scope, a.input(0), a.input(1), a.output(0), a.scalar(0));
+            // A scalar past the signature, which has none.
+            affine::expand::<F>(scope, a.input(0), a.output(0), a.scalar(0), a.scalar(1));
         }
     }
 
     struct BadName;
     impl CubeKernel for BadName {
         const NAME: &'static str = "no spaces";
-        const SIGNATURE: Signature = Axpy::SIGNATURE;
+        const SIGNATURE: Signature = Affine::SIGNATURE;
         fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
-            Axpy::expand::<F>(scope, a);
+            Affine::expand::<F>(scope, a);
         }
     }
 
@@ -556,9 +609,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            cube_source::<Axpy>(DType::C64).unwrap_err(),
+            cube_source::<Affine>(DType::C64).unwrap_err(),
             CubeError::DType {
-                kernel: "axpy",
+                kernel: "affine",
                 dtype: DType::C64
             }
         );
