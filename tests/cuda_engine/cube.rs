@@ -45,7 +45,8 @@ fn split_sign<F: Float>(x: &Array<F>, up: &mut Array<F>, down: &mut Array<F>) {
     }
 }
 
-/// Two outputs and no scalar: `x⁺` and `x⁻`.
+/// Two outputs and no scalar: `x⁺` and `x⁻`, in blocks of 96 threads
+/// (three warps, not the default).
 struct SplitSign;
 
 impl CubeKernel for SplitSign {
@@ -55,6 +56,7 @@ impl CubeKernel for SplitSign {
         outputs: 2,
         scalars: 0,
     };
+    const CUBE_DIM: u32 = 96;
     fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
         split_sign::expand::<F>(scope, a.input(0), a.output(0), a.output(1));
     }

@@ -402,9 +402,10 @@ pub fn compile_cubin(dtype: DType, arch: i32) -> Result<Vec<u8>, String> {
 pub(crate) struct Kernels {
     modules: HashMap<DType, Arc<CudaModule>>,
     functions: HashMap<(DType, Kernel), CudaFunction>,
-    /// cubecl kernels (`cube.rs`), by kernel and element type, each in a
-    /// module of its own, with the layout of its argument block.
-    cube: HashMap<CubeKey, (CudaFunction, InfoLayout)>,
+    /// cubecl kernels (`cube/`), by kernel and element type, each in a
+    /// module of its own, with the layout of its argument block and its
+    /// threads per block.
+    cube: HashMap<CubeKey, (CudaFunction, InfoLayout, u32)>,
     /// Run the real types' unary maps with the source's switch kernel
     /// instead of their cubecl kernels (`CudaEngine::use_source_maps`).
     pub(crate) source_maps: bool,
@@ -452,7 +453,7 @@ impl Kernels {
         arch: (i32, i32),
         key: CubeKey,
         source: impl FnOnce() -> Result<Arc<CubeSource>, CubeError>,
-    ) -> Result<(CudaFunction, InfoLayout), KernelError> {
+    ) -> Result<(CudaFunction, InfoLayout, u32), KernelError> {
         if let Some(found) = self.cube.get(&key) {
             return Ok(found.clone());
         }
@@ -474,7 +475,7 @@ impl Kernels {
             .load_function(&source.entry)
             .map_err(|e| KernelError::Load(e.to_string()))?;
         // The function keeps its module loaded.
-        self.cube.insert(key, (f, source.info));
+        self.cube.insert(key, (f, source.info, source.cube_dim));
         Ok(self.cube[&key].clone())
     }
 }

@@ -24,7 +24,7 @@ use cudarc::driver::{
 };
 
 use super::access::Kind;
-use super::cube::{CubeError, CubeKey, CubeSource, CUBE_DIM};
+use super::cube::{CubeError, CubeKey, CubeSource};
 use super::kernels::{self, Dims, Kernel, KernelError, Kernels, Targets};
 use super::streams::Stream;
 use super::{device_error, DeviceTensor};
@@ -160,7 +160,7 @@ impl Launcher<'_> {
     ) -> Result<(), ExecError> {
         const NAME: &str = "cuLaunchKernel (cubecl)";
         let dtype = key.1;
-        let (f, info) = self
+        let (f, info, cube_dim) = self
             .kernels
             .cube(self.ctx, self.arch, key, source)
             .map_err(|e| self.unavailable(e))?;
@@ -183,7 +183,7 @@ impl Launcher<'_> {
         if threads == 0 {
             return Ok(());
         }
-        let blocks = threads.div_ceil(CUBE_DIM as usize);
+        let blocks = threads.div_ceil(cube_dim as usize);
         self.require(
             u32::try_from(blocks).is_ok_and(|b| b <= i32::MAX as u32),
             NAME,
@@ -194,7 +194,7 @@ impl Launcher<'_> {
         drop(writes);
         let config = LaunchConfig {
             grid_dim: (blocks as u32, 1, 1),
-            block_dim: (CUBE_DIM, 1, 1),
+            block_dim: (cube_dim, 1, 1),
             shared_mem_bytes: 0,
         };
         let mut launch = self.stream.launch_builder(&f);

@@ -8,7 +8,8 @@
 //! A kernel weft launches takes `inputs` arrays, then `outputs` arrays,
 //! then `scalars` values, all of the tensors' element type (`f32` or
 //! `f64`), and is launched over one thread per element of its largest
-//! output (`ABSOLUTE_POS`), in blocks of [`CUBE_DIM`]. A user says so by
+//! output (`ABSOLUTE_POS`), in blocks of [`CubeKernel::CUBE_DIM`]
+//! threads ([`CUBE_DIM`] unless it says). A user says so by
 //! implementing [`CubeKernel`]: its [`Signature`] and one line that calls
 //! the `#[cube]` function's `expand` with the arguments weft made.
 //!
@@ -62,8 +63,11 @@ pub(crate) use maps::unary_kernel;
 /// `use cubecl::prelude::*;` and `#[cube]` as in cubecl's own examples.
 pub use cubecl_core as cubecl;
 
-/// Threads per block of every kernel weft compiles with cubecl.
+/// Threads per block of a kernel that does not say ([`CubeKernel::CUBE_DIM`]).
 pub const CUBE_DIM: u32 = 256;
+
+/// The most threads a block holds on every CUDA device.
+pub const MAX_CUBE_DIM: u32 = 1024;
 
 /// cubecl's CUDA compiler: C++ in CUDA's dialect.
 type CudaCompiler = CppCompiler<CudaDialect<CudaWmmaCompiler>>;
@@ -146,6 +150,9 @@ pub trait CubeKernel: Send + Sync + 'static {
     const NAME: &'static str;
     /// Its arrays and scalars.
     const SIGNATURE: Signature;
+    /// Threads per block (cubecl's `CUBE_DIM`, a kernel's `__launch_bounds__`;
+    /// 1 to [`MAX_CUBE_DIM`]): [`CUBE_DIM`] unless the kernel says.
+    const CUBE_DIM: u32 = CUBE_DIM;
     /// Expands the kernel's body for element type `F`: calls the `#[cube]`
     /// function's `expand` with `scope` and the arguments of `args`.
     fn expand<F: Float + CubeElement>(scope: &mut Scope, args: &CubeArgs<F>);
@@ -330,6 +337,13 @@ fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<Cube
         return Err(CubeError::Name { kernel });
     }
     let sig = K::SIGNATURE;
+    let cube_dim = K::CUBE_DIM;
+    if !(1..=MAX_CUBE_DIM).contains(&cube_dim) {
+        return Err(CubeError::Layout {
+            kernel,
+            message: format!("{cube_dim} threads per block (1 to {MAX_CUBE_DIM})"),
+        });
+    }
     if sig.outputs == 0 {
         return Err(CubeError::Layout {
             kernel,
@@ -339,7 +353,7 @@ fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<Cube
     let entry = format!("{kernel}_{dtype}");
     let settings = KernelSettings::default()
         .kernel_name(&entry)
-        .cube_dim(CubeDim::new_1d(CUBE_DIM))
+        .cube_dim(CubeDim::new_1d(cube_dim))
         .address_type(AddressType::U32);
     let message = |payload: Box<dyn std::any::Any + Send>| {
         payload
@@ -429,7 +443,7 @@ fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<Cube
         entry,
         text,
         info,
-        cube_dim: CUBE_DIM,
+        cube_dim,
     })
 }
 
@@ -558,6 +572,44 @@ mod tests {
             .block(&[1.0, 2.0], &[1, big])
             .unwrap_err()
             .contains("4294967296"));
+    }
+
+    /// `a·x + b` in blocks of 96 threads, or of a count no block holds.
+    struct Narrow<const DIM: u32>;
+    impl<const DIM: u32> CubeKernel for Narrow<DIM> {
+        const NAME: &'static str = "narrow";
+        const SIGNATURE: Signature = Affine::SIGNATURE;
+        const CUBE_DIM: u32 = DIM;
+        fn expand<F: Float + CubeElement>(scope: &mut Scope, a: &CubeArgs<F>) {
+            Affine::expand::<F>(scope, a);
+        }
+    }
+
+    #[test]
+    fn a_kernel_says_its_threads_per_block() {
+        let source = cube_source::<Narrow<96>>(DType::F32).unwrap();
+        assert_eq!(source.cube_dim, 96);
+        assert!(
+            source.text.contains("__launch_bounds__(96)"),
+            "{}",
+            source.text
+        );
+        assert_eq!(
+            cube_source::<Affine>(DType::F32).unwrap().cube_dim,
+            super::CUBE_DIM
+        );
+        for refused in [
+            cube_source::<Narrow<0>>(DType::F32),
+            cube_source::<Narrow<2048>>(DType::F32),
+        ] {
+            match refused {
+                Err(CubeError::Layout {
+                    kernel: "narrow",
+                    message,
+                }) => assert!(message.contains("threads per block"), "{message}"),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
