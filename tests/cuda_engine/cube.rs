@@ -445,6 +445,43 @@ pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
         ),
         format!("a broken kernel recorded: {refused:?}"),
     )?;
+    // An empty input where the output runs threads (a checked read would
+    // still load its element); with the output empty too, nothing runs.
+    let refused = Program::record(|p| -> Result<(), OpError> {
+        let (x, e) = (p.input(DType::F32, &[4]), p.input(DType::F32, &[0]));
+        let out = p.launch::<Axpy>(
+            &[&x, &e],
+            &[1.0],
+            &[Meta {
+                dtype: DType::F32,
+                shape: vec![4],
+            }],
+        )?;
+        Ok(p.output(out[0])?)
+    });
+    check(
+        matches!(
+            refused,
+            Err(OpError::Cube(CubeError::EmptyArray {
+                kernel: "axpy",
+                array: 1
+            }))
+        ),
+        format!("an empty input recorded: {refused:?}"),
+    )?;
+    Program::record(|p| -> Result<(), OpError> {
+        let e = p.input(DType::F32, &[0, 3]);
+        let out = p.launch::<Axpy>(
+            &[&e, &e],
+            &[1.0],
+            &[Meta {
+                dtype: DType::F32,
+                shape: vec![3, 0],
+            }],
+        )?;
+        Ok(p.output(out[0])?)
+    })
+    .map_err(|e| format!("an all-empty launch: {e}"))?;
     // A CPU lane: refused at the call; the program fails at its step.
     let rt = weft::Runtime::builder()
         .split(1)

@@ -179,6 +179,11 @@ impl Launcher<'_> {
         let block = info
             .block(scalars, &lengths)
             .map_err(|why| self.refused(NAME, &why))?;
+        self.require(
+            super::cube::empty_array(&lengths, reads.len()).is_none(),
+            NAME,
+            "an empty array in a launch that runs threads",
+        )?;
         let threads = outs.iter().map(DeviceTensor::len).max().unwrap_or(0);
         if threads == 0 {
             return Ok(());
@@ -214,7 +219,9 @@ impl Launcher<'_> {
         // bytes `block` holds in cubecl's layout (the driver copies the
         // parameter's size from the first word's address; `block` holds
         // the whole struct, scalars and every buffer's length, so the
-        // kernel's checked indexing keeps each access inside its buffer).
+        // kernel's checked indexing keeps each access inside its buffer,
+        // every buffer holding an element (checked: a checked read loads
+        // the last one).
         // One thread per element of the largest output, in blocks of the
         // `cube_dim` the kernel was compiled for.
         unsafe { launch.launch(config) }.map_err(self.err(NAME))?;

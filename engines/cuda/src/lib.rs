@@ -92,9 +92,9 @@ mod streams;
 mod teardown;
 
 pub use cube::{
-    cube_kernels, cube_source, cube_source_cached, cubecl, kernel_op, CubeArgs, CubeError,
-    CubeKernel, CubeSource, InfoLayout, MakeSource, ScalarType, Signature, CUBE_DIM, CUBE_MIN_ARCH,
-    MAX_CUBE_DIM,
+    cube_kernels, cube_source, cube_source_cached, cubecl, empty_array, kernel_op, CubeArgs,
+    CubeError, CubeKernel, CubeSource, InfoLayout, MakeSource, ScalarType, Signature, CUBE_DIM,
+    CUBE_MIN_ARCH, MAX_CUBE_DIM,
 };
 pub use cublas::cublas_present;
 pub use cusolver::cusolver_present;

@@ -36,7 +36,7 @@ pub trait CubeOps: Apply {
     /// [`TensorError::MixedDTypes`] when the operands' element types
     /// differ; [`TensorError::ForeignKernel`] on a CPU lane;
     /// [`OpError::Cube`] naming the kernel when an array has 2³² elements
-    /// or more, or when it has no form for the type (only `f32` and
+    /// or more, or none while an output has some, or when it has no form for the type (only `f32` and
     /// `f64`), its expansion panicked or cubecl cannot compile it; a
     /// lane's handle errors. On the device (the outputs' op fails):
     /// NVRTC's log or the driver's error, naming the call.
@@ -58,6 +58,7 @@ pub trait CubeOps: Apply {
             });
         }
         metas.extend(outputs.iter().cloned());
+        let mut lengths = Vec::with_capacity(metas.len());
         for meta in &metas {
             let elements =
                 weft_core::element_count(&meta.shape).ok_or_else(|| TensorError::TooLarge {
@@ -71,6 +72,10 @@ pub trait CubeOps: Apply {
                 }
                 .into());
             }
+            lengths.push(elements);
+        }
+        if let Some(array) = weft_cuda::empty_array(&lengths, inputs.len()) {
+            return Err(CubeError::EmptyArray { kernel: op, array }.into());
         }
         // The types are the op's own check (`KernelOp::infer`, when it is
         // applied); the source is made for the first operand's.

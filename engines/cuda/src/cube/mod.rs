@@ -29,7 +29,10 @@
 //!
 //! Kernels are compiled in cubecl's checked mode: a read past an array
 //! gives 0 and a write past it is dropped, so a kernel that indexes wrong
-//! computes wrong values but never writes outside its outputs.
+//! computes wrong values but never writes outside its outputs. A checked
+//! read still loads the array's last element before it chooses 0, so an
+//! empty array is refused in a launch that runs threads
+//! ([`CubeError::EmptyArray`]).
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -233,6 +236,19 @@ pub enum CubeError {
         /// Its minor version.
         minor: i32,
     },
+    /// An empty array in a launch that runs threads: cubecl's checked
+    /// reads still load an empty array's first element, which it does
+    /// not have (the launch would fault the device's context).
+    #[error(
+        "cubecl kernel `{kernel}`: array {array} is empty, and the launch runs threads \
+         (every array needs an element unless every output is empty)"
+    )]
+    EmptyArray {
+        /// The kernel.
+        kernel: &'static str,
+        /// The array's place among the kernel's arrays (inputs, then outputs).
+        array: usize,
+    },
     /// An array too long for the kernels' 32-bit indices.
     #[error("cubecl kernel `{kernel}`: an array of {elements} elements (at most 2^32 - 1)")]
     TooLong {
@@ -297,6 +313,17 @@ pub fn kernel_op<K: CubeKernel>(scalars: &[f64], outputs: &[Meta]) -> KernelOp {
         scalars: scalars.to_vec(),
         run: Arc::new(CubeLaunch(CudaEngine::launch_cube::<K>)),
     }
+}
+
+/// The first empty array among `lengths` (the element counts of a
+/// launch's inputs, the first `inputs`, then its outputs) when the launch
+/// runs threads (some output has an element): the array a launch must
+/// not be given.
+pub fn empty_array(lengths: &[usize], inputs: usize) -> Option<usize> {
+    let runs = lengths
+        .get(inputs..)
+        .is_some_and(|outs| outs.iter().any(|&n| n > 0));
+    runs.then(|| lengths.iter().position(|&n| n == 0)).flatten()
 }
 
 /// What makes a kernel's source for an element type.
@@ -610,6 +637,17 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn an_empty_array_is_refused_only_where_threads_run() {
+        // Inputs [3, 0], outputs [4]: the empty input would be read.
+        assert_eq!(super::empty_array(&[3, 0, 4], 2), Some(1));
+        // Input [3], outputs [4, 0]: an empty output beside one that runs.
+        assert_eq!(super::empty_array(&[3, 4, 0], 1), Some(2));
+        // No output has an element: nothing is launched, nothing read.
+        assert_eq!(super::empty_array(&[3, 0, 0], 2), None);
+        assert_eq!(super::empty_array(&[3, 5, 4], 2), None);
     }
 
     #[test]
