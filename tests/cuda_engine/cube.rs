@@ -11,8 +11,8 @@ use weft::{error::TensorError, DType, OpError, Program, Tensor};
 use cubecl::ir::Scope;
 use cubecl::prelude::*;
 
-use super::with_gpu;
-use weft_tests::{check, Outcome};
+use super::{download, flat, with_gpu};
+use weft_tests::{check, quiet_panics, thread_count, Outcome};
 
 #[cube]
 fn axpy<F: Float>(x: &Array<F>, y: &Array<F>, out: &mut Array<F>, alpha: F) {
@@ -128,13 +128,6 @@ pub(crate) fn cube_kernels_compile() -> Result<Outcome, String> {
     Ok(Outcome::Passed)
 }
 
-/// The process's threads.
-fn threads() -> Result<usize, String> {
-    std::fs::read_dir("/proc/self/task")
-        .map(|d| d.count())
-        .map_err(|e| e.to_string())
-}
-
 /// cubecl is a compiler here: making a kernel's source starts no thread
 /// (cubecl's runtime would start its device server's), the source is made
 /// once per process for a kernel and type, and no cubecl runtime for a
@@ -153,10 +146,10 @@ pub(crate) fn cube_makes_no_thread() -> Result<Outcome, String> {
             format!("{runtime} is built"),
         )?;
     }
-    let before = threads()?;
+    let before = thread_count();
     let a = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;
     let b = weft_cuda::cube_source_cached::<SplitSign>(DType::F64).map_err(|e| e.to_string())?;
-    let after = threads()?;
+    let after = thread_count();
     check(
         before == after,
         format!("{before} threads before, {after} after"),
@@ -181,17 +174,12 @@ fn tensor(dtype: DType, values: &[f64]) -> Result<Tensor, String> {
     .map_err(|e| e.to_string())
 }
 
-/// A host tensor's values, as `f64`.
-fn values(t: &Tensor) -> Result<Vec<f64>, String> {
-    match t.dtype() {
-        DType::F32 => Ok(t
-            .as_slice::<f32>()
-            .map_err(|e| e.to_string())?
-            .iter()
-            .map(|&v| f64::from(v))
-            .collect()),
-        _ => Ok(t.as_slice::<f64>().map_err(|e| e.to_string())?.to_vec()),
-    }
+/// A resident tensor's values, as `f64`s (read back to the host).
+fn got<E: weft::TensorEngine>(
+    lane: &weft::Lane<E>,
+    h: &weft::TensorHandle,
+) -> Result<Vec<f64>, String> {
+    Ok(flat(&download(lane, h)?))
 }
 
 /// On a device: `axpy` and `split_sign` match the host for both element
@@ -200,14 +188,7 @@ fn values(t: &Tensor) -> Result<Vec<f64>, String> {
 pub(crate) fn cube_kernels_match_the_cpu() -> Result<Outcome, String> {
     with_gpu(|_rt, _cpu, gpu| {
         let err = |e: OpError| e.to_string();
-        let get = |h: &weft::TensorHandle| -> Result<Vec<f64>, String> {
-            values(
-                &gpu.download(h)
-                    .map_err(err)?
-                    .wait()
-                    .map_err(|e| e.to_string())?,
-            )
-        };
+        let get = |h: &weft::TensorHandle| got(gpu, h);
         // More elements than one block, not a multiple of it.
         let n = 1000;
         let xs: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
@@ -236,7 +217,7 @@ pub(crate) fn cube_kernels_match_the_cpu() -> Result<Outcome, String> {
                 .launch::<SplitSign>(&[&x], &[], &[meta(), meta()])
                 .map_err(err)?;
             let (up, down) = (get(&parts[0])?, get(&parts[1])?);
-            let rounded = values(&tensor(dtype, &xs)?)?;
+            let rounded = flat(&tensor(dtype, &xs)?);
             for (i, v) in rounded.iter().enumerate() {
                 check(
                     up[i] == v.max(0.0) && down[i] == v.min(0.0),
@@ -273,6 +254,7 @@ pub(crate) fn cube_kernels_match_the_cpu() -> Result<Outcome, String> {
             })) => {}
             other => return Err(format!("c64: {other:?}")),
         }
+        quiet_panics("the len is 0 but the index is 0");
         match gpu.launch::<Broken>(&[&x, &x], &[], &m(DType::F64)) {
             Err(OpError::Cube(CubeError::Expand {
                 kernel: "broken", ..
@@ -329,21 +311,10 @@ pub(crate) fn cube_maps_match_the_cpu_and_the_source() -> Result<Outcome, String
                 .into_iter()
                 .filter(|op| op.supports(dtype))
             {
-                let want = values(
-                    &cpu.download(&cpu.unary(op, &x).map_err(err)?)
-                        .map_err(err)?
-                        .wait()
-                        .map_err(|e| e.to_string())?,
-                )?;
+                let want = got(cpu, &cpu.unary(op, &x).map_err(err)?)?;
                 let run = |on| -> Result<Vec<f64>, String> {
                     source(on)?;
-                    let y = gpu.unary(op, &g).map_err(err)?;
-                    values(
-                        &gpu.download(&y)
-                            .map_err(err)?
-                            .wait()
-                            .map_err(|e| e.to_string())?,
-                    )
+                    got(gpu, &gpu.unary(op, &g).map_err(err)?)
                 };
                 let (cube, src) = (run(false)?, run(true)?);
                 for (i, &v) in edges.iter().enumerate() {
@@ -387,6 +358,24 @@ fn axpy_program(n: usize, dtype: DType) -> Result<Program, OpError> {
     })
 }
 
+/// A program of one launch of `K` on inputs of these types and shapes,
+/// making one array `out`.
+fn one_launch<K: CubeKernel>(
+    inputs: &[(DType, &[usize])],
+    scalars: &[f64],
+    out: Meta,
+) -> Result<Program, OpError> {
+    Program::record(|p| -> Result<(), OpError> {
+        let xs: Vec<_> = inputs
+            .iter()
+            .map(|&(dtype, shape)| p.input(dtype, shape))
+            .collect();
+        let refs: Vec<_> = xs.iter().collect();
+        let made = p.launch::<K>(&refs, scalars, &[out])?;
+        Ok(p.output(made[0])?)
+    })
+}
+
 /// Without a device: a kernel is a step of a recorded program like any
 /// op, checked when recorded (counts, types, the source cubecl makes);
 /// its gradient is refused, naming the step; a CPU lane refuses it at the
@@ -404,37 +393,19 @@ pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
         other => return Err(format!("the gradient through a kernel: {other:?}")),
     }
     // Checked when recorded.
-    let refused = Program::record(|p| -> Result<(), OpError> {
-        let x = p.input(DType::F64, &[4]);
-        let f = p.input(DType::F32, &[4]);
-        let out = p.launch::<Axpy>(
-            &[&x, &f],
-            &[1.0],
-            &[Meta {
-                dtype: DType::F64,
-                shape: vec![4],
-            }],
-        )?;
-        Ok(p.output(out[0])?)
-    });
+    let f64s = |n| Meta {
+        dtype: DType::F64,
+        shape: vec![n],
+    };
+    let refused = one_launch::<Axpy>(&[(DType::F64, &[4]), (DType::F32, &[4])], &[1.0], f64s(4));
     check(
         refused
             .as_ref()
             .is_err_and(|e| e.to_string().contains("different element types")),
         format!("mixed types recorded: {refused:?}"),
     )?;
-    let refused = Program::record(|p| -> Result<(), OpError> {
-        let x = p.input(DType::F64, &[4]);
-        let out = p.launch::<Broken>(
-            &[&x, &x],
-            &[],
-            &[Meta {
-                dtype: DType::F64,
-                shape: vec![4],
-            }],
-        )?;
-        Ok(p.output(out[0])?)
-    });
+    quiet_panics("the len is 0 but the index is 0");
+    let refused = one_launch::<Broken>(&[(DType::F64, &[4]), (DType::F64, &[4])], &[], f64s(4));
     check(
         matches!(
             refused,
@@ -447,18 +418,15 @@ pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
     )?;
     // An empty input where the output runs threads (a checked read would
     // still load its element); with the output empty too, nothing runs.
-    let refused = Program::record(|p| -> Result<(), OpError> {
-        let (x, e) = (p.input(DType::F32, &[4]), p.input(DType::F32, &[0]));
-        let out = p.launch::<Axpy>(
-            &[&x, &e],
-            &[1.0],
-            &[Meta {
-                dtype: DType::F32,
-                shape: vec![4],
-            }],
-        )?;
-        Ok(p.output(out[0])?)
-    });
+    let f32s = |shape: &[usize]| Meta {
+        dtype: DType::F32,
+        shape: shape.to_vec(),
+    };
+    let refused = one_launch::<Axpy>(
+        &[(DType::F32, &[4]), (DType::F32, &[0])],
+        &[1.0],
+        f32s(&[4]),
+    );
     check(
         matches!(
             refused,
@@ -469,18 +437,11 @@ pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
         ),
         format!("an empty input recorded: {refused:?}"),
     )?;
-    Program::record(|p| -> Result<(), OpError> {
-        let e = p.input(DType::F32, &[0, 3]);
-        let out = p.launch::<Axpy>(
-            &[&e, &e],
-            &[1.0],
-            &[Meta {
-                dtype: DType::F32,
-                shape: vec![3, 0],
-            }],
-        )?;
-        Ok(p.output(out[0])?)
-    })
+    one_launch::<Axpy>(
+        &[(DType::F32, &[0, 3]), (DType::F32, &[0, 3])],
+        &[1.0],
+        f32s(&[3, 0]),
+    )
     .map_err(|e| format!("an all-empty launch: {e}"))?;
     // A CPU lane: refused at the call; the program fails at its step.
     let rt = weft::Runtime::builder()
@@ -511,12 +472,10 @@ pub(crate) fn cube_kernels_record_into_programs() -> Result<Outcome, String> {
     )?;
     // The lane goes on.
     let two = cpu.add(&x, &x).map_err(|e| e.to_string())?;
-    let two = cpu
-        .download(&two)
-        .map_err(|e| e.to_string())?
-        .wait()
-        .map_err(|e| e.to_string())?;
-    check(values(&two)? == [2.0; 8], "the CPU lane after the refusals")?;
+    check(
+        got(&cpu, &two)? == [2.0; 8],
+        "the CPU lane after the refusals",
+    )?;
     rt.shutdown().map_err(|e| e.to_string())?;
     Ok(Outcome::Passed)
 }
@@ -545,14 +504,7 @@ pub(crate) fn cube_kernels_run_in_programs() -> Result<Outcome, String> {
                 )
                 .map_err(err)?;
             let eager = gpu.sum_all(&out[0]).map_err(err)?;
-            let get = |h: &weft::TensorHandle| -> Result<Vec<f64>, String> {
-                values(
-                    &gpu.download(h)
-                        .map_err(err)?
-                        .wait()
-                        .map_err(|e| e.to_string())?,
-                )
-            };
+            let get = |h: &weft::TensorHandle| got(gpu, h);
             let (a, b) = (get(&recorded)?, get(&eager)?);
             let want: f64 = xs.iter().zip(&ys).map(|(x, y)| 2.5 * x + y).sum();
             let tol = if dtype == DType::F32 { 1e-3 } else { 1e-9 };

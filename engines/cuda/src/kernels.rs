@@ -290,12 +290,12 @@ pub(crate) fn source(dtype: DType) -> String {
 ///
 /// NVRTC's log, when the source does not compile.
 pub fn compile(dtype: DType, arch: Option<(i32, i32)>) -> Result<Ptx, String> {
-    compile_text(source(dtype), &format!("weft_{dtype}.cu"), arch)
+    compile_text(&source(dtype), &format!("weft_{dtype}.cu"), arch)
 }
 
 /// Compiles CUDA source `text` (program `name`) to PTX for `arch`.
 pub(crate) fn compile_text(
-    text: String,
+    text: &str,
     name: &str,
     arch: Option<(i32, i32)>,
 ) -> Result<Ptx, String> {
@@ -319,11 +319,7 @@ pub(crate) fn compile_text(
 ///
 /// NVRTC's log.
 pub fn compile_cube(source: &CubeSource, arch: (i32, i32)) -> Result<Ptx, String> {
-    compile_text(
-        source.text.clone(),
-        &format!("{}.cu", source.entry),
-        Some(arch),
-    )
+    compile_text(&source.text, &format!("{}.cu", source.entry), Some(arch))
 }
 
 /// Compiles a cubecl kernel's source to a cubin for `sm_{arch}`, as the
@@ -337,15 +333,11 @@ pub fn compile_cube_cubin(source: &CubeSource, arch: i32) -> Result<Vec<u8>, Str
 }
 
 /// What a device of architecture `arch` loads of CUDA source `text`: a
-/// cubin or PTX, as [`Target::choose`] says.
-fn image(text: String, name: &str, arch: (i32, i32)) -> Result<Ptx, KernelError> {
-    image_from(text, name, arch, None)
-}
-
-/// [`image`], with PTX for `floor` where NVRTC targets nothing at or
-/// below the device's architecture.
-fn image_from(
-    text: String,
+/// cubin or PTX, as [`Target::choose`] says, with PTX for `floor` (else
+/// NVRTC's default) where NVRTC targets nothing at or below the device's
+/// architecture.
+fn image(
+    text: &str,
     name: &str,
     arch: (i32, i32),
     floor: Option<(i32, i32)>,
@@ -355,7 +347,7 @@ fn image_from(
     }
     match Target::choose(arch, &super::nvrtc::nvrtc_architectures()) {
         Target::Cubin(sm) => Ok(Ptx::from_binary(
-            super::nvrtc::compile_cubin(&text, name, sm).map_err(KernelError::Compile)?,
+            super::nvrtc::compile_cubin(text, name, sm).map_err(KernelError::Compile)?,
         )),
         Target::Ptx(compute) => {
             let compute = compute.map(|a| (a / 10, a % 10)).or(floor);
@@ -425,7 +417,7 @@ impl Kernels {
             return Ok(f.clone());
         }
         if !self.modules.contains_key(&dtype) {
-            let image = image(source(dtype), &format!("weft_{dtype}.cu"), arch)?;
+            let image = image(&source(dtype), &format!("weft_{dtype}.cu"), arch, None)?;
             let module = ctx
                 .load_module(image)
                 .map_err(|e| KernelError::Load(e.to_string()))?;
@@ -442,9 +434,7 @@ impl Kernels {
             .cloned()
             .ok_or_else(|| KernelError::Load(format!("no {} kernel for {dtype}", kernel.name())))
     }
-}
 
-impl Kernels {
     /// The cubecl kernel `key`, compiled from `source` on first use (to
     /// CUDA by cubecl, then by NVRTC as the engine's own kernels are).
     pub(crate) fn cube(
@@ -467,7 +457,7 @@ impl Kernels {
             }));
         }
         let name = format!("{}.cu", source.entry);
-        let image = image_from(source.text.clone(), &name, arch, Some(CUBE_MIN_ARCH))?;
+        let image = image(&source.text, &name, arch, Some(CUBE_MIN_ARCH))?;
         let module = ctx
             .load_module(image)
             .map_err(|e| KernelError::Load(e.to_string()))?;

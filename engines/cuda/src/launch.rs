@@ -558,10 +558,12 @@ impl Launcher<'_> {
             return Ok(());
         }
         // The real types' maps are cubecl kernels, one per op (`cube/maps.rs`).
-        let ported = (!magnitude && !a.dtype.is_complex() && !self.kernels.source_maps)
-            .then(|| super::cube::unary_kernel(unary))
-            .flatten()
-            .filter(|_| matches!(a.dtype, DType::F32 | DType::F64));
+        let ported = match a.dtype {
+            DType::F32 | DType::F64 if !magnitude && !self.kernels.source_maps => {
+                super::cube::unary_kernel(unary)
+            }
+            _ => None,
+        };
         if let Some(map) = ported {
             let source = || (map.source)(a.dtype);
             return self.cube(

@@ -36,7 +36,6 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -452,8 +451,7 @@ fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<Cube
         .map_err(|message| CubeError::Layout { kernel, message })?;
     let buffers = sig.inputs + sig.outputs;
     let expected_meta = 2 * buffers;
-    if info.scalars.is_some_and(|(_, n)| n < sig.scalars)
-        || (sig.scalars > 0 && info.scalars.is_none())
+    if info.scalars.map_or(0, |(_, n)| n) < sig.scalars
         || (info.static_meta != 0 && info.static_meta != expected_meta)
         || info.buffers != buffers
     {
@@ -472,12 +470,6 @@ fn source_of<K: CubeKernel, F: Float + CubeElement>(dtype: DType) -> Result<Cube
         info,
         cube_dim,
     })
-}
-
-impl fmt::Display for CubeSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
-    }
 }
 
 /// The cache key of `K`'s kernel for `dtype`.
