@@ -93,6 +93,16 @@ enum Layout {
     Cols { batch: usize, col: usize },
 }
 
+impl Layout {
+    /// The element stride from one batch's matrix to the next (0: the
+    /// same matrix for every batch).
+    fn batch(self) -> usize {
+        match self {
+            Layout::Rows { batch, .. } | Layout::Cols { batch, .. } => batch,
+        }
+    }
+}
+
 /// The recording backend: every value is its number and shape.
 struct Recording {
     prims: Vec<Prim>,
@@ -166,20 +176,22 @@ impl Contraction for Recording {
         a: &Sym,
         b: &Sym,
         dims: [usize; 4],
+        [a_batched, b_batched]: [bool; 2],
         out: Vec<usize>,
     ) -> Result<Sym, TensorError> {
         let [_, m, k, n] = dims;
-        let operand = |src: usize, rows: usize, cols: usize| Operand {
+        // A broadcast operand is one matrix: batch stride 0.
+        let operand = |src: usize, rows: usize, cols: usize, batched: bool| Operand {
             src,
             layout: Layout::Rows {
-                batch: rows * cols,
+                batch: if batched { rows * cols } else { 0 },
                 row: cols,
             },
         };
         Ok(self.push(
             Prim::Gemm {
-                a: operand(a.id, m, k),
-                b: operand(b.id, k, n),
+                a: operand(a.id, m, k, a_batched),
+                b: operand(b.id, k, n, b_batched),
                 dims,
                 out: out.clone(),
             },
@@ -361,7 +373,11 @@ fn fold_permutes(prims: &mut [Prim], shapes: &[Vec<usize>], inputs: usize) {
         };
         let [nb, m, k, n] = *dims;
         let mut folds = Vec::new();
-        for (side, operand, groups) in [(0, *a, [nb, m, k]), (1, *b, [nb, k, n])] {
+        // A broadcast operand (batch stride 0) has no batch axes to fold.
+        let own_batch = |operand: &Operand| if operand.layout.batch() == 0 { 1 } else { nb };
+        for (side, operand, groups) in
+            [(0, *a, [own_batch(a), m, k]), (1, *b, [own_batch(b), k, n])]
+        {
             let Some(p) = operand.src.checked_sub(inputs) else {
                 continue;
             };
@@ -708,6 +724,68 @@ mod tests {
             let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.4)).collect();
             check(spec, &inputs.iter().collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn last_products_lay_their_result_out_as_the_output() {
+        // The output's order is made by the last product itself: no
+        // permutation runs after it. Two DMRG steps: the output interleaves
+        // the first operand's labels around the second's, so the leading run
+        // becomes a batch over which the second operand (the MPO) is
+        // broadcast; then a batched and a plain product whose output puts the
+        // second operand's labels first.
+        for (spec, shapes, broadcast) in [
+            (
+                "amtuz,mnst->asnuz",
+                [&[8, 3, 2, 4, 16][..], &[3, 2, 3, 2]],
+                true,
+            ),
+            (
+                "asnuz,nkru->asrkz",
+                [&[8, 3, 2, 4, 64][..], &[2, 3, 2, 4]],
+                true,
+            ),
+            (
+                "bmsy,mnst->bnty",
+                [&[16, 3, 2, 48][..], &[3, 2, 2, 3]],
+                true,
+            ),
+            ("bij,bjk->bki", [&[3, 5, 4][..], &[3, 4, 6]], false),
+            ("ij,jk->ki", [&[5, 4][..], &[4, 6]], false),
+            ("ab,c->acb", [&[4, 32][..], &[16]], true),
+        ] {
+            let s = Spec::parse(spec).unwrap();
+            let plan = EinsumPlan::compile(&s, &shapes, DType::F64).unwrap();
+            let Some(Prim::Gemm { a, b, dims, .. }) = plan.prims.last() else {
+                panic!("{spec}: the last step is not the product: {:?}", plan.prims);
+            };
+            assert_eq!(
+                dims[0] > 1 && (a.layout.batch() == 0 || b.layout.batch() == 0),
+                broadcast,
+                "{spec}: {:?}",
+                plan.prims
+            );
+            let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.3)).collect();
+            let inputs: Vec<&Tensor> = inputs.iter().collect();
+            let want = reference(spec, &inputs);
+            for compute in [Compute::faer(1), Compute::faer(2)] {
+                let got = run(&s, &inputs, compute).unwrap();
+                let got = got.as_slice::<f64>().unwrap();
+                for (x, y) in got.iter().zip(&want) {
+                    assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{spec}: {x} {y}");
+                }
+            }
+        }
+        // Too small a product per batch to be worth a call each: the plain
+        // product and a permutation of its result.
+        let s = Spec::parse("amtuz,mnst->asnuz").unwrap();
+        let shapes = [&[8, 3, 2, 2, 4][..], &[3, 2, 3, 2]];
+        let plan = EinsumPlan::compile(&s, &shapes, DType::F64).unwrap();
+        assert!(
+            matches!(plan.prims.last(), Some(Prim::Permute { folded: false, .. })),
+            "{:?}",
+            plan.prims
+        );
     }
 
     #[test]

@@ -674,11 +674,14 @@ impl<'a> Contraction for Exec<'a> {
         a: &Value<'a>,
         b: &Value<'a>,
         [nb, m, k, n]: [usize; 4],
+        [a_batched, b_batched]: [bool; 2],
         out: Vec<usize>,
     ) -> Result<Value<'a>, ExecError> {
+        // A broadcast operand is read with batch stride 0.
+        let stride = |batched: bool, len: usize| if batched { len } else { 0 };
         Ok(Value::Owned(self.gemm(
-            (a.tensor(), m * k),
-            (b.tensor(), k * n),
+            (a.tensor(), stride(a_batched, m * k)),
+            (b.tensor(), stride(b_batched, k * n)),
             [nb, m, k, n],
             &out,
         )?))

@@ -12,11 +12,14 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::layout::{row_major, View};
+use crate::layout::View;
 use crate::ops::Meta;
 use crate::tensor::{element_count, TensorError};
 
+mod lower;
 mod path;
+
+use lower::Term;
 
 /// A parsed einsum specification: one label list per operand and the
 /// output's labels. Cheap to clone (its parts are shared).
@@ -469,7 +472,9 @@ impl Spec {
             let b = terms.remove(j);
             let a = terms.remove(i);
             let keep = self.needed(&terms, &a.labels, &b.labels);
-            terms.push(Term::contract(backend, a, b, &keep)?);
+            // The last product may lay its result out as the output.
+            let last = terms.is_empty().then_some(&self.output[..]);
+            terms.push(Term::contract(backend, a, b, &keep, last)?);
         }
         let last = terms.pop().expect("at least one operand");
         last.finish(backend, &self.output)
@@ -541,14 +546,17 @@ pub trait Contraction {
     fn sum(&mut self, value: Self::Value, axes: &[usize]) -> Result<Self::Value, Self::Error>;
     /// Reorders axes: output axis `i` is input axis `perm[i]`.
     fn permute(&mut self, value: Self::Value, perm: &[usize]) -> Result<Self::Value, Self::Error>;
-    /// `[nb, m, k] @ [nb, k, n]`, reading `a` and `b` (row-major, of those
-    /// element counts) as such, giving a value of shape `out` (`nb·m·n`
-    /// elements).
+    /// `[nb, m, k] @ [nb, k, n]`, reading `a` and `b` (row-major) as such,
+    /// giving a value of shape `out` (`nb·m·n` elements). `batched[i]` says
+    /// whether operand `i` holds a matrix per batch (`nb·m·k` elements for
+    /// `a`) or one matrix read by every batch (`m·k`: it is broadcast, its
+    /// batch stride is 0).
     fn batched_matmul(
         &mut self,
         a: &Self::Value,
         b: &Self::Value,
         dims: [usize; 4],
+        batched: [bool; 2],
         out: Vec<usize>,
     ) -> Result<Self::Value, Self::Error>;
 }
@@ -566,153 +574,6 @@ pub struct Pair {
     pub b: Vec<char>,
     /// The result's.
     pub result: Vec<char>,
-}
-
-impl<B: Contraction> AsRef<[char]> for Term<B> {
-    fn as_ref(&self) -> &[char] {
-        &self.labels
-    }
-}
-
-/// An intermediate: a value and one label per axis, all distinct.
-struct Term<B: Contraction> {
-    labels: Vec<char>,
-    value: B::Value,
-}
-
-impl<B: Contraction> Term<B> {
-    fn extent(&self, c: &char) -> usize {
-        B::shape(&self.value)[self.labels.iter().position(|l| l == c).expect("label")]
-    }
-
-    /// Takes the diagonal over repeated labels (`ii` → `i`).
-    fn diagonal(backend: &mut B, labels: &[char], value: B::Value) -> Result<Self, B::Error> {
-        let mut unique: Vec<char> = Vec::new();
-        for &c in labels {
-            if !unique.contains(&c) {
-                unique.push(c);
-            }
-        }
-        if unique.len() == labels.len() {
-            return Ok(Term {
-                labels: unique,
-                value,
-            });
-        }
-        // A strided view: each unique label walks the sum of the strides
-        // of the positions it labels.
-        let shape = B::shape(&value);
-        let own = row_major(shape);
-        let mut walk = View {
-            shape: Vec::new(),
-            strides: Vec::new(),
-            base: 0,
-        };
-        for c in &unique {
-            let positions: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == *c).collect();
-            walk.shape.push(shape[positions[0]]);
-            walk.strides.push(
-                positions
-                    .iter()
-                    .fold(0isize, |s, &i| s.saturating_add(own[i])),
-            );
-        }
-        Ok(Term {
-            labels: unique,
-            value: backend.view(value, &walk)?,
-        })
-    }
-
-    /// Sums out the labels not in `keep`.
-    fn sum_out(self, backend: &mut B, keep: &[char]) -> Result<Self, B::Error> {
-        let axes: Vec<usize> = (0..self.labels.len())
-            .filter(|&i| !keep.contains(&self.labels[i]))
-            .collect();
-        if axes.is_empty() {
-            return Ok(self);
-        }
-        let labels = self
-            .labels
-            .iter()
-            .copied()
-            .filter(|c| keep.contains(c))
-            .collect();
-        Ok(Term {
-            labels,
-            value: backend.sum(self.value, &axes)?,
-        })
-    }
-
-    /// Reorders axes to `order` (a permutation of the labels).
-    fn permute(self, backend: &mut B, order: &[char]) -> Result<Self, B::Error> {
-        let perm: Vec<usize> = order
-            .iter()
-            .map(|c| {
-                self.labels
-                    .iter()
-                    .position(|l| l == c)
-                    .expect("a label of the term")
-            })
-            .collect();
-        if perm.iter().enumerate().all(|(i, &p)| i == p) {
-            return Ok(self);
-        }
-        Ok(Term {
-            labels: order.to_vec(),
-            value: backend.permute(self.value, &perm)?,
-        })
-    }
-
-    /// Contracts two terms into one with labels `batch, a-only, b-only`,
-    /// summing labels not in `keep`, through one batched GEMM.
-    fn contract(backend: &mut B, a: Self, b: Self, keep: &[char]) -> Result<Self, B::Error> {
-        // Labels only one side has and nobody needs are summed first.
-        let a = a.sum_out(backend, &[keep, &b.labels[..]].concat())?;
-        let b = b.sum_out(backend, &[keep, &a.labels[..]].concat())?;
-        let shared: Vec<char> = a
-            .labels
-            .iter()
-            .copied()
-            .filter(|c| b.labels.contains(c))
-            .collect();
-        let (batch, inner): (Vec<char>, Vec<char>) =
-            shared.iter().copied().partition(|c| keep.contains(c));
-        let only = |t: &Self| -> Vec<char> {
-            t.labels
-                .iter()
-                .copied()
-                .filter(|c| !shared.contains(c))
-                .collect()
-        };
-        let (a_only, b_only) = (only(&a), only(&b));
-        let size = |t: &Self, ls: &[char]| ls.iter().map(|c| t.extent(c)).product::<usize>();
-        let dims = [
-            size(&a, &batch),
-            size(&a, &a_only),
-            size(&a, &inner),
-            size(&b, &b_only),
-        ];
-        let a = a.permute(backend, &[&batch[..], &a_only, &inner].concat())?;
-        let b = b.permute(backend, &[&batch[..], &inner, &b_only].concat())?;
-        let shape: Vec<usize> = batch
-            .iter()
-            .chain(&a_only)
-            .map(|c| a.extent(c))
-            .chain(b_only.iter().map(|c| b.extent(c)))
-            .collect();
-        Ok(Term {
-            labels: [&batch[..], &a_only, &b_only].concat(),
-            value: backend.batched_matmul(&a.value, &b.value, dims, shape)?,
-        })
-    }
-
-    /// Sums what the output does not name and orders the rest like it.
-    fn finish(self, backend: &mut B, output: &[char]) -> Result<B::Value, B::Error> {
-        Ok(self
-            .sum_out(backend, output)?
-            .permute(backend, output)?
-            .value)
-    }
 }
 
 #[cfg(test)]
