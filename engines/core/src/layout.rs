@@ -150,3 +150,50 @@ pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     }
     index
 }
+
+/// A strided tensor (`shape`, `strides` in elements) read as a batch of
+/// matrices `[groups[0], groups[1], groups[2]]` (element counts: batch,
+/// rows, columns), without a copy: each group's axes, in order, merge into
+/// one stride, and rows or columns are contiguous. Returns the three
+/// strides (`None` for a group of extent 1, whose stride never matters),
+/// or `None` when the tensor cannot be read so. Axes of extent 1 go in any
+/// group.
+pub fn matrix_strides(
+    shape: &[usize],
+    strides: &[isize],
+    groups: [usize; 3],
+) -> Option<[Option<usize>; 3]> {
+    if shape.contains(&0) {
+        return None;
+    }
+    let axes: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&e, _)| e != 1)
+        .map(|(&e, &s)| Some((e, usize::try_from(s).ok()?)))
+        .collect::<Option<_>>()?;
+    let mut merged: [Option<usize>; 3] = [None; 3];
+    let mut rest = &axes[..];
+    for (g, &target) in groups.iter().enumerate() {
+        let mut product = 1usize;
+        let mut taken = 0;
+        while product < target {
+            let &(extent, _) = rest.get(taken)?;
+            product = product.checked_mul(extent)?;
+            taken += 1;
+        }
+        if product != target {
+            return None;
+        }
+        let group = &rest[..taken];
+        for pair in group.windows(2) {
+            if pair[0].1 != pair[1].1.checked_mul(pair[1].0)? {
+                return None;
+            }
+        }
+        merged[g] = group.last().map(|&(_, s)| s);
+        rest = &rest[taken..];
+    }
+    let contiguous = |s: Option<usize>| matches!(s, None | Some(1));
+    (contiguous(merged[1]) || contiguous(merged[2])).then_some(merged)
+}

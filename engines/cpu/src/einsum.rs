@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use super::gemm::{self, Compute};
 use super::parallel::PARALLEL_THRESHOLD;
 use super::{buffer, reduce, structural};
-use weft_core::layout::{row_major, View};
+use weft_core::layout::{matrix_strides, row_major, View};
 use weft_core::ops::{Contraction, EinsumSpec as Spec, Meta, ReduceOp};
 use weft_core::{DType, Element, Field, Tensor, TensorError};
 
@@ -407,43 +407,11 @@ fn fold_permutes(prims: &mut [Prim], shapes: &[Vec<usize>], inputs: usize) {
     }
 }
 
-/// The strides of a tensor of this shape and these strides read as
-/// `[groups[0], groups[1], groups[2]]`, if each group's axes merge into one
-/// stride and rows or columns are contiguous.
+/// The layout of a tensor of this shape and these strides read as
+/// `[groups[0], groups[1], groups[2]]`, if it can be read so in place
+/// ([`matrix_strides`]).
 fn layout_of(shape: &[usize], strides: &[isize], groups: [usize; 3]) -> Option<Layout> {
-    if shape.contains(&0) {
-        return None;
-    }
-    // Axes of extent 1 may go in any group and have no stride that matters.
-    let axes: Vec<(usize, usize)> = shape
-        .iter()
-        .zip(strides)
-        .filter(|(&e, _)| e != 1)
-        .map(|(&e, &s)| Some((e, usize::try_from(s).ok()?)))
-        .collect::<Option<_>>()?;
-    let mut merged: [Option<usize>; 3] = [None; 3];
-    let mut rest = &axes[..];
-    for (g, &target) in groups.iter().enumerate() {
-        let mut product = 1usize;
-        let mut taken = 0;
-        while product < target {
-            let &(extent, _) = rest.get(taken)?;
-            product = product.checked_mul(extent)?;
-            taken += 1;
-        }
-        if product != target {
-            return None;
-        }
-        let group = &rest[..taken];
-        for pair in group.windows(2) {
-            if pair[0].1 != pair[1].1.checked_mul(pair[1].0)? {
-                return None;
-            }
-        }
-        merged[g] = group.last().map(|&(_, s)| s);
-        rest = &rest[taken..];
-    }
-    let [batch, row, col] = merged;
+    let [batch, row, col] = matrix_strides(shape, strides, groups)?;
     let batch = batch.unwrap_or(0);
     match (row, col) {
         (_, None | Some(1)) => Some(Layout::Rows {

@@ -3,7 +3,7 @@
 //! ([`Arrangement`]: the order the product lays its result out in).
 
 use super::Contraction;
-use crate::layout::{row_major, View};
+use crate::layout::{matrix_strides, row_major, View};
 
 impl<B: Contraction> AsRef<[char]> for Term<B> {
     fn as_ref(&self) -> &[char] {
@@ -142,39 +142,99 @@ impl<B: Contraction> Term<B> {
                 b.extent(c)
             }
         };
-        let size = |ls: &[char]| ls.iter().map(extent).product::<usize>();
+        // Saturating: an intermediate past `usize` is refused by the
+        // backend (`TooLarge`), not here.
+        let size = |ls: &[char]| ls.iter().map(extent).fold(1usize, usize::saturating_mul);
         let plain = Arrangement {
             batch,
             rows: a_only,
             cols: b_only,
             swapped: false,
         };
+        // Elements an arrangement's permutations copy: each operand's,
+        // unless the product reads it in place, and the result's, unless it
+        // is the output already.
+        let copies = |arr: &Arrangement| {
+            let [left, right] = arr.operands(&a, &b);
+            let [l_order, r_order] = arr.orders(&inner, [left, right]);
+            let nb = size(&arr.batch);
+            let own = |t: &Self| if t.holds(&arr.batch) { nb } else { 1 };
+            let labels = [&arr.batch[..], &arr.rows, &arr.cols].concat();
+            let result = match output {
+                Some(out) if out != labels => nb
+                    .saturating_mul(size(&arr.rows))
+                    .saturating_mul(size(&arr.cols)),
+                _ => 0,
+            };
+            left.copied(&l_order, [own(left), size(&arr.rows), size(&inner)])
+                .saturating_add(right.copied(&r_order, [own(right), size(&inner), size(&arr.cols)]))
+                .saturating_add(result)
+        };
         let arrangement = output
             .and_then(|out| Arrangement::fit(out, &plain))
             .filter(|fit| {
-                fit.batch == plain.batch || size(&fit.rows) * size(&fit.cols) >= BROADCAST_MIN
+                fit.batch == plain.batch
+                    || size(&fit.rows).saturating_mul(size(&fit.cols)) >= BROADCAST_MIN
             })
+            .filter(|fit| copies(fit) < copies(&plain))
             .unwrap_or(plain);
+        let dims = [
+            size(&arrangement.batch),
+            size(&arrangement.rows),
+            size(&inner),
+            size(&arrangement.cols),
+        ];
+        let shape: Vec<usize> = [&arrangement.batch[..], &arrangement.rows, &arrangement.cols]
+            .concat()
+            .iter()
+            .map(extent)
+            .collect();
+        let [l_order, r_order] = {
+            let [left, right] = arrangement.operands(&a, &b);
+            arrangement.orders(&inner, [left, right])
+        };
+        let (left, right) = if arrangement.swapped { (b, a) } else { (a, b) };
+        let batched = [
+            left.holds(&arrangement.batch),
+            right.holds(&arrangement.batch),
+        ];
+        let left = left.permute(backend, &l_order)?;
+        let right = right.permute(backend, &r_order)?;
         let Arrangement {
-            batch,
-            rows,
-            cols,
-            swapped,
+            batch, rows, cols, ..
         } = arrangement;
-        let dims = [size(&batch), size(&rows), size(&inner), size(&cols)];
-        let shape: Vec<usize> = batch.iter().chain(&rows).chain(&cols).map(extent).collect();
-        let (left, right) = if swapped { (b, a) } else { (a, b) };
-        // An operand without the batch labels (they are the other's own) is
-        // one matrix, read by every batch.
-        let holds = |t: &Self| batch.iter().all(|c| t.labels.contains(c));
-        let batched = [holds(&left), holds(&right)];
-        let lead = |held: bool| if held { &batch[..] } else { &[][..] };
-        let left = left.permute(backend, &[lead(batched[0]), &rows, &inner].concat())?;
-        let right = right.permute(backend, &[lead(batched[1]), &inner, &cols].concat())?;
         Ok(Term {
             labels: [&batch[..], &rows, &cols].concat(),
             value: backend.batched_matmul(&left.value, &right.value, dims, batched, shape)?,
         })
+    }
+
+    /// Whether the term has every one of `batch`'s labels (else it has
+    /// none of them and is broadcast over them).
+    fn holds(&self, batch: &[char]) -> bool {
+        batch.iter().all(|c| self.labels.contains(c))
+    }
+
+    /// Elements that permuting the term into `order` copies: none when
+    /// the order is its own, or when a product reads it so in place as a
+    /// batch of matrices of `groups` ([`matrix_strides`]).
+    fn copied(&self, order: &[char], groups: [usize; 3]) -> usize {
+        let shape = B::shape(&self.value);
+        let place: Vec<usize> = order
+            .iter()
+            .map(|c| self.labels.iter().position(|l| l == c).expect("a label"))
+            .collect();
+        if place.iter().enumerate().all(|(i, &p)| i == p) {
+            return 0;
+        }
+        let own = row_major(shape);
+        let extents: Vec<usize> = place.iter().map(|&p| shape[p]).collect();
+        let strides: Vec<isize> = place.iter().map(|&p| own[p]).collect();
+        if matrix_strides(&extents, &strides, groups).is_some() {
+            0
+        } else {
+            shape.iter().fold(1, |n, &e| n.saturating_mul(e))
+        }
     }
 
     /// Sums what the output does not name and orders the rest like it.
@@ -207,6 +267,36 @@ pub(super) struct Arrangement {
 }
 
 impl Arrangement {
+    /// The GEMM's left and right operands.
+    fn operands<'t, T>(&self, a: &'t T, b: &'t T) -> [&'t T; 2] {
+        if self.swapped {
+            [b, a]
+        } else {
+            [a, b]
+        }
+    }
+
+    /// The orders the left and right operands are permuted into:
+    /// `[batch, rows, inner]` and `[batch, inner, cols]`, without the batch
+    /// labels on an operand broadcast over them.
+    fn orders<B: Contraction>(
+        &self,
+        inner: &[char],
+        [left, right]: [&Term<B>; 2],
+    ) -> [Vec<char>; 2] {
+        let lead = |t: &Term<B>| {
+            if t.holds(&self.batch) {
+                &self.batch[..]
+            } else {
+                &[][..]
+            }
+        };
+        [
+            [lead(left), &self.rows, inner].concat(),
+            [lead(right), inner, &self.cols].concat(),
+        ]
+    }
+
     /// The arrangement whose result is `output` itself, for the last
     /// product, whose `plain` arrangement holds its batch labels and each
     /// term's own labels (all of them in `output`). The output must read as
