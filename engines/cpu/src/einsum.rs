@@ -744,16 +744,24 @@ mod tests {
                 }
             }
         }
-        // Too small a product per batch to be worth a call each: the plain
-        // product and a permutation of its result.
-        let s = Spec::parse("amtuz,mnst->asnuz").unwrap();
-        let shapes = [&[8, 3, 2, 2, 4][..], &[3, 2, 3, 2]];
-        let plan = EinsumPlan::compile(&s, &shapes, DType::F64).unwrap();
-        assert!(
-            matches!(plan.prims.last(), Some(Prim::Permute { folded: false, .. })),
-            "{:?}",
-            plan.prims
-        );
+        // The plain product and a permutation of its result where that
+        // copies less: too small a product per batch to be worth a call
+        // each; and an operand the output's order would copy whole (`ijx`
+        // read as rows `ji` does not merge) when the result is smaller.
+        for (spec, shapes) in [
+            ("amtuz,mnst->asnuz", [&[8, 3, 2, 2, 4][..], &[3, 2, 3, 2]]),
+            ("ijx,x->ji", [&[8, 6, 5][..], &[5]]),
+        ] {
+            let s = Spec::parse(spec).unwrap();
+            let plan = EinsumPlan::compile(&s, &shapes, DType::F64).unwrap();
+            assert!(
+                matches!(plan.prims.last(), Some(Prim::Permute { folded: false, .. })),
+                "{spec}: {:?}",
+                plan.prims
+            );
+            let inputs: Vec<Tensor> = shapes.iter().map(|s| tensor(s, 0.2)).collect();
+            check(spec, &inputs.iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]
