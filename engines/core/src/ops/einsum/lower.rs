@@ -84,9 +84,10 @@ impl<B: Contraction> Term<B> {
         })
     }
 
-    /// Reorders axes to `order` (a permutation of the labels).
-    fn permute(self, backend: &mut B, order: &[char]) -> Result<Self, B::Error> {
-        let perm: Vec<usize> = order
+    /// Where each label of `order` (a permutation of the labels) is now:
+    /// the permutation to it, `None` when it is the term's own order.
+    fn places(&self, order: &[char]) -> Option<Vec<usize>> {
+        let place: Vec<usize> = order
             .iter()
             .map(|c| {
                 self.labels
@@ -95,9 +96,14 @@ impl<B: Contraction> Term<B> {
                     .expect("a label of the term")
             })
             .collect();
-        if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        (!place.iter().enumerate().all(|(i, &p)| i == p)).then_some(place)
+    }
+
+    /// Reorders axes to `order` (a permutation of the labels).
+    fn permute(self, backend: &mut B, order: &[char]) -> Result<Self, B::Error> {
+        let Some(perm) = self.places(order) else {
             return Ok(self);
-        }
+        };
         Ok(Term {
             labels: order.to_vec(),
             value: backend.permute(self.value, &perm)?,
@@ -189,11 +195,8 @@ impl<B: Contraction> Term<B> {
             .iter()
             .map(extent)
             .collect();
-        let [l_order, r_order] = {
-            let [left, right] = arrangement.operands(&a, &b);
-            arrangement.orders(&inner, [left, right])
-        };
         let (left, right) = if arrangement.swapped { (b, a) } else { (a, b) };
+        let [l_order, r_order] = arrangement.orders(&inner, [&left, &right]);
         let batched = [
             left.holds(&arrangement.batch),
             right.holds(&arrangement.batch),
@@ -219,14 +222,10 @@ impl<B: Contraction> Term<B> {
     /// the order is its own, or when a product reads it so in place as a
     /// batch of matrices of `groups` ([`matrix_strides`]).
     fn copied(&self, order: &[char], groups: [usize; 3]) -> usize {
-        let shape = B::shape(&self.value);
-        let place: Vec<usize> = order
-            .iter()
-            .map(|c| self.labels.iter().position(|l| l == c).expect("a label"))
-            .collect();
-        if place.iter().enumerate().all(|(i, &p)| i == p) {
+        let Some(place) = self.places(order) else {
             return 0;
-        }
+        };
+        let shape = B::shape(&self.value);
         let own = row_major(shape);
         let extents: Vec<usize> = place.iter().map(|&p| shape[p]).collect();
         let strides: Vec<isize> = place.iter().map(|&p| own[p]).collect();
